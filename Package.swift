@@ -1,0 +1,56 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "StoreKitSwift",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "StoreAPI", targets: ["StoreAPI"]),
+        .library(name: "SQLiteBackend", targets: ["SQLiteBackend"]),
+        .library(name: "LMDBBackend", targets: ["LMDBBackend"]),
+        .library(name: "XMLBackend", targets: ["XMLBackend"]),
+        .library(name: "StoreConformance", targets: ["StoreConformance"]),
+        .executable(name: "storectl", targets: ["storectl"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        // System-library shims: a module map and one header each, nothing else.
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]),
+        .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"]), .brew(["lmdb"])]),
+        .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"]), .brew(["libxml2"])]),
+
+        // The framework: schema, records, descriptions, the backend protocols, coordinator, context and operations.
+        // It depends on no backend and no C library.
+        .target(name: "StoreAPI"),
+
+        // One backend each, written against StoreAPI's public backend protocols only.
+        .target(name: "SQLiteBackend", dependencies: ["StoreAPI", "CSQLite"]),
+        .target(name: "LMDBBackend", dependencies: ["StoreAPI", "CLMDB"]),
+        .target(name: "XMLBackend", dependencies: ["StoreAPI", "CLibXML2"]),
+
+        // The published conformance suite every backend runs (built-in and third-party).
+        .target(name: "StoreConformance", dependencies: ["StoreAPI"]),
+
+        .executableTarget(
+            name: "storectl",
+            dependencies: [
+                "StoreAPI", "SQLiteBackend", "LMDBBackend", "XMLBackend",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+
+        .executableTarget(
+            name: "storebench",
+            dependencies: ["StoreAPI", "SQLiteBackend", "LMDBBackend", "XMLBackend", "CSQLite", "CLMDB", "CLibXML2"],
+            path: "Benchmarks/storebench"
+        ),
+
+        .testTarget(name: "StoreAPITests", dependencies: ["StoreAPI", "StoreConformance"]),
+        .testTarget(name: "SQLiteBackendTests", dependencies: ["StoreAPI", "SQLiteBackend", "StoreConformance", "CSQLite"]),
+        .testTarget(name: "LMDBBackendTests", dependencies: ["StoreAPI", "LMDBBackend", "StoreConformance", "CLMDB"]),
+        .testTarget(name: "XMLBackendTests", dependencies: ["StoreAPI", "XMLBackend", "StoreConformance"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,80 @@
+import Foundation
+
+/// An open store: the record-level interface the coordinator, contexts and store operations use.
+///
+/// Implementations are shared between threads (the coordinator hands one to every context), so they must be
+/// `Sendable` and do their own locking. Every method may be called from any thread, never concurrently with
+/// ``close()``.
+public protocol PersistentStore: AnyObject, Sendable {
+    /// Where the store lives; `nil` for anonymous in-memory stores.
+    var url: URL? { get }
+    /// The store's metadata as of the last save. Its schema is the one records are laid out against.
+    var metadata: StoreMetadata { get }
+
+    /// Records matching the request, filtered, sorted and sliced. Implementations translate what they can and
+    /// may use ``PredicateEvaluator`` for the rest.
+    func fetch(_ request: FetchRequest) throws -> [Record]
+
+    /// The number of records matching the request's entity and predicate (offset and limit applied).
+    func count(_ request: FetchRequest) throws -> Int
+
+    /// The records of hierarchy `root` (``Entity/rootName``) with the given keys, in any order; keys with no
+    /// record are left out.
+    func records(withKeys keys: [Int64], root: String) throws -> [Record]
+
+    /// Up to `limit` records of exactly `entity` (not its sub-entities) whose key is greater than `primaryKey`
+    /// (or all, from the smallest, for `nil`), in increasing key order. The transfer engine pages through a store
+    /// with this, so memory stays bounded however large the store is.
+    func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [Record]
+
+    /// Applies a set of changes atomically: either all of it is stored, or none of it and the error says why.
+    func save(_ changes: StoreChanges) throws
+
+    /// Reserves `count` consecutive primary keys in hierarchy `root` that no other record has had or will get,
+    /// even from another process; returns the first.
+    func allocatePrimaryKeys(root: String, count: Int) throws -> Int64
+
+    /// History transactions with a token greater than `token` (all for `nil`), in token order.
+    func history(after token: Int64?) throws -> [HistoryTransaction]
+
+    /// Flushes and releases the store. Further calls fail.
+    func close() throws
+}
+
+/// What one save writes.
+public struct StoreChanges: Sendable {
+    /// New records. Their primary keys were allocated by ``PersistentStore/allocatePrimaryKeys(root:count:)`` or
+    /// come from another store (a transfer); either way the store's key allocator must stay above them.
+    public var inserted: [Record]
+    /// Records whose new full state replaces the stored one.
+    public var updated: [Record]
+    /// Records to remove.
+    public var deleted: [RecordKey]
+    /// History to append. A transaction whose token is ``HistoryTransaction/assignToken`` gets the next token;
+    /// others (copied from another store) keep theirs.
+    public var history: [HistoryTransaction]
+    /// New metadata to store with the changes, if it changed.
+    public var metadata: StoreMetadata?
+
+    /// Creates a change set.
+    public init(
+        inserted: [Record] = [], updated: [Record] = [], deleted: [RecordKey] = [],
+        history: [HistoryTransaction] = [], metadata: StoreMetadata? = nil
+    ) {
+        self.inserted = inserted
+        self.updated = updated
+        self.deleted = deleted
+        self.history = history
+        self.metadata = metadata
+    }
+
+    /// Whether nothing would be written.
+    public var isEmpty: Bool {
+        inserted.isEmpty && updated.isEmpty && deleted.isEmpty && history.isEmpty && metadata == nil
+    }
+}
+
+extension HistoryTransaction {
+    /// The placeholder token of a new transaction: the store assigns the next one when it saves.
+    public static let assignToken: Int64 = 0
+}

@@ -1,0 +1,103 @@
+import Foundation
+
+/// A storage engine the framework can load stores from: SQLite, LMDB, XML, in-memory, or your own.
+///
+/// A backend is a small, stateless, `Sendable` value registered under its ``typeIdentifier`` in a
+/// ``BackendRegistry`` (like Core Data's `registerStoreClass(_:type:)`). It answers questions about paths
+/// (``sniff(_:)``, ``ownedFiles(ofStoreAt:)``, ``readMetadata(at:)``) without opening anything, and opens stores
+/// (``open(at:options:creating:)``) that do the record work.
+///
+/// Two families exist, as in Core Data:
+/// - **Incremental** backends (SQLite, LMDB) implement ``open(at:options:creating:)`` and return a
+///   ``PersistentStore`` that reads and writes records one save at a time.
+/// - **Atomic** backends (XML) adopt ``AtomicStoreBackend`` instead and only read and write whole files; the
+///   framework keeps the records in memory, answers queries and calls the backend to write on save.
+///
+/// See <doc:WritingABackend> for a walk-through, and run `StoreConformance` against your backend.
+public protocol StoreBackend: Sendable {
+    /// The identifier stores of this type are registered and described under (`sqlite`, `lmdb`, `xml`, `memory`).
+    var typeIdentifier: String { get }
+    /// File-name extensions that suggest this type for a path that does not exist yet (`["sqlite", "db"]`).
+    var fileExtensions: [String] { get }
+    /// What the backend supports; the conformance suite and the operations read this.
+    var capabilities: BackendCapabilities { get }
+
+    /// Tells whether `url` holds a store of this backend, without opening it and without writing anything.
+    /// Must not throw or crash on any input: garbage, truncated files, directories, unreadable paths.
+    func sniff(_ url: URL) -> SniffResult
+
+    /// Every file and directory that exists and belongs to the store at `url`: the main file first, then sidecars
+    /// (`-wal`, `-shm`, `-journal`, lock files, external-data folders). Operations copy, move and delete exactly
+    /// these. Returns an empty array when nothing exists.
+    func ownedFiles(ofStoreAt url: URL) -> [URL]
+
+    /// Reads the store's metadata without a full open.
+    func readMetadata(at url: URL) throws -> StoreMetadata
+
+    /// Replaces the store's metadata without a full open, atomically.
+    func writeMetadata(_ metadata: StoreMetadata, at url: URL) throws
+
+    /// Opens the store at `url` (`nil` only for backends whose capabilities lack ``BackendCapabilities/persistent``).
+    ///
+    /// If a store exists there, it is opened with its own stored schema and `creating` is ignored. If none exists
+    /// and `creating` is non-nil (and ``StoreOptions/createIfMissing`` is true), a new empty store is created with
+    /// exactly that metadata (UUID, schema, custom keys). Otherwise ``StoreError/storeNotFound(_:)``.
+    /// Creation must leave nothing behind if it fails.
+    func open(at url: URL?, options: StoreOptions, creating: StoreMetadata?) throws -> any PersistentStore
+
+    /// Deletes every file ``ownedFiles(ofStoreAt:)`` lists, and nothing else. Refuses (with
+    /// ``StoreError/wrongStoreType(_:expected:found:)`` or ``StoreError/unrecognizedStore(_:reason:)``) a path that
+    /// is not a store of this backend.
+    func destroyStore(at url: URL) throws
+
+    /// Copies the closed or open store at `source` to `destination` (which does not exist) with the engine's own
+    /// fast path: SQLite's backup API, `mdb_env_copy2`, a file copy. The copy is the same logical store.
+    /// The default implementation throws ``StoreError/unsupported(_:)``; the framework then streams records.
+    func copyStore(from source: URL, to destination: URL) throws
+
+    /// The engine's own integrity check. Returns the problems found (empty when healthy).
+    func checkIntegrity(at url: URL) throws -> [String]
+}
+
+extension StoreBackend {
+    public func copyStore(from source: URL, to destination: URL) throws {
+        throw StoreError.unsupported("fast copy for \(typeIdentifier) stores")
+    }
+
+    public func checkIntegrity(at url: URL) throws -> [String] { [] }
+}
+
+/// What a backend says about a path.
+public enum SniffResult: Sendable, Hashable {
+    /// Nothing of this backend is there: a missing path, an empty file, or some unrelated format.
+    case none
+    /// The engine's own format, but not a store written by this framework (an LMDB environment without our
+    /// metadata, a SQLite database without our tables). The string says what it is, for error messages.
+    case foreign(String)
+    /// A store of this backend.
+    case store
+}
+
+/// What a backend supports. The conformance suite runs the test groups a backend declares, and operations pick
+/// fast paths from it.
+public struct BackendCapabilities: OptionSet, Sendable, Hashable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+
+    /// Stores live in files and survive the process.
+    public static let persistent = BackendCapabilities(rawValue: 1 << 0)
+    /// A failed save leaves the store exactly as it was.
+    public static let transactions = BackendCapabilities(rawValue: 1 << 1)
+    /// Several processes may open the same store at once.
+    public static let multiProcess = BackendCapabilities(rawValue: 1 << 2)
+    /// History transactions are stored.
+    public static let history = BackendCapabilities(rawValue: 1 << 3)
+    /// Ordered to-many relationships keep their order.
+    public static let orderedRelationships = BackendCapabilities(rawValue: 1 << 4)
+    /// ``StoreBackend/copyStore(from:to:)`` works while writers keep going.
+    public static let onlineBackup = BackendCapabilities(rawValue: 1 << 5)
+    /// ``StoreBackend/copyStore(from:to:)`` is implemented.
+    public static let fastCopy = BackendCapabilities(rawValue: 1 << 6)
+    /// The whole store is loaded into memory (atomic family).
+    public static let atomic = BackendCapabilities(rawValue: 1 << 7)
+}

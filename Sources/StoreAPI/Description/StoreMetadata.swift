@@ -1,0 +1,106 @@
+import Foundation
+
+/// What a store carries about itself, readable without opening it (``StoreBackend/readMetadata(at:)``): its type,
+/// identity, the schema it was written with and custom keys.
+///
+/// Backends persist the whole value as its JSON encoding (``encoded()`` / ``decode(_:)``), so a store is
+/// self-describing: it can be inspected and converted without the schema file.
+public struct StoreMetadata: Sendable, Hashable, Codable {
+    /// The version of this metadata layout.
+    public static let currentFormatVersion = 1
+
+    /// The type identifier of the backend that wrote the store. Operations that change the type update it.
+    public var storeType: String
+    /// The store's UUID. Preserved by every store operation.
+    public var storeUUID: UUID
+    /// The schema the store was written with (the whole schema, whatever the configuration).
+    public var schema: Schema
+    /// The configuration the store holds, `nil` for every entity.
+    public var configuration: String?
+    /// Entity → version hash, as written. Compared with the schema a store is opened with.
+    public var versionHashes: [String: String]
+    /// Application-defined keys.
+    public var custom: [String: MetadataValue]
+    /// The sync options of the description the store was last written with.
+    public var syncOptions: SyncOptions?
+    /// The metadata layout version.
+    public var formatVersion: Int
+
+    /// Creates metadata for a new store.
+    public init(
+        storeType: String, storeUUID: UUID = UUID(), schema: Schema, configuration: String? = nil,
+        custom: [String: MetadataValue] = [:], syncOptions: SyncOptions? = nil
+    ) {
+        self.storeType = storeType
+        self.storeUUID = storeUUID
+        self.schema = schema
+        self.configuration = configuration
+        self.versionHashes = schema.versionHashes
+        self.custom = custom
+        self.syncOptions = syncOptions
+        self.formatVersion = Self.currentFormatVersion
+    }
+
+    /// The entities whose version hash in the store differs from `schema`'s (missing on either side counts).
+    public func incompatibleEntities(with schema: Schema) -> [String] {
+        let mine = versionHashes
+        let theirs = schema.versionHashes
+        return Set(mine.keys).union(theirs.keys).filter { mine[$0] != theirs[$0] }.sorted()
+    }
+
+    /// The JSON encoding backends store.
+    public func encoded() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        do { return try encoder.encode(self) } catch {
+            throw StoreError.io(nil, operation: "encoding metadata", reason: "\(error)")
+        }
+    }
+
+    /// Decodes stored metadata; `url` names the store in the error.
+    public static func decode(_ data: Data, url: URL) throws -> StoreMetadata {
+        do { return try JSONDecoder().decode(StoreMetadata.self, from: data) } catch let e as SchemaError {
+            throw StoreError.corruptStore(url, reason: "stored schema is invalid: \(e)")
+        } catch {
+            throw StoreError.corruptStore(url, reason: "unreadable metadata: \(error)")
+        }
+    }
+}
+
+/// A custom metadata value: the JSON data model (strings, numbers, booleans, arrays, dictionaries, null).
+///
+/// JSON does not tell `2` from `2.0`: numbers that are whole and fit `Int64` read back as ``integer``, all others as
+/// ``double``. Keep whole-number doubles as strings if the distinction matters to you.
+public enum MetadataValue: Sendable, Hashable, Codable {
+    case string(String)
+    case integer(Int64)
+    case double(Double)
+    case bool(Bool)
+    case array([MetadataValue])
+    case dictionary([String: MetadataValue])
+    case null
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if c.decodeNil() { self = .null }
+        else if let b = try? c.decode(Bool.self) { self = .bool(b) }
+        else if let i = try? c.decode(Int64.self) { self = .integer(i) }
+        else if let d = try? c.decode(Double.self) { self = .double(d) }
+        else if let s = try? c.decode(String.self) { self = .string(s) }
+        else if let a = try? c.decode([MetadataValue].self) { self = .array(a) }
+        else { self = .dictionary(try c.decode([String: MetadataValue].self)) }
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.singleValueContainer()
+        switch self {
+        case .string(let s): try c.encode(s)
+        case .integer(let i): try c.encode(i)
+        case .double(let d): try c.encode(d)
+        case .bool(let b): try c.encode(b)
+        case .array(let a): try c.encode(a)
+        case .dictionary(let d): try c.encode(d)
+        case .null: try c.encodeNil()
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+
+/// One saved unit of work, recorded when a store's description turns on
+/// ``StoreOptions/historyTracking``.
+///
+/// Tokens increase with every save in a store and survive every store operation, so a reader can resume
+/// "since token N" after the store was migrated, converted, backed up, restored or relocated.
+public struct HistoryTransaction: Sendable, Hashable, Codable {
+    /// The transaction's position in the store's history; strictly increasing.
+    public var token: Int64
+    /// When the save happened.
+    public var timestamp: Date
+    /// Who saved (``StoreContext/author``), if set.
+    public var author: String?
+    /// What changed, one entry per record.
+    public var changes: [HistoryChange]
+
+    /// Creates a transaction.
+    public init(token: Int64, timestamp: Date, author: String?, changes: [HistoryChange]) {
+        self.token = token
+        self.timestamp = timestamp
+        self.author = author
+        self.changes = changes
+    }
+}
+
+/// One record's change inside a ``HistoryTransaction``.
+public struct HistoryChange: Sendable, Hashable, Codable {
+    /// The kind of change.
+    public enum Kind: String, Sendable, Hashable, Codable {
+        case insert, update, delete
+    }
+
+    /// Insert, update or delete.
+    public var kind: Kind
+    /// The record's concrete entity.
+    public var entity: String
+    /// The record's primary key.
+    public var primaryKey: Int64
+    /// The record's global identifier (for deletes, the tombstone that lets a sync peer find its copy).
+    public var globalID: UUID
+    /// For updates: the names of the attributes and relationships that changed.
+    public var changedKeys: [String]
+    /// For deletes: the values of the entity's uniqueness-constrained attributes, so a peer can match a record by
+    /// its natural key too. Empty for entities without constraints.
+    public var tombstone: [String: String]
+
+    /// Creates a change.
+    public init(
+        kind: Kind, entity: String, primaryKey: Int64, globalID: UUID, changedKeys: [String] = [],
+        tombstone: [String: String] = [:]
+    ) {
+        self.kind = kind
+        self.entity = entity
+        self.primaryKey = primaryKey
+        self.globalID = globalID
+        self.changedKeys = changedKeys
+        self.tombstone = tombstone
+    }
+}
+
+extension HistoryTransaction {
+    /// The compact JSON encoding backends may store a transaction as.
+    public func encoded() throws -> Data {
+        do { return try JSONEncoder().encode(self) } catch {
+            throw StoreError.io(nil, operation: "encoding history", reason: "\(error)")
+        }
+    }
+
+    /// Decodes a stored transaction; `url` names the store in the error.
+    public static func decode(_ data: Data, url: URL?) throws -> HistoryTransaction {
+        do { return try JSONDecoder().decode(HistoryTransaction.self, from: data) } catch {
+            throw StoreError.corruptStore(url ?? URL(fileURLWithPath: "/"), reason: "unreadable history transaction: \(error)")
+        }
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The stage → fsync → rename steps every file-writing operation uses, so a crash at any point leaves either the old
+/// file or the complete new one, and never a partial file under the real name.
+public enum AtomicFile {
+    /// The prefix of every staging file and directory the framework creates; a path starting with it is never a
+    /// store, and leftovers are removed by ``removeStaleStaging(near:)``.
+    public static let stagingPrefix = ".storeapi-staging-"
+
+    /// A fresh staging path in the same directory as `url` (same file system, so the final rename is atomic).
+    public static func stagingURL(for url: URL) -> URL {
+        url.deletingLastPathComponent()
+            .appendingPathComponent("\(stagingPrefix)\(UUID().uuidString)-\(url.lastPathComponent)")
+    }
+
+    /// Writes a file atomically: `body` writes to a staging path, which is then fsynced and renamed over `url`, and
+    /// the directory is fsynced. If `body` throws, the staging file is removed and `url` is untouched.
+    public static func write(to url: URL, _ body: (URL) throws -> Void) throws {
+        try checkDirectory(of: url)
+        let staging = stagingURL(for: url)
+        do {
+            try body(staging)
+            try fsync(path: staging)
+            try rename(staging, to: url)
+            try fsyncDirectory(of: url)
+        } catch {
+            try? FileManager.default.removeItem(at: staging)
+            throw error
+        }
+    }
+
+    /// Renames `source` to `destination`, replacing it (POSIX `rename`, atomic on one file system).
+    public static func rename(_ source: URL, to destination: URL) throws {
+        if Glibc_rename(source.path, destination.path) != 0 {
+            throw StoreError.io(destination, operation: "rename from \(source.lastPathComponent)", reason: errnoString())
+        }
+    }
+
+    /// Flushes a file's (or directory's) contents to stable storage.
+    public static func fsync(path url: URL) throws {
+        let fd = open(url.path, O_RDONLY)
+        guard fd >= 0 else { throw StoreError.io(url, operation: "open for fsync", reason: errnoString()) }
+        defer { close(fd) }
+        #if canImport(Darwin)
+        let rc = fcntl(fd, F_FULLFSYNC)
+        #else
+        let rc = Glibc.fsync(fd)
+        #endif
+        if rc != 0 { throw StoreError.io(url, operation: "fsync", reason: errnoString()) }
+    }
+
+    /// Flushes the directory entry changes (creations, renames) of the directory holding `url`.
+    public static func fsyncDirectory(of url: URL) throws {
+        try fsync(path: url.deletingLastPathComponent())
+    }
+
+    /// Throws ``StoreError/directoryUnusable(_:reason:)`` unless the directory holding `url` exists and is writable.
+    public static func checkDirectory(of url: URL) throws {
+        let dir = url.deletingLastPathComponent()
+        var isDir: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: dir.path, isDirectory: &isDir), isDir.boolValue else {
+            throw StoreError.directoryUnusable(dir, reason: "directory does not exist")
+        }
+        guard access(dir.path, W_OK) == 0 else {
+            throw StoreError.readOnly(dir, reason: "directory is not writable")
+        }
+    }
+
+    /// Removes staging files an interrupted operation left in the directory holding `url`.
+    public static func removeStaleStaging(near url: URL) {
+        let dir = url.deletingLastPathComponent()
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: dir.path) else { return }
+        for name in names where name.hasPrefix(stagingPrefix) && name.hasSuffix(url.lastPathComponent) {
+            try? FileManager.default.removeItem(at: dir.appendingPathComponent(name))
+        }
+    }
+
+    static func errnoString() -> String { String(cString: strerror(errno)) }
+}
+
+// `rename` is shadowed inside AtomicFile; reach the C function by another name.
+private func Glibc_rename(_ a: String, _ b: String) -> Int32 {
+    #if canImport(Glibc)
+    return Glibc.rename(a, b)
+    #else
+    return Darwin.rename(a, b)
+    #endif
+}

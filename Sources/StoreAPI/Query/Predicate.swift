@@ -1,0 +1,107 @@
+import Foundation
+
+/// A filter over records, built in Swift or parsed from an NSPredicate-like string (``init(_:)``).
+///
+/// Backends receive predicates as this tree and translate what they can (SQLite to SQL); anything they cannot
+/// translate, ``PredicateEvaluator`` evaluates in memory.
+public indirect enum Predicate: Sendable, Hashable {
+    /// Matches every record.
+    case `true`
+    /// Matches no record.
+    case `false`
+    /// Compares two expressions.
+    case comparison(Expression, ComparisonOperator, Expression, ComparisonOptions)
+    /// All of the predicates hold.
+    case and([Predicate])
+    /// At least one of the predicates holds.
+    case or([Predicate])
+    /// The predicate does not hold.
+    case not(Predicate)
+}
+
+/// One side of a comparison.
+public indirect enum Expression: Sendable, Hashable {
+    /// A key path: an attribute (`title`), a path through to-one relationships (`author.name`), a to-many
+    /// relationship's count (`tags.@count`), or `self` for the record's own object ID.
+    case keyPath([String])
+    /// A constant value.
+    case constant(StoreValue)
+    /// A list of constants (the right side of `IN`).
+    case list([StoreValue])
+    /// `ANY rel.path`: the comparison holds if it holds for at least one related record of the to-many
+    /// relationship that starts the path.
+    case any([String])
+    /// `ALL rel.path`: the comparison holds for every related record.
+    case all([String])
+}
+
+/// The comparison operators of the predicate language.
+public enum ComparisonOperator: String, Sendable, Hashable, CaseIterable {
+    case equal = "=="
+    case notEqual = "!="
+    case less = "<"
+    case lessOrEqual = "<="
+    case greater = ">"
+    case greaterOrEqual = ">="
+    case beginsWith = "BEGINSWITH"
+    case endsWith = "ENDSWITH"
+    case contains = "CONTAINS"
+    case like = "LIKE"
+    case matches = "MATCHES"
+    case `in` = "IN"
+    case between = "BETWEEN"
+}
+
+/// String comparison options: `[c]` case-insensitive, `[d]` diacritic-insensitive.
+public struct ComparisonOptions: OptionSet, Sendable, Hashable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+    /// `[c]`
+    public static let caseInsensitive = ComparisonOptions(rawValue: 1)
+    /// `[d]`
+    public static let diacriticInsensitive = ComparisonOptions(rawValue: 2)
+}
+
+/// A sort key: an attribute (or to-one key path) and a direction.
+public struct SortDescriptor: Sendable, Hashable {
+    /// The key path, dot-separated (`author.name`).
+    public var keyPath: String
+    /// Ascending (nil first, then increasing) or descending.
+    public var ascending: Bool
+
+    /// Creates a sort descriptor.
+    public init(_ keyPath: String, ascending: Bool = true) {
+        self.keyPath = keyPath
+        self.ascending = ascending
+    }
+}
+
+/// A fetch: which entity, which records, in which order, which slice.
+public struct FetchRequest: Sendable, Hashable {
+    /// The entity to fetch.
+    public var entity: String
+    /// The filter, or `nil` for every record.
+    public var predicate: Predicate?
+    /// The order. Records that compare equal on every descriptor are ordered by primary key, so results are
+    /// deterministic on every backend.
+    public var sortDescriptors: [SortDescriptor]
+    /// Records to skip.
+    public var offset: Int
+    /// The most records to return, `nil` for all.
+    public var limit: Int?
+    /// Whether records of sub-entities are included.
+    public var includesSubentities: Bool
+
+    /// Creates a fetch request.
+    public init(
+        entity: String, predicate: Predicate? = nil, sortDescriptors: [SortDescriptor] = [], offset: Int = 0,
+        limit: Int? = nil, includesSubentities: Bool = true
+    ) {
+        self.entity = entity
+        self.predicate = predicate
+        self.sortDescriptors = sortDescriptors
+        self.offset = offset
+        self.limit = limit
+        self.includesSubentities = includesSubentities
+    }
+}

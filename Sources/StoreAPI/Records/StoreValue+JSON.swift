@@ -1,0 +1,109 @@
+import Foundation
+
+/// The JSON form of attribute values, shared by the schema's JSON form (defaults) and the NDJSON interchange format.
+///
+/// | type | JSON |
+/// |---|---|
+/// | integer16/32/64 | number |
+/// | decimal | string (`"12.50"`), exact |
+/// | double, float | number; `"NaN"`, `"Infinity"`, `"-Infinity"` and `"-0.0"` as strings |
+/// | string, uuid, uri | string |
+/// | boolean | `true` / `false` |
+/// | date | ISO 8601 string, exact to the stored bit (see ``ExactISO8601``) |
+/// | binary, transformable | base64 string |
+/// | nil | `null` |
+extension StoreValue {
+    /// The JSON-serializable form (a `String`, `NSNumber`, `Bool` or `NSNull`), as in the table above.
+    public var jsonObject: Any {
+        switch self {
+        case .null: return NSNull()
+        case .integer16(let v): return NSNumber(value: v)
+        case .integer32(let v): return NSNumber(value: v)
+        case .integer64(let v): return NSNumber(value: v)
+        case .decimal(let v): return v.description
+        case .double(let v): return Self.jsonNumber(v)
+        case .float(let v): return v.isFinite && !(v == 0 && v.sign == .minus) ? NSNumber(value: v) : Self.specialName(Double(v))
+        case .string(let v): return v
+        case .boolean(let v): return v
+        case .date(let v): return ExactISO8601.string(from: v)
+        case .binary(let v): return v.base64EncodedString()
+        case .uuid(let v): return v.uuidString
+        case .uri(let v): return v.absoluteString
+        }
+    }
+
+    private static func jsonNumber(_ v: Double) -> Any {
+        v.isFinite && !(v == 0 && v.sign == .minus) ? NSNumber(value: v) : specialName(v)
+    }
+
+    private static func specialName(_ v: Double) -> String {
+        if v.isNaN { return "NaN" }
+        if v.isInfinite { return v > 0 ? "Infinity" : "-Infinity" }
+        return "-0.0"
+    }
+
+    /// Reads a value of `type` from its JSON form. Returns `nil` when `json` is not a valid form for the type.
+    public init?(json: Any?, type: AttributeType) {
+        guard let json, !(json is NSNull) else { self = .null; return }
+        switch type {
+        case .integer16, .integer32, .integer64:
+            guard let n = json as? NSNumber, !Self.isBool(n) else { return nil }
+            // Doubles with a fraction are not integers; NSNumber would truncate them silently.
+            if Self.isFloat(n), n.doubleValue != n.doubleValue.rounded() { return nil }
+            let i = n.int64Value
+            guard !Self.isFloat(n) || Double(i) == n.doubleValue else { return nil }
+            switch type {
+            case .integer16: guard let v = Int16(exactly: i) else { return nil }; self = .integer16(v)
+            case .integer32: guard let v = Int32(exactly: i) else { return nil }; self = .integer32(v)
+            default: self = .integer64(i)
+            }
+        case .decimal:
+            if let s = json as? String, let d = Decimal(string: s, locale: Locale(identifier: "en_US_POSIX")), !d.isNaN {
+                self = .decimal(d)
+            } else if let n = json as? NSNumber, !Self.isBool(n) {
+                self = .decimal(n.decimalValue)
+            } else { return nil }
+        case .double, .float:
+            let d: Double
+            if let n = json as? NSNumber, !Self.isBool(n) { d = n.doubleValue }
+            else if let s = json as? String {
+                switch s {
+                case "NaN": d = .nan
+                case "Infinity": d = .infinity
+                case "-Infinity": d = -.infinity
+                case "-0.0": d = -0.0
+                default: return nil
+                }
+            } else { return nil }
+            self = type == .double ? .double(d) : .float(Float(d))
+        case .string:
+            guard let s = json as? String else { return nil }
+            self = .string(s)
+        case .boolean:
+            guard let n = json as? NSNumber, Self.isBool(n) else { return nil }
+            self = .boolean(n.boolValue)
+        case .date:
+            guard let s = json as? String, let d = ExactISO8601.date(from: s) else { return nil }
+            self = .date(d)
+        case .binary, .transformable:
+            guard let s = json as? String, let d = Data(base64Encoded: s) else { return nil }
+            self = .binary(d)
+        case .uuid:
+            guard let s = json as? String, let u = UUID(uuidString: s) else { return nil }
+            self = .uuid(u)
+        case .uri:
+            guard let s = json as? String, let u = URL(string: s) else { return nil }
+            self = .uri(u)
+        }
+    }
+
+    /// JSON `true`/`false` arrive as the boolean subclass of NSNumber (`__NSCFBoolean` on every platform).
+    static func isBool(_ n: NSNumber) -> Bool {
+        String(describing: Swift.type(of: n)).contains("Boolean")
+    }
+
+    static func isFloat(_ n: NSNumber) -> Bool {
+        let t = String(cString: n.objCType)
+        return t == "d" || t == "f"
+    }
+}

@@ -1,0 +1,79 @@
+import Foundation
+
+/// An entity with its inheritance resolved: every stored attribute and relationship, inherited ones first.
+///
+/// Records are laid out against an `Entity`: ``Record/attributes`` is aligned with ``attributes`` and
+/// ``Record/relationships`` with ``relationships``. Transient properties are not part of that layout.
+/// Instances are immutable and shared; get them from ``Schema/entity(named:)``.
+public final class Entity: Sendable, CustomStringConvertible {
+    /// The entity as the schema author wrote it.
+    public let definition: EntityDescription
+    /// The entity's name.
+    public let name: String
+    /// The name of the top entity of this entity's inheritance tree (itself when it has no parent). Primary keys are
+    /// unique per root: records of an entity and of all its sub-entities share one key space.
+    public let rootName: String
+    /// The chain of ancestors, nearest first.
+    public let ancestorNames: [String]
+    /// This entity and every entity below it, in schema order.
+    public let hierarchyNames: [String]
+    /// Every stored attribute, inherited ones first, in declaration order.
+    public let attributes: [AttributeDescription]
+    /// Every stored relationship, inherited ones first, in declaration order.
+    public let relationships: [RelationshipDescription]
+    /// Uniqueness constraints that apply to this entity (inherited ones first).
+    public let uniquenessConstraints: [[String]]
+    /// The entity's version hash: a hex SHA-256 of everything that affects how its records are stored.
+    public let versionHash: String
+    /// Whether the entity is abstract.
+    public var isAbstract: Bool { definition.isAbstract }
+
+    private let attributeIndex: [String: Int]
+    private let relationshipIndex: [String: Int]
+
+    init(
+        definition: EntityDescription, rootName: String, ancestorNames: [String], hierarchyNames: [String],
+        attributes: [AttributeDescription], relationships: [RelationshipDescription],
+        uniquenessConstraints: [[String]], versionHash: String
+    ) {
+        self.definition = definition
+        self.name = definition.name
+        self.rootName = rootName
+        self.ancestorNames = ancestorNames
+        self.hierarchyNames = hierarchyNames
+        self.attributes = attributes
+        self.relationships = relationships
+        self.uniquenessConstraints = uniquenessConstraints
+        self.versionHash = versionHash
+        var ai: [String: Int] = [:]
+        for (i, a) in attributes.enumerated() { ai[a.name] = i }
+        var ri: [String: Int] = [:]
+        for (i, r) in relationships.enumerated() { ri[r.name] = i }
+        attributeIndex = ai
+        relationshipIndex = ri
+    }
+
+    /// The position of a stored attribute in ``attributes`` (and in ``Record/attributes``).
+    public func attributeIndex(_ name: String) -> Int? { attributeIndex[name] }
+    /// The position of a stored relationship in ``relationships`` (and in ``Record/relationships``).
+    public func relationshipIndex(_ name: String) -> Int? { relationshipIndex[name] }
+    /// The stored attribute named `name`.
+    public func attribute(_ name: String) -> AttributeDescription? { attributeIndex[name].map { attributes[$0] } }
+    /// The stored relationship named `name`.
+    public func relationship(_ name: String) -> RelationshipDescription? {
+        relationshipIndex[name].map { relationships[$0] }
+    }
+    /// Whether `other` is this entity or one of its sub-entities.
+    public func isKind(of other: String) -> Bool { name == other || ancestorNames.contains(other) }
+
+    /// A record of this entity with every attribute at its default and every relationship empty.
+    public func newRecord(primaryKey: Int64, globalID: UUID = UUID()) -> Record {
+        Record(
+            entity: name, primaryKey: primaryKey, globalID: globalID,
+            attributes: attributes.map { $0.defaultValue ?? .null },
+            relationships: relationships.map { $0.isToMany ? .toMany([]) : .toOne(nil) }
+        )
+    }
+
+    public var description: String { "Entity(\(name))" }
+}

@@ -1,0 +1,136 @@
+import Foundation
+
+/// What happens to related records when a record is deleted.
+public enum DeleteRule: String, Codable, Sendable, Hashable, CaseIterable {
+    /// Clear the inverse relationship of the related records.
+    case nullify
+    /// Delete the related records too.
+    case cascade
+    /// Refuse the delete while any related record exists.
+    case deny
+    /// Do nothing: related records keep a reference to the deleted record until the app fixes it.
+    case noAction
+}
+
+/// A stored attribute of an entity, as written by the schema author.
+public struct AttributeDescription: Sendable, Hashable {
+    /// The attribute's name, unique among the entity's properties (inherited ones included).
+    public var name: String
+    /// The stored type.
+    public var type: AttributeType
+    /// Whether the attribute may be `nil` when a record is saved.
+    public var isOptional: Bool
+    /// The value a new record starts with. `nil` means no default (the record starts with ``StoreValue/null``).
+    public var defaultValue: StoreValue?
+    /// Transient attributes are part of the schema but are never stored.
+    public var isTransient: Bool
+    /// For transformable attributes: the name of the value transformer the app uses (kept, never run).
+    public var valueTransformerName: String?
+    /// Free-form key/value pairs from the schema author.
+    public var userInfo: [String: String]
+
+    /// Creates an attribute description.
+    public init(
+        name: String, type: AttributeType, isOptional: Bool = true, defaultValue: StoreValue? = nil,
+        isTransient: Bool = false, valueTransformerName: String? = nil, userInfo: [String: String] = [:]
+    ) {
+        self.name = name
+        self.type = type
+        self.isOptional = isOptional
+        self.defaultValue = defaultValue
+        self.isTransient = isTransient
+        self.valueTransformerName = valueTransformerName
+        self.userInfo = userInfo
+    }
+}
+
+/// A relationship of an entity, as written by the schema author.
+public struct RelationshipDescription: Sendable, Hashable {
+    /// The relationship's name, unique among the entity's properties (inherited ones included).
+    public var name: String
+    /// The destination entity's name.
+    public var destination: String
+    /// The name of the inverse relationship on the destination entity, if there is one.
+    public var inverse: String?
+    /// Whether the relationship holds many records.
+    public var isToMany: Bool
+    /// For to-many relationships: whether the order of the related records is kept.
+    public var isOrdered: Bool
+    /// What a delete of the source record does to the related records.
+    public var deleteRule: DeleteRule
+    /// Whether the relationship may be empty when a record is saved.
+    public var isOptional: Bool
+    /// The minimum number of related records (0 for no minimum).
+    public var minCount: Int
+    /// The maximum number of related records (0 for no maximum). A to-one relationship has a maximum of 1.
+    public var maxCount: Int
+    /// Transient relationships are part of the schema but are never stored.
+    public var isTransient: Bool
+    /// Free-form key/value pairs from the schema author.
+    public var userInfo: [String: String]
+
+    /// Creates a relationship description.
+    public init(
+        name: String, destination: String, inverse: String? = nil, isToMany: Bool = false, isOrdered: Bool = false,
+        deleteRule: DeleteRule = .nullify, isOptional: Bool = true, minCount: Int = 0, maxCount: Int? = nil,
+        isTransient: Bool = false, userInfo: [String: String] = [:]
+    ) {
+        self.name = name
+        self.destination = destination
+        self.inverse = inverse
+        self.isToMany = isToMany
+        self.isOrdered = isToMany && isOrdered
+        self.deleteRule = deleteRule
+        self.isOptional = isOptional
+        self.minCount = minCount
+        self.maxCount = maxCount ?? (isToMany ? 0 : 1)
+        self.isTransient = isTransient
+        self.userInfo = userInfo
+    }
+
+    /// `true` for a to-many relationship whose inverse is also to-many (the caller passes the inverse).
+    public func isManyToMany(inverse: RelationshipDescription?) -> Bool {
+        isToMany && (inverse?.isToMany ?? false)
+    }
+}
+
+/// An entity as written by the schema author: its own properties only. ``Schema`` resolves inheritance into
+/// ``Entity``.
+public struct EntityDescription: Sendable, Hashable {
+    /// The entity's name, unique in the schema. Names keep their case everywhere (stores, URIs, interchange).
+    public var name: String
+    /// The parent entity's name, for sub-entities.
+    public var parent: String?
+    /// Abstract entities have no records of their own, only of their sub-entities.
+    public var isAbstract: Bool
+    /// The attributes declared on this entity (not inherited ones).
+    public var attributes: [AttributeDescription]
+    /// The relationships declared on this entity (not inherited ones).
+    public var relationships: [RelationshipDescription]
+    /// Each inner array is a set of attribute names whose combined values must be unique among the records of this
+    /// entity and its sub-entities.
+    public var uniquenessConstraints: [[String]]
+    /// Free-form key/value pairs from the schema author.
+    public var userInfo: [String: String]
+    /// Changes the version hash without changing the structure (Core Data's `versionHashModifier`).
+    public var versionHashModifier: String?
+    /// The class name the app uses for the entity, when it differs from the entity name (kept, never used).
+    public var representedClassName: String?
+
+    /// Creates an entity description.
+    public init(
+        name: String, parent: String? = nil, isAbstract: Bool = false, attributes: [AttributeDescription] = [],
+        relationships: [RelationshipDescription] = [], uniquenessConstraints: [[String]] = [],
+        userInfo: [String: String] = [:], versionHashModifier: String? = nil, representedClassName: String? = nil
+    ) {
+        self.name = name
+        self.parent = parent
+        self.isAbstract = isAbstract
+        self.attributes = attributes
+        self.relationships = relationships
+        self.uniquenessConstraints = uniquenessConstraints
+        self.userInfo = userInfo
+        self.versionHashModifier = versionHashModifier
+        self.representedClassName = representedClassName
+    }
+}

@@ -1,0 +1,219 @@
+import Foundation
+
+/// The JSON form of a schema. Optional keys may be left out; their defaults are shown.
+///
+/// ```json
+/// {
+///   "entities": [
+///     { "name": "Author",
+///       "attributes": [ { "name": "name", "type": "string", "optional": false } ],
+///       "relationships": [ { "name": "books", "destination": "Book", "inverse": "author",
+///                            "toMany": true, "ordered": true, "deleteRule": "cascade" } ],
+///       "uniquenessConstraints": [ ["name"] ] },
+///     { "name": "Book", "parent": null, "abstract": false,
+///       "attributes": [ { "name": "title", "type": "string", "default": "Untitled" },
+///                       { "name": "pages", "type": "integer32", "optional": true, "default": 0 } ],
+///       "relationships": [ { "name": "author", "destination": "Author", "inverse": "books" } ] }
+///   ],
+///   "configurations": { "Local": ["Author", "Book"] }
+/// }
+/// ```
+///
+/// Attribute keys: `name`, `type` (an ``AttributeType`` raw value), `optional` (true), `default` (absent; in the
+/// JSON form of the type, see ``StoreValue/jsonObject``), `transient` (false), `valueTransformer`, `userInfo`.
+/// Relationship keys: `name`, `destination`, `inverse`, `toMany` (false), `ordered` (false), `deleteRule`
+/// (`nullify`; also `cascade`, `deny`, `noAction`), `optional` (true), `minCount` (0), `maxCount` (1 for to-one,
+/// 0 = unbounded for to-many), `transient` (false), `userInfo`. Entity keys: `name`, `parent`, `abstract` (false),
+/// `attributes`, `relationships`, `uniquenessConstraints`, `userInfo`, `versionHashModifier`, `className`.
+extension Schema: Codable {
+    private enum CodingKeys: String, CodingKey { case entities, configurations }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let entities = try c.decode([EntityDescription].self, forKey: .entities)
+        let configurations = try c.decodeIfPresent([String: [String]].self, forKey: .configurations) ?? [:]
+        try self.init(entities: entities, configurations: configurations)
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(definitions, forKey: .entities)
+        if !configurations.isEmpty { try c.encode(configurations, forKey: .configurations) }
+    }
+
+    /// Reads the JSON form.
+    ///
+    /// - Throws: ``SchemaError/unreadableModel(file:reason:)`` for malformed JSON (naming `file`), or the
+    ///   ``SchemaError`` validation found.
+    public init(jsonData: Data, file: String = "schema.json") throws {
+        do {
+            self = try JSONDecoder().decode(Schema.self, from: jsonData)
+        } catch let e as SchemaError {
+            throw e
+        } catch let DecodingError.dataCorrupted(ctx) {
+            throw SchemaError.unreadableModel(file: file, reason: "invalid JSON at \(Self.path(ctx.codingPath)): \(ctx.debugDescription)")
+        } catch let DecodingError.keyNotFound(key, ctx) {
+            throw SchemaError.unreadableModel(file: file, reason: "missing key '\(key.stringValue)' at \(Self.path(ctx.codingPath))")
+        } catch let DecodingError.typeMismatch(_, ctx) {
+            throw SchemaError.unreadableModel(file: file, reason: "wrong type at \(Self.path(ctx.codingPath)): \(ctx.debugDescription)")
+        } catch {
+            throw SchemaError.unreadableModel(file: file, reason: "\(error)")
+        }
+    }
+
+    /// The JSON form, pretty-printed with sorted keys.
+    public func jsonData() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return try encoder.encode(self)
+    }
+
+    private static func path(_ keys: [CodingKey]) -> String {
+        keys.isEmpty ? "top level" : keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+    }
+}
+
+extension EntityDescription: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case name, parent, abstract, attributes, relationships, uniquenessConstraints, userInfo, versionHashModifier
+        case className
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            name: try c.decode(String.self, forKey: .name),
+            parent: try c.decodeIfPresent(String.self, forKey: .parent),
+            isAbstract: try c.decodeIfPresent(Bool.self, forKey: .abstract) ?? false,
+            attributes: try c.decodeIfPresent([AttributeDescription].self, forKey: .attributes) ?? [],
+            relationships: try c.decodeIfPresent([RelationshipDescription].self, forKey: .relationships) ?? [],
+            uniquenessConstraints: try c.decodeIfPresent([[String]].self, forKey: .uniquenessConstraints) ?? [],
+            userInfo: try c.decodeIfPresent([String: String].self, forKey: .userInfo) ?? [:],
+            versionHashModifier: try c.decodeIfPresent(String.self, forKey: .versionHashModifier),
+            representedClassName: try c.decodeIfPresent(String.self, forKey: .className))
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(name, forKey: .name)
+        try c.encodeIfPresent(parent, forKey: .parent)
+        if isAbstract { try c.encode(true, forKey: .abstract) }
+        if !attributes.isEmpty { try c.encode(attributes, forKey: .attributes) }
+        if !relationships.isEmpty { try c.encode(relationships, forKey: .relationships) }
+        if !uniquenessConstraints.isEmpty { try c.encode(uniquenessConstraints, forKey: .uniquenessConstraints) }
+        if !userInfo.isEmpty { try c.encode(userInfo, forKey: .userInfo) }
+        try c.encodeIfPresent(versionHashModifier, forKey: .versionHashModifier)
+        try c.encodeIfPresent(representedClassName, forKey: .className)
+    }
+}
+
+extension AttributeDescription: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case name, type, optional, `default`, transient, valueTransformer, userInfo
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let name = try c.decode(String.self, forKey: .name)
+        let typeName = try c.decode(String.self, forKey: .type)
+        guard let type = AttributeType(rawValue: typeName) else {
+            throw SchemaError.unknownAttributeType(entity: Self.entityName(c.codingPath), attribute: name, type: typeName)
+        }
+        var defaultValue: StoreValue?
+        if let fragment = try c.decodeIfPresent(JSONFragment.self, forKey: .default) {
+            guard let v = StoreValue(json: fragment.object, type: type) else {
+                throw SchemaError.defaultValueMismatch(entity: Self.entityName(c.codingPath), attribute: name, type: type)
+            }
+            defaultValue = v.isNull ? nil : v
+        }
+        self.init(
+            name: name, type: type, isOptional: try c.decodeIfPresent(Bool.self, forKey: .optional) ?? true,
+            defaultValue: defaultValue, isTransient: try c.decodeIfPresent(Bool.self, forKey: .transient) ?? false,
+            valueTransformerName: try c.decodeIfPresent(String.self, forKey: .valueTransformer),
+            userInfo: try c.decodeIfPresent([String: String].self, forKey: .userInfo) ?? [:])
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(name, forKey: .name)
+        try c.encode(type.rawValue, forKey: .type)
+        if !isOptional { try c.encode(false, forKey: .optional) }
+        if let d = defaultValue, !d.isNull { try c.encode(JSONFragment(d.jsonObject), forKey: .default) }
+        if isTransient { try c.encode(true, forKey: .transient) }
+        try c.encodeIfPresent(valueTransformerName, forKey: .valueTransformer)
+        if !userInfo.isEmpty { try c.encode(userInfo, forKey: .userInfo) }
+    }
+
+    /// Decoding errors name the entity; its name is not in reach of a nested decoder, so use the coding path.
+    fileprivate static func entityName(_ path: [CodingKey]) -> String {
+        path.map { $0.intValue.map { "#\($0)" } ?? $0.stringValue }.joined(separator: ".")
+    }
+}
+
+extension RelationshipDescription: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case name, destination, inverse, toMany, ordered, deleteRule, optional, minCount, maxCount, transient, userInfo
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let toMany = try c.decodeIfPresent(Bool.self, forKey: .toMany) ?? false
+        self.init(
+            name: try c.decode(String.self, forKey: .name),
+            destination: try c.decode(String.self, forKey: .destination),
+            inverse: try c.decodeIfPresent(String.self, forKey: .inverse),
+            isToMany: toMany,
+            isOrdered: try c.decodeIfPresent(Bool.self, forKey: .ordered) ?? false,
+            deleteRule: try c.decodeIfPresent(DeleteRule.self, forKey: .deleteRule) ?? .nullify,
+            isOptional: try c.decodeIfPresent(Bool.self, forKey: .optional) ?? true,
+            minCount: try c.decodeIfPresent(Int.self, forKey: .minCount) ?? 0,
+            maxCount: try c.decodeIfPresent(Int.self, forKey: .maxCount),
+            isTransient: try c.decodeIfPresent(Bool.self, forKey: .transient) ?? false,
+            userInfo: try c.decodeIfPresent([String: String].self, forKey: .userInfo) ?? [:])
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(name, forKey: .name)
+        try c.encode(destination, forKey: .destination)
+        try c.encodeIfPresent(inverse, forKey: .inverse)
+        if isToMany { try c.encode(true, forKey: .toMany) }
+        if isOrdered { try c.encode(true, forKey: .ordered) }
+        if deleteRule != .nullify { try c.encode(deleteRule, forKey: .deleteRule) }
+        if !isOptional { try c.encode(false, forKey: .optional) }
+        if minCount != 0 { try c.encode(minCount, forKey: .minCount) }
+        if maxCount != (isToMany ? 0 : 1) { try c.encode(maxCount, forKey: .maxCount) }
+        if isTransient { try c.encode(true, forKey: .transient) }
+        if !userInfo.isEmpty { try c.encode(userInfo, forKey: .userInfo) }
+    }
+}
+
+/// A JSON scalar, for values whose type is only known from a sibling key.
+struct JSONFragment: Codable {
+    let object: Any?
+
+    init(_ object: Any?) { self.object = object }
+
+    init(from decoder: Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if c.decodeNil() { object = nil }
+        else if let b = try? c.decode(Bool.self) { object = b }
+        else if let i = try? c.decode(Int64.self) { object = NSNumber(value: i) }
+        else if let d = try? c.decode(Double.self) { object = NSNumber(value: d) }
+        else { object = try c.decode(String.self) }
+    }
+
+    func encode(to encoder: Encoder) throws {
+        var c = encoder.singleValueContainer()
+        switch object {
+        case nil, is NSNull: try c.encodeNil()
+        case let s as String: try c.encode(s)
+        case let b as Bool: try c.encode(b)
+        case let n as NSNumber:
+            if StoreValue.isBool(n) { try c.encode(n.boolValue) }
+            else if StoreValue.isFloat(n) { try c.encode(n.doubleValue) }
+            else { try c.encode(n.int64Value) }
+        default: try c.encodeNil()
+        }
+    }
+}

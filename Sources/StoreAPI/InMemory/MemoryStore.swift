@@ -71,6 +71,11 @@ public final class MemoryStore: PersistentStore, Sendable {
         public var recordCount: Int { tables.values.reduce(0) { $0 + $1.count } }
     }
 
+    /// An independent in-memory copy of the store as of now (a consistent snapshot for backups and transfers).
+    public func detachedCopy() -> MemoryStore {
+        MemoryStore(url: nil, storage: Storage(storage.state.withLock { $0 }), willCommit: nil)
+    }
+
     /// The whole store as of now.
     public func snapshot() -> Snapshot {
         storage.state.withLock { Snapshot(metadata: $0.metadata, tables: $0.tables, history: $0.history) }

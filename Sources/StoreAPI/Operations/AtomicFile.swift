@@ -75,7 +75,17 @@ public enum AtomicFile {
     public static func removeStaleStaging(near url: URL) {
         let dir = url.deletingLastPathComponent()
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: dir.path) else { return }
-        for name in names where name.hasPrefix(stagingPrefix) && name.hasSuffix(url.lastPathComponent) {
+        for name in names where name.hasPrefix(stagingPrefix) && name.contains("-" + url.lastPathComponent) {
+            try? FileManager.default.removeItem(at: dir.appendingPathComponent(name))
+        }
+    }
+
+    /// Removes the entries of a directory whose name starts with `exactName` (a staging name and its sidecars).
+    static func removeStaleStaging(near url: URL, exactName: String) {
+        guard exactName.hasPrefix(stagingPrefix) else { return }
+        let dir = url.deletingLastPathComponent()
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: dir.path) else { return }
+        for name in names where name.hasPrefix(exactName) {
             try? FileManager.default.removeItem(at: dir.appendingPathComponent(name))
         }
     }

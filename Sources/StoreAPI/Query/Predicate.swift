@@ -1,26 +1,29 @@
 import Foundation
 
-/// A filter over records, built in Swift or parsed from an NSPredicate-like string (``init(_:)``).
+/// A filter over records, built in Swift or parsed from an NSPredicate-like string (``init(_:_:)``).
+///
+/// (Named `FetchPredicate`, not `Predicate`, so it never clashes with Foundation's `Predicate` in files that import
+/// both modules.)
 ///
 /// Backends receive predicates as this tree and translate what they can (SQLite to SQL); anything they cannot
 /// translate, ``PredicateEvaluator`` evaluates in memory.
-public indirect enum Predicate: Sendable, Hashable {
+public indirect enum FetchPredicate: Sendable, Hashable {
     /// Matches every record.
     case `true`
     /// Matches no record.
     case `false`
     /// Compares two expressions.
-    case comparison(Expression, ComparisonOperator, Expression, ComparisonOptions)
+    case comparison(FetchExpression, ComparisonOperator, FetchExpression, ComparisonOptions)
     /// All of the predicates hold.
-    case and([Predicate])
+    case and([FetchPredicate])
     /// At least one of the predicates holds.
-    case or([Predicate])
+    case or([FetchPredicate])
     /// The predicate does not hold.
-    case not(Predicate)
+    case not(FetchPredicate)
 }
 
 /// One side of a comparison.
-public indirect enum Expression: Sendable, Hashable {
+public indirect enum FetchExpression: Sendable, Hashable {
     /// A key path: an attribute (`title`), a path through to-one relationships (`author.name`), a to-many
     /// relationship's count (`tags.@count`), or `self` for the record's own object ID.
     case keyPath([String])
@@ -63,7 +66,7 @@ public struct ComparisonOptions: OptionSet, Sendable, Hashable {
 }
 
 /// A sort key: an attribute (or to-one key path) and a direction.
-public struct SortDescriptor: Sendable, Hashable {
+public struct SortKey: Sendable, Hashable {
     /// The key path, dot-separated (`author.name`).
     public var keyPath: String
     /// Ascending (nil first, then increasing) or descending.
@@ -81,10 +84,10 @@ public struct FetchRequest: Sendable, Hashable {
     /// The entity to fetch.
     public var entity: String
     /// The filter, or `nil` for every record.
-    public var predicate: Predicate?
+    public var predicate: FetchPredicate?
     /// The order. Records that compare equal on every descriptor are ordered by primary key, so results are
     /// deterministic on every backend.
-    public var sortDescriptors: [SortDescriptor]
+    public var sortDescriptors: [SortKey]
     /// Records to skip.
     public var offset: Int
     /// The most records to return, `nil` for all.
@@ -94,7 +97,7 @@ public struct FetchRequest: Sendable, Hashable {
 
     /// Creates a fetch request.
     public init(
-        entity: String, predicate: Predicate? = nil, sortDescriptors: [SortDescriptor] = [], offset: Int = 0,
+        entity: String, predicate: FetchPredicate? = nil, sortDescriptors: [SortKey] = [], offset: Int = 0,
         limit: Int? = nil, includesSubentities: Bool = true
     ) {
         self.entity = entity

@@ -47,18 +47,16 @@ extension StoreValue {
         guard let json, !(json is NSNull) else { self = .null; return }
         switch type {
         case .integer16, .integer32, .integer64:
-            guard let n = json as? NSNumber, !Self.isBool(n) else { return nil }
-            // Doubles with a fraction are not integers; NSNumber would truncate them silently.
-            if Self.isFloat(n), n.doubleValue != n.doubleValue.rounded() { return nil }
-            let i = n.int64Value
-            guard !Self.isFloat(n) || Double(i) == n.doubleValue else { return nil }
+            // Exact or nothing: NSNumber would truncate fractions and wrap values beyond Int64 silently.
+            guard let n = json as? NSNumber, let i = Self.exactInt64(n) else { return nil }
             switch type {
             case .integer16: guard let v = Int16(exactly: i) else { return nil }; self = .integer16(v)
             case .integer32: guard let v = Int32(exactly: i) else { return nil }; self = .integer32(v)
             default: self = .integer64(i)
             }
         case .decimal:
-            if let s = json as? String, let d = Decimal(string: s, locale: Locale(identifier: "en_US_POSIX")), !d.isNaN {
+            // Decimal(string:) alone reads a numeric prefix ("12abc" → 12); only a whole decimal literal is a value.
+            if let s = json as? String, let d = Self.decimal(literal: s), !d.isNaN {
                 self = .decimal(d)
             } else if let n = json as? NSNumber, !Self.isBool(n) {
                 self = .decimal(n.decimalValue)
@@ -100,6 +98,51 @@ extension StoreValue {
     /// JSON `true`/`false` arrive as the boolean subclass of NSNumber (`__NSCFBoolean` on every platform).
     static func isBool(_ n: NSNumber) -> Bool {
         String(describing: Swift.type(of: n)).contains("Boolean")
+    }
+
+    /// The integer an NSNumber holds exactly, or `nil` for booleans, fractions and values outside Int64.
+    ///
+    /// JSONSerialization hands out unsigned numbers (objCType `Q`) above Int64.max and NSDecimalNumbers for some
+    /// large values; `int64Value` wraps or clamps those.
+    static func exactInt64(_ n: NSNumber) -> Int64? {
+        if isBool(n) { return nil }
+        if let d = n as? NSDecimalNumber {
+            return Int64(d.decimalValue.description)
+        }
+        switch String(cString: n.objCType) {
+        case "d", "f": return Int64(exactly: n.doubleValue)
+        case "Q", "L", "I", "S", "C": return Int64(exactly: n.uint64Value)
+        default: return n.int64Value
+        }
+    }
+
+    /// A decimal number, refusing text with trailing garbage (`Decimal(string:)` alone accepts `"12abc"` as 12).
+    static func decimal(literal text: String) -> Decimal? {
+        guard isDecimalLiteral(text) else { return nil }
+        return Decimal(string: text, locale: Locale(identifier: "en_US_POSIX"))
+    }
+
+    /// `[+-]digits[.digits][e[+-]digits]`, with digits on at least one side of the point.
+    static func isDecimalLiteral(_ text: String) -> Bool {
+        var bytes = Substring(text).utf8[...]
+        func digits() -> Int {
+            let n = bytes.prefix { $0 >= 0x30 && $0 <= 0x39 }.count
+            bytes = bytes.dropFirst(n)
+            return n
+        }
+        if bytes.first == UInt8(ascii: "+") || bytes.first == UInt8(ascii: "-") { bytes = bytes.dropFirst() }
+        var mantissa = digits()
+        if bytes.first == UInt8(ascii: ".") {
+            bytes = bytes.dropFirst()
+            mantissa += digits()
+        }
+        guard mantissa > 0 else { return false }
+        if bytes.first == UInt8(ascii: "e") || bytes.first == UInt8(ascii: "E") {
+            bytes = bytes.dropFirst()
+            if bytes.first == UInt8(ascii: "+") || bytes.first == UInt8(ascii: "-") { bytes = bytes.dropFirst() }
+            guard digits() > 0 else { return false }
+        }
+        return bytes.isEmpty
     }
 
     static func isFloat(_ n: NSNumber) -> Bool {

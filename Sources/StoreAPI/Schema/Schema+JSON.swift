@@ -81,11 +81,23 @@ extension EntityDescription: Codable {
 
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
+        let name = try c.decode(String.self, forKey: .name)
+        let attributes: [AttributeDescription]
+        do {
+            attributes = try c.decodeIfPresent([AttributeDescription].self, forKey: .attributes) ?? []
+        } catch let e as SchemaError {
+            // An attribute's decoder cannot see the entity's name; put it in place of the coding path.
+            switch e {
+            case .unknownAttributeType(_, let a, let t): throw SchemaError.unknownAttributeType(entity: name, attribute: a, type: t)
+            case .defaultValueMismatch(_, let a, let t): throw SchemaError.defaultValueMismatch(entity: name, attribute: a, type: t)
+            default: throw e
+            }
+        }
         self.init(
-            name: try c.decode(String.self, forKey: .name),
+            name: name,
             parent: try c.decodeIfPresent(String.self, forKey: .parent),
             isAbstract: try c.decodeIfPresent(Bool.self, forKey: .abstract) ?? false,
-            attributes: try c.decodeIfPresent([AttributeDescription].self, forKey: .attributes) ?? [],
+            attributes: attributes,
             relationships: try c.decodeIfPresent([RelationshipDescription].self, forKey: .relationships) ?? [],
             uniquenessConstraints: try c.decodeIfPresent([[String]].self, forKey: .uniquenessConstraints) ?? [],
             userInfo: try c.decodeIfPresent([String: String].self, forKey: .userInfo) ?? [:],
@@ -208,11 +220,13 @@ struct JSONFragment: Codable {
         switch object {
         case nil, is NSNull: try c.encodeNil()
         case let s as String: try c.encode(s)
-        case let b as Bool: try c.encode(b)
+        // NSNumber before Bool: on Linux `NSNumber(value: 1) as? Bool` succeeds, which wrote integer 1 as `true`.
         case let n as NSNumber:
             if StoreValue.isBool(n) { try c.encode(n.boolValue) }
             else if StoreValue.isFloat(n) { try c.encode(n.doubleValue) }
-            else { try c.encode(n.int64Value) }
+            else if let i = StoreValue.exactInt64(n) { try c.encode(i) }
+            else { try c.encode(n.doubleValue) }
+        case let b as Bool: try c.encode(b)
         default: try c.encodeNil()
         }
     }

@@ -1,0 +1,273 @@
+import CLMDB
+import Foundation
+import StoreAPI
+import Synchronization
+
+/// One open liblmdb environment, shared by every store open on the same files in this process (see
+/// ``EnvironmentRegistry``).
+///
+/// Concurrency rules it enforces (from lmdb.h):
+/// - Every transaction runs inside one synchronous call, so a write transaction begins and commits on one thread;
+///   read transactions use `MDB_NOTLS` and are not tied to threads anyway.
+/// - `mdb_env_set_mapsize` needs every transaction of the process finished: transactions hold ``mapLock``
+///   shared, growing the map holds it exclusively.
+/// - Only one transaction at a time may open database handles: ``openDatabases(_:create:)`` is serialised and
+///   every other transaction only uses handles already opened.
+/// - Writers of this process queue on ``writerLock`` before liblmdb's own (inter-process) writer lock, so a
+///   writer that must grow the map never waits for another writer of its own process.
+final class LMDBEnvironment: @unchecked Sendable {
+    let handle: OpaquePointer
+    let location: LMDBLocation
+    let identity: FileIdentity
+    /// Opened with `MDB_RDONLY` (the files are not writable).
+    let isReadOnly: Bool
+    /// Opened with `MDB_NOLOCK` (a read-only location without a usable lock file).
+    let isUnlocked: Bool
+    /// The largest map the environment may grow to.
+    let maxMapSize: Int
+
+    /// Open stores on this environment (guarded by the registry's lock).
+    var references = 0
+
+    private let mapLock = ReadWriteLock()
+    private let writerLock = NSLock()
+    private let databaseOpenLock = NSLock()
+    private let databases = Mutex<[String: MDB_dbi]>([:])
+    private let currentLayout = Mutex<StoreLayout?>(nil)
+
+    private init(handle: OpaquePointer, location: LMDBLocation, identity: FileIdentity, isReadOnly: Bool, isUnlocked: Bool, maxMapSize: Int) {
+        self.handle = handle
+        self.location = location
+        self.identity = identity
+        self.isReadOnly = isReadOnly
+        self.isUnlocked = isUnlocked
+        self.maxMapSize = maxMapSize
+    }
+
+    /// Opens the environment at `location`.
+    static func open(
+        _ location: LMDBLocation, identity: FileIdentity, readOnly: Bool, noLock: Bool, mapSize: Int?,
+        maxDatabases: Int, maxMapSize: Int
+    ) throws -> LMDBEnvironment {
+        let env = try openHandle(location, readOnly: readOnly, noLock: noLock, mapSize: mapSize, maxDatabases: maxDatabases)
+        if !noLock {
+            // Clear reader slots left by processes that died inside a read transaction, so they do not pin old
+            // pages (and the file does not grow without bound).
+            var dead: Int32 = 0
+            _ = mdb_reader_check(env, &dead)
+        }
+        return LMDBEnvironment(handle: env, location: location, identity: identity, isReadOnly: readOnly, isUnlocked: noLock, maxMapSize: maxMapSize)
+    }
+
+    /// Creates and opens a raw environment handle (also used for short private opens and new stores).
+    static func openHandle(
+        _ location: LMDBLocation, readOnly: Bool, noLock: Bool, mapSize: Int?, maxDatabases: Int
+    ) throws -> OpaquePointer {
+        var created: OpaquePointer?
+        try check(mdb_env_create(&created), "creating an LMDB environment")
+        guard let env = created else { throw LMDBFailure(code: ENOMEM, operation: "creating an LMDB environment") }
+        do {
+            try check(mdb_env_set_maxdbs(env, MDB_dbi(maxDatabases)), "setting the number of databases")
+            try check(mdb_env_set_maxreaders(env, 254), "setting the number of readers")
+            if let mapSize { try check(mdb_env_set_mapsize(env, mapSize), "setting the map size") }
+            var flags = UInt32(MDB_NOTLS) | location.layoutFlags
+            if readOnly { flags |= UInt32(MDB_RDONLY) }
+            if noLock { flags |= UInt32(MDB_NOLOCK) }
+            try check(mdb_env_open(env, location.environmentPath, flags, 0o644), "opening the LMDB environment")
+        } catch {
+            mdb_env_close(env)
+            throw error
+        }
+        return env
+    }
+
+    /// Closes the handle. Only the registry calls this, once no store uses the environment.
+    func close() {
+        mdb_env_close(handle)
+    }
+
+    // MARK: Layout
+
+    /// The layout of the store's current metadata, shared by every store open on the environment.
+    var layout: StoreLayout? { currentLayout.withLock { $0 } }
+
+    func setLayout(_ layout: StoreLayout) { currentLayout.withLock { $0 = layout } }
+
+    // MARK: Databases
+
+    /// The handle of an opened named database, or `nil` when it does not exist (or was never opened).
+    func database(_ name: String) -> MDB_dbi? { databases.withLock { $0[name] } }
+
+    /// The handle of a named database that must exist.
+    func requireDatabase(_ name: String) throws -> MDB_dbi {
+        guard let dbi = database(name) else {
+            throw LMDBFailure(code: MDB_NOTFOUND, operation: "opening database '\(name)'")
+        }
+        return dbi
+    }
+
+    /// Opens the named databases not opened yet, creating missing ones when `create` (and writable). Run before the
+    /// transactions that use them, never inside one.
+    func openDatabases(_ names: [String], create: Bool) throws {
+        databaseOpenLock.lock()
+        defer { databaseOpenLock.unlock() }
+        let missing = databases.withLock { open in names.filter { open[$0] == nil } }
+        if missing.isEmpty { return }
+        let opened: [String: MDB_dbi]
+        if create && !isReadOnly {
+            opened = try write { txn in
+                var found: [String: MDB_dbi] = [:]
+                for name in missing {
+                    var dbi: MDB_dbi = 0
+                    try check(mdb_dbi_open(txn.handle, name, UInt32(MDB_CREATE), &dbi), "creating database '\(name)'")
+                    found[name] = dbi
+                }
+                return found
+            }
+        } else {
+            opened = try readCommitting { txn in
+                var found: [String: MDB_dbi] = [:]
+                for name in missing {
+                    var dbi: MDB_dbi = 0
+                    let rc = mdb_dbi_open(txn, name, 0, &dbi)
+                    if rc == MDB_NOTFOUND { continue }
+                    try check(rc, "opening database '\(name)'")
+                    found[name] = dbi
+                }
+                return found
+            }
+        }
+        databases.withLock { open in open.merge(opened) { a, _ in a } }
+    }
+
+    // MARK: Transactions
+
+    private enum Attempt<T> {
+        case done(T)
+        case mapFull
+        case resized
+    }
+
+    /// Runs `body` in a read-only transaction (a consistent snapshot that never blocks the writer).
+    func read<T>(_ body: (LMDBTransaction) throws -> T) throws -> T {
+        for _ in 0..<16 {
+            let attempt: Attempt<T> = try mapLock.withShared {
+                guard let txn = try beginRead() else { return .resized }
+                defer { mdb_txn_abort(txn) }
+                return .done(try body(LMDBTransaction(handle: txn, isWrite: false)))
+            }
+            switch attempt {
+            case .done(let value): return value
+            case .resized, .mapFull: try adoptNewMapSize()
+            }
+        }
+        throw LMDBFailure(code: MDB_MAP_RESIZED, operation: "starting a read transaction")
+    }
+
+    /// A read-only transaction that is committed, so database handles opened in it stay open.
+    private func readCommitting<T>(_ body: (OpaquePointer) throws -> T) throws -> T {
+        for _ in 0..<16 {
+            let attempt: Attempt<T> = try mapLock.withShared {
+                guard let txn = try beginRead() else { return .resized }
+                let value: T
+                do { value = try body(txn) } catch {
+                    mdb_txn_abort(txn)
+                    throw error
+                }
+                try check(mdb_txn_commit(txn), "finishing a read transaction")
+                return .done(value)
+            }
+            if case .done(let value) = attempt { return value }
+            try adoptNewMapSize()
+        }
+        throw LMDBFailure(code: MDB_MAP_RESIZED, operation: "starting a read transaction")
+    }
+
+    /// Begins a read transaction; `nil` when another process grew the map past ours.
+    private func beginRead() throws -> OpaquePointer? {
+        var txn: OpaquePointer?
+        var rc = mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &txn)
+        if rc == MDB_READERS_FULL && !isUnlocked {
+            var dead: Int32 = 0
+            _ = mdb_reader_check(handle, &dead)
+            rc = mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &txn)
+        }
+        if rc == MDB_MAP_RESIZED { return nil }
+        try check(rc, "starting a read transaction")
+        guard let txn else { throw LMDBFailure(code: EINVAL, operation: "starting a read transaction") }
+        return txn
+    }
+
+    /// Runs `body` in one write transaction and commits it: all of it is stored or none of it.
+    ///
+    /// When the map is full (`MDB_MAP_FULL` from a put or the commit), the transaction is aborted, the map doubled
+    /// and `body` run again from the start, so growth is invisible to callers. `body` must therefore be
+    /// repeatable and must let `LMDBFailure`s from the transaction propagate unchanged.
+    func write<T>(_ body: (LMDBTransaction) throws -> T) throws -> T {
+        guard !isReadOnly else { throw LMDBFailure(code: EACCES, operation: "starting a write transaction") }
+        writerLock.lock()
+        defer { writerLock.unlock() }
+        while true {
+            let attempt: Attempt<T> = try mapLock.withShared {
+                var opened: OpaquePointer?
+                let rc = mdb_txn_begin(handle, nil, 0, &opened)
+                if rc == MDB_MAP_RESIZED { return .resized }
+                try check(rc, "starting a write transaction")
+                guard let txn = opened else { throw LMDBFailure(code: EINVAL, operation: "starting a write transaction") }
+                let value: T
+                do {
+                    value = try body(LMDBTransaction(handle: txn, isWrite: true))
+                } catch let failure as LMDBFailure where failure.isMapFull {
+                    mdb_txn_abort(txn)
+                    return .mapFull
+                } catch {
+                    mdb_txn_abort(txn)
+                    throw error
+                }
+                // mdb_txn_commit frees the transaction whatever it returns.
+                let commit = mdb_txn_commit(txn)
+                if commit == MDB_MAP_FULL { return .mapFull }
+                try check(commit, "committing a write transaction")
+                return .done(value)
+            }
+            switch attempt {
+            case .done(let value): return value
+            case .mapFull: try growMap()
+            case .resized: try adoptNewMapSize()
+            }
+        }
+    }
+
+    /// The current map size.
+    var mapSize: Int {
+        var info = MDB_envinfo()
+        mdb_env_info(handle, &info)
+        return info.me_mapsize
+    }
+
+    /// Doubles the map (no transaction of this process is active: the exclusive lock waits for them).
+    private func growMap() throws {
+        try mapLock.withExclusive {
+            let current = mapSize
+            guard current < maxMapSize else {
+                throw LMDBFailure(code: MDB_MAP_FULL, operation: "growing the map beyond the \(maxMapSize)-byte limit (option lmdb.maxMapSize)")
+            }
+            let next = min(maxMapSize, max(current * 2, 1 << 20))
+            try check(mdb_env_set_mapsize(handle, next), "growing the map to \(next) bytes")
+        }
+    }
+
+    /// Adopts the map size another process grew the environment to (`MDB_MAP_RESIZED`).
+    private func adoptNewMapSize() throws {
+        try mapLock.withExclusive {
+            try check(mdb_env_set_mapsize(handle, 0), "adopting the map size another process set")
+        }
+    }
+
+    /// Copies the environment into `fd` (a consistent snapshot; writers keep going).
+    func copy(to fd: Int32, compact: Bool) throws {
+        try mapLock.withShared {
+            try check(mdb_env_copyfd2(handle, fd, compact ? UInt32(MDB_CP_COMPACT) : 0), "copying the environment")
+        }
+    }
+}

@@ -1,0 +1,137 @@
+import Foundation
+
+/// An append-only byte buffer for the binary record and index-key encodings. Reused between records so a bulk
+/// save does not allocate per record.
+struct ByteWriter {
+    var bytes: [UInt8] = []
+
+    init(capacity: Int = 256) { bytes.reserveCapacity(capacity) }
+
+    mutating func reset() { bytes.removeAll(keepingCapacity: true) }
+
+    @inline(__always) mutating func byte(_ b: UInt8) { bytes.append(b) }
+
+    /// Unsigned LEB128.
+    @inline(__always) mutating func varint(_ value: UInt64) {
+        var v = value
+        while v >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        bytes.append(UInt8(v))
+    }
+
+    /// Zig-zag + LEB128, so small negative numbers stay small.
+    @inline(__always) mutating func signed(_ value: Int64) {
+        varint(UInt64(bitPattern: (value << 1) ^ (value >> 63)))
+    }
+
+    @inline(__always) mutating func fixed64(_ value: UInt64) {
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    @inline(__always) mutating func fixed32(_ value: UInt32) {
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    mutating func uuid(_ u: UUID) {
+        withUnsafeBytes(of: u.uuid) { bytes.append(contentsOf: $0) }
+    }
+
+    /// A length-prefixed byte string.
+    mutating func lengthPrefixed<C: Collection>(_ data: C) where C.Element == UInt8 {
+        varint(UInt64(data.count))
+        bytes.append(contentsOf: data)
+    }
+
+    mutating func string(_ s: String) {
+        var s = s
+        s.withUTF8 { buf in
+            varint(UInt64(buf.count))
+            bytes.append(contentsOf: buf)
+        }
+    }
+}
+
+/// A cursor over encoded bytes (usually straight from the memory map). Every read checks bounds and throws
+/// ``ByteReader/Malformed`` instead of reading past the end, so damaged values are reported, not crashed on.
+struct ByteReader {
+    struct Malformed: Error {
+        let reason: String
+    }
+
+    let buffer: UnsafeRawBufferPointer
+    private(set) var offset = 0
+
+    init(_ buffer: UnsafeRawBufferPointer) { self.buffer = buffer }
+
+    var isAtEnd: Bool { offset == buffer.count }
+
+    @inline(__always) mutating func byte() throws -> UInt8 {
+        guard offset < buffer.count else { throw Malformed(reason: "value ends early at byte \(offset)") }
+        defer { offset += 1 }
+        return buffer[offset]
+    }
+
+    @inline(__always) mutating func varint() throws -> UInt64 {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            let b = try byte()
+            guard shift < 64 else { throw Malformed(reason: "integer too long at byte \(offset)") }
+            result |= UInt64(b & 0x7F) << shift
+            if b < 0x80 { return result }
+            shift += 7
+        }
+    }
+
+    @inline(__always) mutating func signed() throws -> Int64 {
+        let raw = try varint()
+        return Int64(bitPattern: (raw >> 1) ^ (0 &- (raw & 1)))
+    }
+
+    mutating func raw(_ count: Int) throws -> UnsafeRawBufferPointer {
+        guard count >= 0, count <= buffer.count - offset else {
+            throw Malformed(reason: "a \(count)-byte field at byte \(offset) runs past the end (\(buffer.count) bytes)")
+        }
+        defer { offset += count }
+        return UnsafeRawBufferPointer(rebasing: buffer[offset..<(offset + count)])
+    }
+
+    mutating func fixed64() throws -> UInt64 {
+        let r = try raw(8)
+        var v: UInt64 = 0
+        withUnsafeMutableBytes(of: &v) { $0.copyMemory(from: r) }
+        return UInt64(littleEndian: v)
+    }
+
+    mutating func fixed32() throws -> UInt32 {
+        let r = try raw(4)
+        var v: UInt32 = 0
+        withUnsafeMutableBytes(of: &v) { $0.copyMemory(from: r) }
+        return UInt32(littleEndian: v)
+    }
+
+    mutating func uuid() throws -> UUID {
+        let r = try raw(16)
+        var t: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &t) { $0.copyMemory(from: r) }
+        return UUID(uuid: t)
+    }
+
+    mutating func lengthPrefixed() throws -> UnsafeRawBufferPointer {
+        let n = try varint()
+        guard n <= UInt64(buffer.count - offset) else {
+            throw Malformed(reason: "a \(n)-byte field at byte \(offset) runs past the end (\(buffer.count) bytes)")
+        }
+        return try raw(Int(n))
+    }
+
+    mutating func string() throws -> String {
+        let r = try lengthPrefixed()
+        guard let s = String(validating: r, as: UTF8.self) else {
+            throw Malformed(reason: "invalid UTF-8 in a string ending at byte \(offset)")
+        }
+        return s
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+import StoreAPI
+
+/// The binary form of a ``Record``, the value stored under its primary key in its hierarchy's database:
+///
+/// ```
+/// u8      record format version (1)
+/// varint  entity ID (see StoreLayout.entityIDs)
+/// 16      global ID
+/// varint  attribute count, then each value in ValueCodec form, aligned with Entity.attributes
+/// varint  relationship count, then each: 0 = to-one nil · 1 = to-one + zig-zag key · 2 = to-many + count + keys
+/// ```
+///
+/// To-many keys are kept in the order given, so ordered relationships keep their order.
+enum RecordCodec {
+    static let version: UInt8 = 1
+
+    static func encode(_ record: Record, entityID: UInt32, into w: inout ByteWriter) {
+        w.byte(version)
+        w.varint(UInt64(entityID))
+        w.uuid(record.globalID)
+        w.varint(UInt64(record.attributes.count))
+        for v in record.attributes { ValueCodec.encode(v, into: &w) }
+        w.varint(UInt64(record.relationships.count))
+        for rel in record.relationships {
+            switch rel {
+            case .toOne(nil): w.byte(0)
+            case .toOne(let k?): w.byte(1); w.signed(k)
+            case .toMany(let ks):
+                w.byte(2)
+                w.varint(UInt64(ks.count))
+                for k in ks { w.signed(k) }
+            }
+        }
+    }
+
+    /// The entity ID of an encoded record, read without decoding the rest (for filtering scans by entity).
+    static func entityID(of bytes: UnsafeRawBufferPointer) -> UInt32? {
+        var r = ByteReader(bytes)
+        guard (try? r.byte()) == version, let id = try? r.varint(), id <= UInt64(UInt32.max) else { return nil }
+        return UInt32(id)
+    }
+
+    /// Decodes a stored record. Throws ``ByteReader/Malformed`` naming what is wrong.
+    static func decode(_ bytes: UnsafeRawBufferPointer, primaryKey: Int64, layout: StoreLayout) throws -> Record {
+        var r = ByteReader(bytes)
+        let v = try r.byte()
+        guard v == version else { throw ByteReader.Malformed(reason: "unknown record format version \(v)") }
+        let id = try r.varint()
+        guard id <= UInt64(UInt32.max), let entity = layout.entity(id: UInt32(id)) else {
+            throw ByteReader.Malformed(reason: "unknown entity ID \(id)")
+        }
+        let globalID = try r.uuid()
+        let attributeCount = try r.varint()
+        guard attributeCount == UInt64(entity.attributes.count) else {
+            throw ByteReader.Malformed(reason: "\(attributeCount) attribute values for \(entity.name), which has \(entity.attributes.count)")
+        }
+        var attributes: [StoreValue] = []
+        attributes.reserveCapacity(entity.attributes.count)
+        for _ in 0..<entity.attributes.count { attributes.append(try ValueCodec.decode(from: &r)) }
+        let relationshipCount = try r.varint()
+        guard relationshipCount == UInt64(entity.relationships.count) else {
+            throw ByteReader.Malformed(reason: "\(relationshipCount) relationship values for \(entity.name), which has \(entity.relationships.count)")
+        }
+        var relationships: [RelationshipValue] = []
+        relationships.reserveCapacity(entity.relationships.count)
+        for _ in 0..<entity.relationships.count {
+            switch try r.byte() {
+            case 0: relationships.append(.toOne(nil))
+            case 1: relationships.append(.toOne(try r.signed()))
+            case 2:
+                let n = try r.varint()
+                // Each key takes at least one byte, which bounds the count by what is left.
+                guard n <= UInt64(bytes.count - r.offset) else { throw ByteReader.Malformed(reason: "to-many count \(n) runs past the end") }
+                var keys: [Int64] = []
+                keys.reserveCapacity(Int(n))
+                for _ in 0..<n { keys.append(try r.signed()) }
+                relationships.append(.toMany(keys))
+            case let t: throw ByteReader.Malformed(reason: "unknown relationship tag \(t)")
+            }
+        }
+        guard r.isAtEnd else { throw ByteReader.Malformed(reason: "\(bytes.count - r.offset) unexpected bytes after the record") }
+        return Record(entity: entity.name, primaryKey: primaryKey, globalID: globalID, attributes: attributes, relationships: relationships)
+    }
+
+    /// The key of a uniqueness index for `values`, or `nil` when one is nil (like SQL `UNIQUE`, a constraint with an
+    /// empty value cannot conflict, so it is not indexed). Keys longer than liblmdb allows are replaced by `0xFF` +
+    /// their SHA-256 (no value tag is `0xFF`, so the two kinds never collide).
+    static func indexKey(_ values: [StoreValue]) -> [UInt8]? {
+        if values.contains(where: \.isNull) { return nil }
+        var w = ByteWriter(capacity: 64)
+        for v in values { ValueCodec.encode(v, into: &w) }
+        if w.bytes.count <= 480 { return w.bytes }
+        return [0xFF] + SHA256Digest.digest(w.bytes)
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+import StoreAPI
+
+/// Names of the named databases inside a store's environment, and the keys of the metadata database.
+enum DatabaseName {
+    /// Metadata: ``MetaKey`` → value.
+    static let meta = "storeapi.meta"
+    /// Key allocator: hierarchy root name → next primary key (8 ordered bytes).
+    static let keys = "storeapi.keys"
+    /// Global-ID index: 16-byte UUID → entity ID (4 bytes, big-endian) + primary key (8 ordered bytes).
+    static let globalIDs = "storeapi.globalIDs"
+    /// History: token (8 ordered bytes) → ``HistoryTransaction`` JSON.
+    static let history = "storeapi.history"
+
+    /// One database per hierarchy root: primary key (8 ordered bytes) → encoded record.
+    static func records(_ root: String) -> String { bounded("records:" + root) }
+
+    /// One database per uniqueness constraint: encoded constrained values → primary key (8 ordered bytes).
+    static func unique(owner: String, attributes: [String]) -> String {
+        bounded("unique:" + owner + ":" + attributes.joined(separator: ","))
+    }
+
+    /// Database names are keys of the main database, so they must stay under liblmdb's 511-byte key limit.
+    private static func bounded(_ name: String) -> String {
+        name.utf8.count <= 400 ? name : String(name.prefix(64)) + "#" + SHA256Digest.hex(Array(name.utf8))
+    }
+}
+
+/// Keys of the metadata database.
+enum MetaKey {
+    /// Identifies a store written by this framework: ``StoreFormat/magic``.
+    static let magic = "magic"
+    /// The store format version, a decimal string (``StoreFormat/version``).
+    static let formatVersion = "formatVersion"
+    /// ``StoreMetadata`` JSON.
+    static let metadata = "metadata"
+    /// Entity name → entity ID, JSON. IDs are assigned once and never reused, so records stay readable when the
+    /// schema's entity order changes.
+    static let entityIDs = "entityIDs"
+    /// `"1"` when creating the store created its directory (so destroy may remove it again).
+    static let createdDirectory = "createdDirectory"
+}
+
+/// The store format written into every store.
+enum StoreFormat {
+    static let magic = "storeapi.lmdb"
+    static let version = 1
+}
+
+/// One uniqueness constraint and the database that indexes it.
+struct UniqueIndex: Sendable, Hashable {
+    /// The entity that declares the constraint; it spans that entity's whole sub-hierarchy.
+    let owner: String
+    /// The constrained attribute names.
+    let attributes: [String]
+    /// The index database's name.
+    let databaseName: String
+}
+
+/// Everything derived from a store's metadata that reading and writing records needs: entity IDs, database names,
+/// and which uniqueness indexes apply to which entity. Immutable and shared by every store open on the files.
+final class StoreLayout: Sendable {
+    let metadata: StoreMetadata
+    let metadataJSON: [UInt8]
+    let entityIDs: [String: UInt32]
+    private let entitiesByID: [UInt32: Entity]
+    /// Entity name → the uniqueness indexes its records are entered in (own and inherited constraints).
+    let indexesByEntity: [String: [UniqueIndex]]
+    /// Every uniqueness index.
+    let indexes: [UniqueIndex]
+
+    var schema: Schema { metadata.schema }
+
+    /// Lays out `metadata`, keeping the IDs in `existingIDs` and giving new entities the next free ones.
+    init(metadata: StoreMetadata, existingIDs: [String: UInt32]) throws {
+        self.metadata = metadata
+        self.metadataJSON = Array(try metadata.encoded())
+        var ids = existingIDs
+        var next = (ids.values.max() ?? 0) + 1
+        for e in metadata.schema.entities where ids[e.name] == nil {
+            ids[e.name] = next
+            next += 1
+        }
+        entityIDs = ids
+        var byID: [UInt32: Entity] = [:]
+        for e in metadata.schema.entities { if let id = ids[e.name] { byID[id] = e } }
+        entitiesByID = byID
+
+        var all: [UniqueIndex] = []
+        var byEntity: [String: [UniqueIndex]] = [:]
+        var declared: [String: [UniqueIndex]] = [:]
+        for e in metadata.schema.entities {
+            for c in e.definition.uniquenessConstraints where !c.isEmpty {
+                let index = UniqueIndex(owner: e.name, attributes: c, databaseName: DatabaseName.unique(owner: e.name, attributes: c))
+                declared[e.name, default: []].append(index)
+                all.append(index)
+            }
+        }
+        for e in metadata.schema.entities {
+            byEntity[e.name] = ([e.name] + e.ancestorNames).flatMap { declared[$0] ?? [] }
+        }
+        indexes = all
+        indexesByEntity = byEntity
+    }
+
+    func entity(id: UInt32) -> Entity? { entitiesByID[id] }
+
+    /// Every named database the schema needs.
+    var databaseNames: [String] {
+        [DatabaseName.meta, DatabaseName.keys, DatabaseName.globalIDs, DatabaseName.history]
+            + schema.rootEntities.map { DatabaseName.records($0.name) }
+            + indexes.map(\.databaseName)
+    }
+
+    /// The `maxdbs` to open an environment with: room for this schema, with headroom for schema changes.
+    var suggestedMaxDatabases: Int { max(128, 2 * databaseNames.count + 32) }
+
+    /// The entity IDs as stored JSON.
+    func entityIDsJSON() throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        do { return Array(try encoder.encode(entityIDs)) } catch {
+            throw StoreError.io(nil, operation: "encoding entity IDs", reason: "\(error)")
+        }
+    }
+
+    static func decodeEntityIDs(_ bytes: UnsafeRawBufferPointer, url: URL) throws -> [String: UInt32] {
+        do { return try JSONDecoder().decode([String: UInt32].self, from: Data(bytes)) } catch {
+            throw StoreError.corruptStore(url, reason: "unreadable entity ID table: \(error)")
+        }
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import StoreAPI
+
+/// The binary form of one attribute value: a type tag, then the payload.
+///
+/// | tag | value | payload |
+/// |---|---|---|
+/// | 0 | nil | — |
+/// | 1, 2, 3 | integer 16 / 32 / 64 | zig-zag varint |
+/// | 4 | decimal | length + UTF-8 of its POSIX string form (`NaN` for NaN) |
+/// | 5 | double | 8 bytes, the IEEE bit pattern (NaN payloads and -0 kept) |
+/// | 6 | float | 4 bytes, the IEEE bit pattern |
+/// | 7 | string | length + UTF-8 (NUL-safe) |
+/// | 8, 9 | false, true | — |
+/// | 10 | date | 8 bytes, the bit pattern of `timeIntervalSinceReferenceDate` |
+/// | 11 | binary | length + bytes (empty is not nil) |
+/// | 12 | UUID | 16 bytes |
+/// | 13 | URI | length + UTF-8 of `absoluteString` |
+///
+/// The same form, concatenated, is the key of a uniqueness index, so equal stored values give equal keys.
+enum ValueCodec {
+    enum Tag: UInt8 {
+        case null = 0, integer16, integer32, integer64, decimal, double, float, string, boolFalse, boolTrue, date,
+            binary, uuid, uri
+    }
+
+    static func encode(_ value: StoreValue, into w: inout ByteWriter) {
+        switch value {
+        case .null: w.byte(Tag.null.rawValue)
+        case .integer16(let v): w.byte(Tag.integer16.rawValue); w.signed(Int64(v))
+        case .integer32(let v): w.byte(Tag.integer32.rawValue); w.signed(Int64(v))
+        case .integer64(let v): w.byte(Tag.integer64.rawValue); w.signed(v)
+        case .decimal(let v): w.byte(Tag.decimal.rawValue); w.string(decimalString(v))
+        case .double(let v): w.byte(Tag.double.rawValue); w.fixed64(v.bitPattern)
+        case .float(let v): w.byte(Tag.float.rawValue); w.fixed32(v.bitPattern)
+        case .string(let v): w.byte(Tag.string.rawValue); w.string(v)
+        case .boolean(let v): w.byte(v ? Tag.boolTrue.rawValue : Tag.boolFalse.rawValue)
+        case .date(let v): w.byte(Tag.date.rawValue); w.fixed64(v.timeIntervalSinceReferenceDate.bitPattern)
+        case .binary(let v): w.byte(Tag.binary.rawValue); w.lengthPrefixed(v)
+        case .uuid(let v): w.byte(Tag.uuid.rawValue); w.uuid(v)
+        case .uri(let v): w.byte(Tag.uri.rawValue); w.string(v.absoluteString)
+        }
+    }
+
+    static func decode(from r: inout ByteReader) throws -> StoreValue {
+        let raw = try r.byte()
+        guard let tag = Tag(rawValue: raw) else { throw ByteReader.Malformed(reason: "unknown value tag \(raw)") }
+        switch tag {
+        case .null: return .null
+        case .integer16:
+            let v = try r.signed()
+            guard let x = Int16(exactly: v) else { throw ByteReader.Malformed(reason: "16-bit integer out of range: \(v)") }
+            return .integer16(x)
+        case .integer32:
+            let v = try r.signed()
+            guard let x = Int32(exactly: v) else { throw ByteReader.Malformed(reason: "32-bit integer out of range: \(v)") }
+            return .integer32(x)
+        case .integer64: return .integer64(try r.signed())
+        case .decimal:
+            let s = try r.string()
+            guard let d = parseDecimal(s) else { throw ByteReader.Malformed(reason: "unreadable decimal \(String(reflecting: s))") }
+            return .decimal(d)
+        case .double: return .double(Double(bitPattern: try r.fixed64()))
+        case .float: return .float(Float(bitPattern: try r.fixed32()))
+        case .string: return .string(try r.string())
+        case .boolFalse: return .boolean(false)
+        case .boolTrue: return .boolean(true)
+        case .date: return .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: try r.fixed64())))
+        case .binary: return .binary(Data(try r.lengthPrefixed()))
+        case .uuid: return .uuid(try r.uuid())
+        case .uri:
+            let s = try r.string()
+            guard let u = URL(string: s) else { throw ByteReader.Malformed(reason: "unreadable URI \(String(reflecting: s))") }
+            return .uri(u)
+        }
+    }
+
+    private static let posix = Locale(identifier: "en_US_POSIX")
+
+    static func decimalString(_ d: Decimal) -> String {
+        d.isNaN ? "NaN" : d.description
+    }
+
+    static func parseDecimal(_ s: String) -> Decimal? {
+        if s == "NaN" { return Decimal.nan }
+        return Decimal(string: s, locale: posix)
+    }
+}

@@ -1,0 +1,122 @@
+import CLMDB
+import Foundation
+import StoreAPI
+
+/// The LMDB backend (`lmdb`): an incremental store on the system's liblmdb.
+///
+/// ## On-disk form
+/// A store is an LMDB environment in one of liblmdb's two layouts, told apart by what exists at the URL:
+/// - **Directory form** (the default for new stores): the URL is a directory, such as `app.lmdb/`, holding
+///   `data.mdb` and `lock.mdb`.
+/// - **File form** (`MDB_NOSUBDIR`): the URL is the data file itself, such as `app.mdb`, and the lock file is
+///   `app.mdb-lock`. New stores get it when the URL ends in `.mdb` or the option `lmdb.noSubdir` is `true`.
+///
+/// The environment holds named databases:
+/// - `storeapi.meta`: the format magic (`storeapi.lmdb`) and version, the ``StoreMetadata`` JSON and the entity ID
+///   table;
+/// - `records:<Root>`, one per hierarchy root: primary key (big-endian, sign bit flipped, so keys sort
+///   numerically) → the record in a compact binary form (entity ID, global ID, type-tagged attribute values
+///   bit-exact, relationship keys in order);
+/// - `unique:<Entity>:<attributes>`, one per uniqueness constraint: the constrained values → primary key
+///   (records with a nil constrained value are not entered);
+/// - `storeapi.globalIDs`: global ID → entity and primary key;
+/// - `storeapi.keys`: hierarchy root → next primary key;
+/// - `storeapi.history`: token → ``HistoryTransaction`` JSON.
+///
+/// ## Behaviour
+/// A save is one write transaction. Readers use read-only transactions and never block the writer, in this or any
+/// other process (liblmdb's own locking). The memory map starts at 64 MiB (option `lmdb.mapSize`, e.g. `"256M"`)
+/// and doubles by itself when it fills, up to `lmdb.maxMapSize` (default 1 TiB). Stores opened on the same files in
+/// one process share one environment, as lmdb.h requires. ``copyStore(from:to:)`` uses `mdb_env_copyfd2` with
+/// compaction and works while a writer is active.
+///
+/// Every file is validated before liblmdb maps it (meta pages, page size, committed size against file length), so
+/// a damaged or truncated file is a ``StoreError/corruptStore(_:reason:)``, never a crash.
+public struct LMDBStoreBackend: StoreBackend {
+    /// The type identifier, `lmdb`.
+    public static let typeIdentifier = "lmdb"
+
+    /// Creates the backend.
+    public init() {}
+
+    public var typeIdentifier: String { Self.typeIdentifier }
+    public var fileExtensions: [String] { ["lmdb", "mdb"] }
+    public var capabilities: BackendCapabilities {
+        [.persistent, .transactions, .multiProcess, .history, .orderedRelationships, .onlineBackup, .fastCopy]
+    }
+
+    // MARK: Looking at paths
+
+    public func sniff(_ url: URL) -> SniffResult {
+        switch StoreInspector.inspect(url) {
+        case .missing, .directoryWithoutStore, .notLMDB, .unreadable: return .none
+        case .damaged(_, let why): return .foreign("damaged LMDB environment (\(why))")
+        case .foreign: return .foreign(StoreInspector.foreignDescription)
+        case .store: return .store
+        }
+    }
+
+    /// The data file and lock file that exist (`data.mdb` and `lock.mdb`, or the file and `<file>-lock`), then the
+    /// store's directory when creating the store created it. A directory is listed last, after its contents, so
+    /// deleting in order works; moving or copying should treat the directory as the store.
+    public func ownedFiles(ofStoreAt url: URL) -> [URL] {
+        guard let location = LMDBLocation.existing(url) else { return [] }
+        if !location.isDirectory {
+            switch LMDBHeader.probe(location.dataFile) {
+            case .valid, .damaged: break
+            default: return FileProbe.exists(location.lockFile) ? [location.dataFile, location.lockFile] : []
+            }
+        }
+        var files = [location.dataFile, location.lockFile].filter { FileProbe.exists($0) }
+        if location.isDirectory, case .store(_, _, let info) = StoreInspector.inspect(url), info.createdDirectory {
+            files.append(location.url)
+        }
+        return files
+    }
+
+    public func readMetadata(at url: URL) throws -> StoreMetadata {
+        let inspection = StoreInspector.inspect(url)
+        guard case .store(let location, _, let info) = inspection else {
+            throw StoreInspector.refusal(inspection, url: url) ?? StoreError.storeNotFound(url)
+        }
+        return try StoreInspector.metadata(of: info, location: location)
+    }
+
+    public func writeMetadata(_ metadata: StoreMetadata, at url: URL) throws {
+        let env = try StoreOpener.acquire(url, options: StoreOptions(), creating: nil)
+        defer { EnvironmentRegistry.release(env.environment) }
+        let store = LMDBPersistentStore(url: url, env: env.environment, layout: env.layout, readOnly: env.environment.isReadOnly)
+        defer { try? store.close() }
+        if env.environment.isReadOnly {
+            throw StoreError.readOnly(url, reason: "the store's files are not writable")
+        }
+        try store.save(StoreChanges(metadata: metadata))
+    }
+
+    // MARK: Opening
+
+    public func open(at url: URL?, options: StoreOptions, creating: StoreMetadata?) throws -> any PersistentStore {
+        guard let url else { throw StoreError.unsupported("an LMDB store needs a URL (use the in-memory backend for anonymous stores)") }
+        let opened = try StoreOpener.acquire(url, options: options, creating: creating)
+        let env = opened.environment
+        if env.isReadOnly && !options.isReadOnly {
+            EnvironmentRegistry.release(env)
+            throw StoreError.readOnly(url, reason: "the store's files are not writable; open it with a read-only description")
+        }
+        return LMDBPersistentStore(url: url, env: env, layout: opened.layout, readOnly: options.isReadOnly || env.isReadOnly)
+    }
+
+    // MARK: Operations
+
+    public func destroyStore(at url: URL) throws {
+        try StoreFiles.destroy(url)
+    }
+
+    public func copyStore(from source: URL, to destination: URL) throws {
+        try StoreFiles.copy(from: source, to: destination)
+    }
+
+    public func checkIntegrity(at url: URL) throws -> [String] {
+        try IntegrityChecker.check(url)
+    }
+}

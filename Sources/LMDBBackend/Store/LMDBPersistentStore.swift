@@ -1,0 +1,281 @@
+import CLMDB
+import Foundation
+import StoreAPI
+import Synchronization
+
+/// An open LMDB store (see ``LMDBStoreBackend`` for the on-disk form).
+///
+/// Every read runs in its own read-only transaction — a consistent snapshot that never blocks the writer or other
+/// processes — and every save in one write transaction, so a save is stored entirely or not at all. Stores opened
+/// on the same files in one process share one liblmdb environment. Methods may be called from any thread.
+public final class LMDBPersistentStore: PersistentStore, @unchecked Sendable {
+    public let url: URL?
+    /// The store URL (directory, or data file in the file form).
+    let storeURL: URL
+    let env: LMDBEnvironment
+    /// Saves are refused (read-only description or read-only files).
+    public let isReadOnly: Bool
+    private let initialLayout: StoreLayout
+    private let closed = Mutex(false)
+
+    init(url: URL, env: LMDBEnvironment, layout: StoreLayout, readOnly: Bool) {
+        self.url = url
+        self.storeURL = url
+        self.env = env
+        self.initialLayout = layout
+        self.isReadOnly = readOnly
+    }
+
+    deinit {
+        // A store dropped without close() still gives its reference back.
+        if !closed.withLock({ $0 }) { EnvironmentRegistry.release(env) }
+    }
+
+    /// The data file, named in errors about the store's contents.
+    var dataFile: URL { env.location.dataFile }
+
+    /// The current layout (shared with the other stores on the environment, so a metadata change shows in all).
+    var layout: StoreLayout { env.layout ?? initialLayout }
+
+    public var metadata: StoreMetadata { layout.metadata }
+
+    /// The current size of the memory map in bytes (it grows by doubling as the store fills).
+    public var mapSize: Int { env.mapSize }
+
+    // MARK: Errors
+
+    /// Runs `body` on an open store and turns engine failures into typed errors naming the store.
+    func run<T>(_ body: () throws -> T) throws -> T {
+        if closed.withLock({ $0 }) {
+            throw StoreError.io(storeURL, operation: "using the store", reason: "the store is closed")
+        }
+        do {
+            return try body()
+        } catch let f as LMDBFailure {
+            throw f.storeError(storeURL)
+        } catch let m as ByteReader.Malformed {
+            throw StoreError.corruptStore(dataFile, reason: m.reason)
+        }
+    }
+
+    func entityIDs(for entity: Entity, includesSubentities: Bool, in layout: StoreLayout) -> Set<UInt32> {
+        let names = includesSubentities ? entity.hierarchyNames : [entity.name]
+        return Set(names.compactMap { layout.entityIDs[$0] })
+    }
+
+    // MARK: Reading
+
+    public func fetch(_ request: FetchRequest) throws -> [Record] {
+        try run {
+            let layout = self.layout
+            let entity = try layout.schema.requireEntity(request.entity)
+            let ids = entityIDs(for: entity, includesSubentities: request.includesSubentities, in: layout)
+            return try env.read { txn in
+                let reader = RecordReader(txn: txn, env: env, layout: layout, file: dataFile)
+                let evaluator = PredicateEvaluator(schema: layout.schema) { root, keys in try reader.records(keys, root: root) }
+                // Schema errors in the request are reported whatever records exist, as the reference does.
+                try evaluator.validate(request)
+                if let plan = IndexPlanner.plan(request.predicate, entity: entity, layout: layout) {
+                    var candidates: [Record] = []
+                    for key in plan.keys {
+                        guard let pk = try reader.indexedKey(plan.index, key: key),
+                            let r = try reader.record(pk, root: entity.rootName),
+                            let id = layout.entityIDs[r.entity], ids.contains(id)
+                        else { continue }
+                        candidates.append(r)
+                    }
+                    return try evaluator.execute(request, candidates: candidates)
+                }
+                if request.sortDescriptors.isEmpty {
+                    return try streamInKeyOrder(request, entity: entity, ids: ids, reader: reader, evaluator: evaluator)
+                }
+                var candidates: [Record] = []
+                try reader.scan(root: entity.rootName, entityIDs: ids) { candidates.append($0); return true }
+                return try evaluator.execute(request, candidates: candidates)
+            }
+        }
+    }
+
+    /// Without sort descriptors key order is the result order: filter in batches while scanning and stop once
+    /// the slice is full, so a small page of a large store reads little.
+    private func streamInKeyOrder(
+        _ request: FetchRequest, entity: Entity, ids: Set<UInt32>, reader: RecordReader, evaluator: PredicateEvaluator
+    ) throws -> [Record] {
+        if let limit = request.limit, limit <= 0 { return [] }
+        let filter = FetchRequest(entity: request.entity, predicate: request.predicate, includesSubentities: request.includesSubentities)
+        var out: [Record] = []
+        var skipped = 0
+        var batch: [Record] = []
+        batch.reserveCapacity(256)
+        func drain() throws -> Bool {
+            let matched = request.predicate == nil ? batch : try evaluator.execute(filter, candidates: batch)
+            batch.removeAll(keepingCapacity: true)
+            for r in matched {
+                if skipped < request.offset {
+                    skipped += 1
+                    continue
+                }
+                out.append(r)
+                if let limit = request.limit, out.count >= limit { return false }
+            }
+            return true
+        }
+        var wantsMore = true
+        try reader.scan(root: entity.rootName, entityIDs: ids) { record in
+            batch.append(record)
+            if batch.count >= 256 { wantsMore = try drain() }
+            return wantsMore
+        }
+        if wantsMore && !batch.isEmpty { _ = try drain() }
+        return out
+    }
+
+    public func count(_ request: FetchRequest) throws -> Int {
+        let total: Int
+        if request.predicate == nil {
+            total = try run {
+                let layout = self.layout
+                let entity = try layout.schema.requireEntity(request.entity)
+                let ids = entityIDs(for: entity, includesSubentities: request.includesSubentities, in: layout)
+                return try env.read { txn in
+                    let reader = RecordReader(txn: txn, env: env, layout: layout, file: dataFile)
+                    let wholeHierarchy = entity.name == entity.rootName && request.includesSubentities
+                    if wholeHierarchy, let dbi = reader.recordsDatabase(entity.rootName) { return try txn.count(dbi) }
+                    return try reader.count(root: entity.rootName, entityIDs: ids)
+                }
+            }
+        } else {
+            var unsliced = request
+            unsliced.sortDescriptors = []
+            unsliced.offset = 0
+            unsliced.limit = nil
+            total = try fetch(unsliced).count
+        }
+        var n = max(0, total - max(0, request.offset))
+        if let limit = request.limit { n = min(n, max(0, limit)) }
+        return n
+    }
+
+    public func records(withKeys keys: [Int64], root: String) throws -> [Record] {
+        try run {
+            let layout = self.layout
+            return try env.read { txn in
+                try RecordReader(txn: txn, env: env, layout: layout, file: dataFile).records(keys, root: root)
+            }
+        }
+    }
+
+    public func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [Record] {
+        try run {
+            let layout = self.layout
+            let e = try layout.schema.requireEntity(entity)
+            guard limit > 0, let id = layout.entityIDs[e.name] else { return [] }
+            return try env.read { txn in
+                var out: [Record] = []
+                out.reserveCapacity(min(limit, 4096))
+                try RecordReader(txn: txn, env: env, layout: layout, file: dataFile)
+                    .scan(root: e.rootName, entityIDs: [id], after: primaryKey) { record in
+                        out.append(record)
+                        return out.count < limit
+                    }
+                return out
+            }
+        }
+    }
+
+    /// The record with a global identifier, found through the global-ID index.
+    public func record(globalID: UUID) throws -> Record? {
+        try run {
+            let layout = self.layout
+            return try env.read { txn in
+                guard let dbi = env.database(DatabaseName.globalIDs) else { return nil }
+                let located: (entity: Entity, primaryKey: Int64)? = try withUnsafeBytes(of: globalID.uuid) { key in
+                    guard let v = try txn.get(dbi, key) else { return nil }
+                    return GlobalIDEntry.decode(v, layout: layout)
+                }
+                guard let located else { return nil }
+                return try RecordReader(txn: txn, env: env, layout: layout, file: dataFile)
+                    .record(located.primaryKey, root: located.entity.rootName)
+            }
+        }
+    }
+
+    public func history(after token: Int64?) throws -> [HistoryTransaction] {
+        try run {
+            if let token, token == .max { return [] }
+            return try env.read { txn in
+                guard let dbi = env.database(DatabaseName.history) else { return [] }
+                var out: [HistoryTransaction] = []
+                try txn.withCursor(dbi) { cursor in
+                    let start = try token.map { t in try OrderedKey.with(t + 1) { try cursor.seek(atLeast: $0) } } ?? cursor.move(MDB_FIRST)
+                    try cursor.forEach(from: start) { _, value in
+                        out.append(try HistoryTransaction.decode(Data(value), url: dataFile))
+                        return true
+                    }
+                }
+                return out
+            }
+        }
+    }
+
+    // MARK: Keys
+
+    public func allocatePrimaryKeys(root: String, count: Int) throws -> Int64 {
+        try run {
+            guard !isReadOnly else { throw StoreError.readOnly(storeURL, reason: "the store was opened read-only") }
+            let layout = self.layout
+            return try env.write { txn in
+                let keys = try env.requireDatabase(DatabaseName.keys)
+                let reader = RecordReader(txn: txn, env: env, layout: layout, file: dataFile)
+                var first = try KeyAllocator.stored(txn, keys, root: root) ?? 1
+                if let last = try reader.lastKey(root: root), last >= first {
+                    guard last < .max else { throw StoreError.io(storeURL, operation: "allocating keys", reason: "the keys of \(root) are exhausted") }
+                    first = last + 1
+                }
+                let (next, overflow) = first.addingReportingOverflow(Int64(max(0, count)))
+                guard !overflow else { throw StoreError.io(storeURL, operation: "allocating \(count) keys", reason: "the keys of \(root) are exhausted") }
+                try KeyAllocator.store(txn, keys, root: root, next: next)
+                return first
+            }
+        }
+    }
+
+    // MARK: Closing
+
+    public func close() throws {
+        let wasOpen = closed.withLock { isClosed in
+            defer { isClosed = true }
+            return !isClosed
+        }
+        if wasOpen { EnvironmentRegistry.release(env) }
+    }
+}
+
+/// The key allocator database: root name → next primary key.
+enum KeyAllocator {
+    static func stored(_ txn: LMDBTransaction, _ dbi: MDB_dbi, root: String) throws -> Int64? {
+        let key = Array(root.utf8)
+        return try key.withUnsafeBytes { k in try txn.get(dbi, k).flatMap { OrderedKey.decode($0) } }
+    }
+
+    static func store(_ txn: LMDBTransaction, _ dbi: MDB_dbi, root: String, next: Int64) throws {
+        try txn.put(dbi, key: Array(root.utf8), value: OrderedKey.bytes(next))
+    }
+}
+
+/// A global-ID index entry: entity ID (4 bytes, big-endian) + primary key (8 ordered bytes).
+enum GlobalIDEntry {
+    static func encode(entityID: UInt32, primaryKey: Int64) -> [UInt8] {
+        withUnsafeBytes(of: entityID.bigEndian) { Array($0) } + OrderedKey.bytes(primaryKey)
+    }
+
+    static func decode(_ bytes: UnsafeRawBufferPointer, layout: StoreLayout) -> (entity: Entity, primaryKey: Int64)? {
+        guard bytes.count == 12 else { return nil }
+        var id: UInt32 = 0
+        withUnsafeMutableBytes(of: &id) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[0..<4])) }
+        guard let entity = layout.entity(id: UInt32(bigEndian: id)),
+            let pk = OrderedKey.decode(UnsafeRawBufferPointer(rebasing: bytes[4..<12]))
+        else { return nil }
+        return (entity, pk)
+    }
+}

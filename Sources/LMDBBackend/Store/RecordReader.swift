@@ -1,0 +1,119 @@
+import CLMDB
+import Foundation
+import StoreAPI
+
+/// Reads records inside one transaction: point lookups, key-ordered scans and uniqueness-index lookups. Damaged
+/// values become ``StoreError/corruptStore(_:reason:)`` naming the record.
+///
+/// It is `@unchecked Sendable` only so ``PredicateEvaluator``'s resolver can capture it; it is used on the
+/// transaction's own thread, inside the call that owns the transaction.
+struct RecordReader: @unchecked Sendable {
+    let txn: LMDBTransaction
+    let env: LMDBEnvironment
+    let layout: StoreLayout
+    /// The data file, named in errors.
+    let file: URL
+
+    func recordsDatabase(_ root: String) -> MDB_dbi? { env.database(DatabaseName.records(root)) }
+
+    func decode(_ bytes: UnsafeRawBufferPointer, primaryKey: Int64, root: String) throws -> Record {
+        do {
+            return try RecordCodec.decode(bytes, primaryKey: primaryKey, layout: layout)
+        } catch let m as ByteReader.Malformed {
+            throw StoreError.corruptStore(file, reason: "record \(root)/p\(primaryKey): \(m.reason)")
+        }
+    }
+
+    /// The record with `primaryKey` in hierarchy `root`, or `nil`.
+    func record(_ primaryKey: Int64, root: String) throws -> Record? {
+        guard let dbi = recordsDatabase(root) else { return nil }
+        return try OrderedKey.with(primaryKey) { key in
+            guard let bytes = try txn.get(dbi, key) else { return nil }
+            return try decode(bytes, primaryKey: primaryKey, root: root)
+        }
+    }
+
+    /// The records with the given keys, in the order asked; missing keys are left out.
+    func records(_ keys: [Int64], root: String) throws -> [Record] {
+        guard let dbi = recordsDatabase(root) else { return [] }
+        var out: [Record] = []
+        out.reserveCapacity(keys.count)
+        for pk in keys {
+            let found: Record? = try OrderedKey.with(pk) { key in
+                guard let bytes = try txn.get(dbi, key) else { return nil }
+                return try decode(bytes, primaryKey: pk, root: root)
+            }
+            if let found { out.append(found) }
+        }
+        return out
+    }
+
+    /// The entity name of the record with `primaryKey` in `root`, read without decoding the record.
+    func entityName(_ primaryKey: Int64, root: String) throws -> String? {
+        guard let dbi = recordsDatabase(root) else { return nil }
+        return try OrderedKey.with(primaryKey) { key in
+            guard let bytes = try txn.get(dbi, key), let id = RecordCodec.entityID(of: bytes) else { return nil }
+            return layout.entity(id: id)?.name
+        }
+    }
+
+    /// Calls `body` with the records of `root` in key order, after `after` when given, restricted to `entityIDs`
+    /// when given (other records are skipped without being decoded), until `body` returns `false`.
+    func scan(root: String, entityIDs: Set<UInt32>?, after: Int64? = nil, _ body: (Record) throws -> Bool) throws {
+        guard let dbi = recordsDatabase(root) else { return }
+        try txn.withCursor(dbi) { cursor in
+            let start: (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)?
+            if let after {
+                guard after < .max else { return }
+                start = try OrderedKey.with(after + 1) { try cursor.seek(atLeast: $0) }
+            } else {
+                start = try cursor.move(MDB_FIRST)
+            }
+            try cursor.forEach(from: start) { key, value in
+                guard let pk = OrderedKey.decode(key) else {
+                    throw StoreError.corruptStore(file, reason: "a key of \(root) is \(key.count) bytes, not 8")
+                }
+                if let entityIDs {
+                    guard let id = RecordCodec.entityID(of: value) else {
+                        throw StoreError.corruptStore(file, reason: "record \(root)/p\(pk) has no readable entity")
+                    }
+                    if !entityIDs.contains(id) { return true }
+                }
+                return try body(try decode(value, primaryKey: pk, root: root))
+            }
+        }
+    }
+
+    /// Counts the records of `root` restricted to `entityIDs`, without decoding them.
+    func count(root: String, entityIDs: Set<UInt32>) throws -> Int {
+        guard let dbi = recordsDatabase(root) else { return 0 }
+        var n = 0
+        try txn.withCursor(dbi) { cursor in
+            try cursor.forEach(from: try cursor.move(MDB_FIRST)) { _, value in
+                if let id = RecordCodec.entityID(of: value), entityIDs.contains(id) { n += 1 }
+                return true
+            }
+        }
+        return n
+    }
+
+    /// The primary key stored under an index key, or `nil`.
+    func indexedKey(_ index: UniqueIndex, key: [UInt8]) throws -> Int64? {
+        guard let dbi = env.database(index.databaseName) else { return nil }
+        return try key.withUnsafeBytes { k in
+            guard let v = try txn.get(dbi, k) else { return nil }
+            guard let pk = OrderedKey.decode(v) else {
+                throw StoreError.corruptStore(file, reason: "an entry of index \(index.databaseName) is \(v.count) bytes, not 8")
+            }
+            return pk
+        }
+    }
+
+    /// The largest primary key in `root`, or `nil` when it has no records.
+    func lastKey(root: String) throws -> Int64? {
+        guard let dbi = recordsDatabase(root) else { return nil }
+        return try txn.withCursor(dbi) { cursor in
+            try cursor.move(MDB_LAST).flatMap { OrderedKey.decode($0.key) }
+        }
+    }
+}

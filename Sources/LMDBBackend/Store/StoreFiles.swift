@@ -1,0 +1,164 @@
+import CLMDB
+import Foundation
+import StoreAPI
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Destroying and copying stores at the file level.
+enum StoreFiles {
+    // MARK: Destroy
+
+    /// Deletes the data and lock files, then the directory when creating the store made it and it is now empty.
+    /// Refuses anything that is not one of our stores, and a store that is open here or in another process.
+    static func destroy(_ url: URL) throws {
+        let inspection = StoreInspector.inspect(url)
+        guard case .store(let location, _, let info) = inspection else {
+            throw StoreInspector.refusal(inspection, url: url) ?? StoreError.storeNotFound(url)
+        }
+        guard let identity = StoreInspector.identity(of: location) else { throw StoreError.storeNotFound(url) }
+        // Holding the registry's lock: nobody in this process can open the store while its files go.
+        try EnvironmentRegistry.withEnvironment(identity) { env in
+            if env != nil {
+                throw StoreError.locked(url, reason: "the store is open in this process; close it before destroying it")
+            }
+            if let pid = processUsing(location.lockFile) {
+                throw StoreError.locked(url, reason: "the store is open in another process (pid \(pid))")
+            }
+            for file in [location.dataFile, location.lockFile] where FileProbe.exists(file) {
+                if unlink(file.path) != 0 {
+                    throw StoreError.io(file, operation: "deleting", reason: FileProbe.errnoString())
+                }
+            }
+            if location.isDirectory && info.createdDirectory {
+                // Only an empty directory goes: anything else someone put there stays.
+                _ = rmdir(location.url.path)
+            }
+            try? AtomicFile.fsyncDirectory(of: location.url)
+        }
+    }
+
+    /// The process holding liblmdb's shared lock on the lock file (every process with the environment open does),
+    /// or `nil`. Only called while the store is not open in this process: closing a descriptor of the lock file
+    /// would otherwise drop this process's own locks.
+    private static func processUsing(_ lockFile: URL) -> Int32? {
+        let fd = open(lockFile.path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var probe = flock()
+        probe.l_type = Int16(F_WRLCK)
+        probe.l_whence = Int16(SEEK_SET)
+        probe.l_start = 0
+        probe.l_len = 1
+        guard fcntl(fd, F_GETLK, &probe) == 0, probe.l_type != Int16(F_UNLCK) else { return nil }
+        return probe.l_pid
+    }
+
+    // MARK: Copy
+
+    /// Copies the store at `source` (open or not, writers may keep going) to `destination`, which must not exist,
+    /// with `mdb_env_copyfd2` and compaction. The copy is written under a staging name, fsynced and then renamed
+    /// (directory form) or linked (file form, `.mdb`) into place; no lock file is copied (liblmdb makes one on open).
+    static func copy(from source: URL, to destination: URL) throws {
+        let inspection = StoreInspector.inspect(source)
+        guard case .store(let sourceLocation, _, let info) = inspection else {
+            throw StoreInspector.refusal(inspection, url: source) ?? StoreError.storeNotFound(source)
+        }
+        try StoreInspector.checkFormat(info, location: sourceLocation)
+        var st = stat()
+        guard lstat(destination.path, &st) != 0 else { throw StoreError.storeExists(destination) }
+        try AtomicFile.checkDirectory(of: destination)
+        let target = LMDBLocation.forNewStore(at: destination, fileForm: false)
+
+        let opened = try StoreOpener.acquire(source, options: StoreOptions(isReadOnly: true, createIfMissing: false), creating: nil)
+        defer { EnvironmentRegistry.release(opened.environment) }
+        let env = opened.environment
+        let fm = FileManager.default
+
+        if target.isDirectory {
+            let staging = AtomicFile.stagingURL(for: destination)
+            do {
+                try fm.createDirectory(at: staging, withIntermediateDirectories: false)
+                let data = staging.appendingPathComponent("data.mdb")
+                try write(env, to: data, source: source)
+                if !info.createdDirectory {
+                    // This copy made its directory, so destroying the copy may remove it.
+                    try markCreatedDirectory(LMDBLocation(url: staging, isDirectory: true))
+                }
+                try AtomicFile.fsync(path: staging)
+                if rename(staging.path, destination.path) != 0 {
+                    let code = errno
+                    if code == EEXIST || code == ENOTEMPTY { throw StoreError.storeExists(destination) }
+                    throw StoreError.io(destination, operation: "moving the copy into place", reason: String(cString: strerror(code)))
+                }
+                try AtomicFile.fsyncDirectory(of: destination)
+            } catch {
+                try? fm.removeItem(at: staging)
+                throw error
+            }
+        } else {
+            let staging = AtomicFile.stagingURL(for: destination)
+            do {
+                try write(env, to: staging, source: source)
+                if link(staging.path, destination.path) != 0 {
+                    let code = errno
+                    if code == EEXIST { throw StoreError.storeExists(destination) }
+                    throw StoreError.io(destination, operation: "moving the copy into place", reason: String(cString: strerror(code)))
+                }
+                try? fm.removeItem(at: staging)
+                try AtomicFile.fsyncDirectory(of: destination)
+            } catch {
+                try? fm.removeItem(at: staging)
+                throw error
+            }
+        }
+    }
+
+    /// Writes a compacted snapshot of `env` into a new file and fsyncs it. Compaction refuses environments with
+    /// leaked pages; a plain copy is made then.
+    private static func write(_ env: LMDBEnvironment, to url: URL, source: URL) throws {
+        let fd = open(url.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            let reason = FileProbe.errnoString()
+            if errno == EACCES || errno == EROFS { throw StoreError.readOnly(url, reason: reason) }
+            throw StoreError.io(url, operation: "creating the copy", reason: reason)
+        }
+        defer { close(fd) }
+        do {
+            try env.copy(to: fd, compact: true)
+        } catch {
+            guard ftruncate(fd, 0) == 0, lseek(fd, 0, SEEK_SET) == 0 else {
+                throw StoreError.io(url, operation: "restarting the copy", reason: FileProbe.errnoString())
+            }
+            do { try env.copy(to: fd, compact: false) } catch let f as LMDBFailure { throw f.storeError(source) }
+        }
+        guard fsync(fd) == 0 else { throw StoreError.io(url, operation: "fsync", reason: FileProbe.errnoString()) }
+    }
+
+    /// Records in a staged copy that its directory was made for it.
+    private static func markCreatedDirectory(_ location: LMDBLocation) throws {
+        do {
+            var st = stat()
+            _ = stat(location.dataFile.path, &st)
+            let handle = try LMDBEnvironment.openHandle(
+                location, readOnly: false, noLock: true, mapSize: Int(st.st_size) + (4 << 20), maxDatabases: 16)
+            defer { mdb_env_close(handle) }
+            var opened: OpaquePointer?
+            try check(mdb_txn_begin(handle, nil, 0, &opened), "starting a write transaction")
+            guard let txn = opened else { throw LMDBFailure(code: EINVAL, operation: "starting a write transaction") }
+            do {
+                var dbi: MDB_dbi = 0
+                try check(mdb_dbi_open(txn, DatabaseName.meta, 0, &dbi), "opening the metadata database")
+                try LMDBTransaction(handle: txn, isWrite: true).put(dbi, key: MetaKey.createdDirectory, value: Array("1".utf8))
+            } catch {
+                mdb_txn_abort(txn)
+                throw error
+            }
+            try check(mdb_txn_commit(txn), "committing the copy's metadata")
+        } catch let f as LMDBFailure {
+            throw f.storeError(location.url)
+        }
+    }
+}

@@ -1,0 +1,355 @@
+import CSQLite
+import Foundation
+import StoreAPI
+
+/// `SQLITE_CONSTRAINT_PRIMARYKEY` and `SQLITE_CONSTRAINT_UNIQUE` (function-like macros Swift does not import).
+let sqliteConstraintPrimaryKey: Int32 = SQLITE_CONSTRAINT | (6 << 8)
+let sqliteConstraintUnique: Int32 = SQLITE_CONSTRAINT | (8 << 8)
+
+/// Writes one ``StoreChanges`` inside the caller's write transaction.
+///
+/// Order: deletes, updates, inserts (so a value freed by a delete or an update can be taken by an insert), then the
+/// relationship data that lives outside a record's own row (order columns of ordered to-many relationships, join
+/// tables), then the key allocator and history. Updates of records with uniqueness constraints first clear the
+/// constrained columns of every updated record, so two records may swap values in one save.
+///
+/// The to-one side of a relationship is authoritative for derived to-many sides; a to-many side only writes order
+/// positions, and only for records whose foreign key points back to it.
+struct ChangeWriter {
+    let layout: StoreLayout
+    let connection: SQLiteConnection
+    let url: URL
+    let storeUUID: UUID
+
+    private var maxInserted: [String: Int64] = [:]
+
+    init(layout: StoreLayout, connection: SQLiteConnection, url: URL, storeUUID: UUID) {
+        self.layout = layout
+        self.connection = connection
+        self.url = url
+        self.storeUUID = storeUUID
+    }
+
+    mutating func apply(_ changes: StoreChanges) throws {
+        for key in changes.deleted { try delete(key) }
+        try clearConstrainedColumns(of: changes.updated)
+        for r in changes.updated { try write(r, insert: false) }
+        for r in changes.inserted { try write(r, insert: true) }
+        for r in changes.updated { try writeRelationships(r) }
+        for r in changes.inserted { try writeRelationships(r) }
+        for (root, highest) in maxInserted {
+            try connection.withStatement("UPDATE \(StoreLayout.quote(StoreLayout.keysTable)) SET next = ? WHERE root = ? AND next <= ?") { s in
+                s.bind(1, highest + 1)
+                s.bind(2, root)
+                s.bind(3, highest)
+                try s.step()
+            }
+        }
+        try appendHistory(changes.history)
+    }
+
+    private func entityLayout(_ name: String) throws -> EntityLayout {
+        guard let el = layout.entities[name] else { throw StoreError.unknownEntity(name) }
+        return el
+    }
+
+    private func table(_ el: EntityLayout) throws -> TableLayout {
+        guard let t = layout.tables[el.root] else {
+            throw StoreError.corruptStore(url, reason: "no table for the \(el.root) hierarchy")
+        }
+        return t
+    }
+
+    // MARK: Deletes
+
+    private func delete(_ key: RecordKey) throws {
+        let el = try entityLayout(key.entity)
+        let t = try table(el)
+        try connection.withStatement("DELETE FROM \(StoreLayout.quote(t.name)) WHERE _pk = ?") { s in
+            s.bind(1, key.primaryKey)
+            try s.step()
+        }
+        for storage in el.relationships {
+            guard case .joinTable(let js) = storage else { continue }
+            let j = StoreLayout.quote(js.table)
+            if js.isShared {
+                // The other side still lists this record until it is saved without it (as with `noAction`);
+                // rows whose both records are gone are removed.
+                guard let other = layout.tables[js.otherRoot] else { continue }
+                try connection.withStatement(
+                    "DELETE FROM \(j) WHERE \(js.ownColumn) = ? AND \(js.otherColumn) NOT IN (SELECT _pk FROM \(StoreLayout.quote(other.name)))"
+                ) { s in
+                    s.bind(1, key.primaryKey)
+                    try s.step()
+                }
+            } else {
+                try connection.withStatement("DELETE FROM \(j) WHERE \(js.ownColumn) = ?") { s in
+                    s.bind(1, key.primaryKey)
+                    try s.step()
+                }
+            }
+        }
+    }
+
+    // MARK: Rows
+
+    /// The table columns a record of `el` writes: its attributes, then its foreign keys.
+    private func writeColumns(_ el: EntityLayout) -> [Int] {
+        var cols = el.attributeColumns
+        for storage in el.relationships {
+            if case .foreignKey(let col) = storage { cols.append(col) }
+        }
+        return cols
+    }
+
+    private mutating func write(_ r: Record, insert: Bool) throws {
+        let el = try entityLayout(r.entity)
+        let t = try table(el)
+        let entity = el.entity
+        guard r.attributes.count == entity.attributes.count, r.relationships.count == entity.relationships.count else {
+            throw StoreError.io(
+                url, operation: "saving \(r.key)",
+                reason: "the record has \(r.attributes.count) attribute and \(r.relationships.count) relationship values; \(entity.name) has \(entity.attributes.count) and \(entity.relationships.count)")
+        }
+        let cols = writeColumns(el)
+        guard !cols.contains(where: { $0 < 0 }) else {
+            throw StoreError.corruptStore(url, reason: "the layout has no column for a property of \(entity.name)")
+        }
+        let names = cols.map { StoreLayout.quote(t.columns[$0].name) }
+        let sql: String
+        if insert {
+            let all = ["_pk", "_ent", "_gid"] + names
+            sql = "INSERT INTO \(StoreLayout.quote(t.name)) (\(all.joined(separator: ", "))) VALUES (\(RecordReader.placeholders(all.count)))"
+        } else {
+            let sets = (["_ent", "_gid"] + names).map { "\($0) = ?" }
+            sql = "UPDATE \(StoreLayout.quote(t.name)) SET \(sets.joined(separator: ", ")) WHERE _pk = ?"
+        }
+        try connection.withStatement(sql) { s in
+            var i: Int32 = 1
+            if insert {
+                s.bind(i, r.primaryKey)
+                i += 1
+            }
+            s.bind(i, el.code)
+            var gid = r.globalID.uuid
+            withUnsafeBytes(of: &gid) { s.bind(i + 1, bytes: $0) }
+            i += 2
+            for (k, a) in entity.attributes.enumerated() {
+                try ValueCoding.bind(r.attributes[k], type: a.type, to: s, at: i, entity: entity.name, property: a.name)
+                i += 1
+            }
+            for (k, storage) in el.relationships.enumerated() {
+                guard case .foreignKey = storage else { continue }
+                guard case .toOne(let key) = r.relationships[k] else {
+                    throw shapeError(r, entity.relationships[k].name, expected: "to-one")
+                }
+                if let key { s.bind(i, key) } else { s.bindNull(i) }
+                i += 1
+            }
+            if !insert { s.bind(i, r.primaryKey) }
+            let rc = sqlite3_step(s.handle)
+            guard rc == SQLITE_DONE else { throw try constraintError(rc, r, el, t, insert: insert) }
+        }
+        if insert {
+            maxInserted[t.root] = max(maxInserted[t.root] ?? .min, r.primaryKey)
+        } else if connection.changes == 0 {
+            throw StoreError.objectNotFound(ObjectID(storeUUID: storeUUID, entity: r.entity, primaryKey: r.primaryKey))
+        }
+    }
+
+    private func shapeError(_ r: Record, _ relationship: String, expected: String) -> StoreError {
+        .io(url, operation: "saving \(r.key)", reason: "'\(r.entity).\(relationship)' needs a \(expected) value")
+    }
+
+    /// Sets the uniqueness-constrained columns of updated records to NULL, so updates never collide with values the
+    /// same save moves away.
+    private func clearConstrainedColumns(of updated: [Record]) throws {
+        var perTable: [String: Int] = [:]
+        for r in updated {
+            if let el = layout.entities[r.entity], !el.entity.uniquenessConstraints.isEmpty {
+                perTable[el.root, default: 0] += 1
+            }
+        }
+        guard perTable.values.contains(where: { $0 > 1 }) else { return }
+        for r in updated {
+            guard let el = layout.entities[r.entity], (perTable[el.root] ?? 0) > 1 else { continue }
+            let t = try table(el)
+            let names = Set(el.entity.uniquenessConstraints.joined())
+            let cols = el.entity.attributes.enumerated().filter { names.contains($0.element.name) }
+                .map { el.attributeColumns[$0.offset] }.filter { $0 >= 0 }
+            guard !cols.isEmpty else { continue }
+            let sets = cols.map { "\(StoreLayout.quote(t.columns[$0].name)) = NULL" }.joined(separator: ", ")
+            try connection.withStatement("UPDATE \(StoreLayout.quote(t.name)) SET \(sets) WHERE _pk = ?") { s in
+                s.bind(1, r.primaryKey)
+                try s.step()
+            }
+        }
+    }
+
+    /// The typed error for a failed insert or update.
+    private func constraintError(_ rc: Int32, _ r: Record, _ el: EntityLayout, _ t: TableLayout, insert: Bool) throws
+        -> StoreError
+    {
+        let message = String(cString: sqlite3_errmsg(connection.db))
+        if rc == sqliteConstraintPrimaryKey || (rc == sqliteConstraintUnique && message.hasSuffix("._pk")) {
+            return .io(url, operation: "insert", reason: "primary key \(r.primaryKey) of \(t.root) is already used")
+        }
+        if rc == sqliteConstraintUnique {
+            if message.hasSuffix("._gid") {
+                return .io(url, operation: insert ? "insert" : "update",
+                           reason: "global ID \(r.globalID.uuidString) of \(r.key) is already used by another record")
+            }
+            return try uniquenessViolation(r, el, t)
+        }
+        return connection.error(rc, insert ? "inserting \(r.key)" : "updating \(r.key)")
+    }
+
+    /// Finds the constraint a record breaks and the record it collides with.
+    private func uniquenessViolation(_ r: Record, _ el: EntityLayout, _ t: TableLayout) throws -> StoreError {
+        let entity = el.entity
+        var first: ([String], [StoreValue])?
+        for constraint in entity.uniquenessConstraints {
+            let indexes = constraint.compactMap { entity.attributeIndex($0) }
+            guard indexes.count == constraint.count else { continue }
+            let values = indexes.map { r.attributes[$0] }
+            if first == nil { first = (constraint, values) }
+            if values.contains(where: { $0.isNull || ($0.doubleValue?.isNaN ?? false) }) { continue }
+            let conditions = indexes.map { "\(StoreLayout.quote(t.columns[el.attributeColumns[$0]].name)) = ?" }
+            let sql = "SELECT _pk, _ent FROM \(StoreLayout.quote(t.name)) WHERE \(conditions.joined(separator: " AND ")) AND _pk <> ? LIMIT 1"
+            let existing: ObjectID? = try connection.withStatement(sql) { s in
+                for (n, ai) in indexes.enumerated() {
+                    let a = entity.attributes[ai]
+                    try ValueCoding.bind(r.attributes[ai], type: a.type, to: s, at: Int32(n + 1), entity: entity.name, property: a.name)
+                }
+                s.bind(Int32(indexes.count + 1), r.primaryKey)
+                guard try s.step() else { return nil }
+                let name = layout.entitiesByCode[s.int64(1)]?.name ?? entity.name
+                return ObjectID(storeUUID: storeUUID, entity: name, primaryKey: s.int64(0))
+            }
+            if let existing {
+                return .uniquenessViolation(entity: entity.name, attributes: constraint, values: values, existing: existing)
+            }
+        }
+        return .uniquenessViolation(
+            entity: entity.name, attributes: first?.0 ?? [], values: first?.1 ?? [], existing: nil)
+    }
+
+    // MARK: Relationships outside the row
+
+    private func writeRelationships(_ r: Record) throws {
+        let el = try entityLayout(r.entity)
+        for (k, storage) in el.relationships.enumerated() {
+            switch storage {
+            case .foreignKey:
+                continue
+            case .inverseForeignKey(let ifk):
+                guard case .toMany(let keys) = r.relationships[k] else {
+                    throw shapeError(r, el.entity.relationships[k].name, expected: "to-many")
+                }
+                guard let oc = ifk.orderColumn else { continue }
+                let o = StoreLayout.quote(oc)
+                let sql = "UPDATE \(StoreLayout.quote(ifk.table)) SET \(o) = ? WHERE _pk = ? AND \(StoreLayout.quote(ifk.column)) = ? AND \(o) IS NOT ?"
+                try connection.withStatement(sql) { s in
+                    for (position, key) in keys.enumerated() {
+                        s.bind(1, Int64(position))
+                        s.bind(2, key)
+                        s.bind(3, r.primaryKey)
+                        s.bind(4, Int64(position))
+                        try s.step()
+                        sqlite3_reset(s.handle)
+                    }
+                }
+            case .joinTable(let js):
+                guard case .toMany(let keys) = r.relationships[k] else {
+                    throw shapeError(r, el.entity.relationships[k].name, expected: "to-many")
+                }
+                try syncJoinRows(js, owner: r.primaryKey, keys: keys)
+            }
+        }
+    }
+
+    /// Makes the join rows of one record's side equal to `keys` (duplicates keep their first position), writing
+    /// only what differs.
+    private func syncJoinRows(_ js: JoinStorage, owner: Int64, keys: [Int64]) throws {
+        let j = StoreLayout.quote(js.table)
+        let own = js.ownColumn
+        let other = js.otherColumn
+        var current: [Int64: Int64?] = [:]
+        let orderSelect = js.ownOrderColumn.map { ", \($0)" } ?? ""
+        try connection.withStatement("SELECT \(other)\(orderSelect) FROM \(j) WHERE \(own) = ?") { s in
+            s.bind(1, owner)
+            while try s.step() {
+                let position: Int64? = js.ownOrderColumn == nil || s.columnIsNull(1) ? nil : s.int64(1)
+                current.updateValue(position, forKey: s.int64(0))
+            }
+        }
+        var wanted: [Int64: Int64] = [:]
+        var list: [Int64] = []
+        for key in keys where wanted[key] == nil {
+            wanted[key] = Int64(list.count)
+            list.append(key)
+        }
+        let removed = current.keys.filter { wanted[$0] == nil }
+        if !removed.isEmpty {
+            try connection.withStatement("DELETE FROM \(j) WHERE \(own) = ? AND \(other) = ?") { s in
+                for key in removed {
+                    s.bind(1, owner)
+                    s.bind(2, key)
+                    try s.step()
+                    sqlite3_reset(s.handle)
+                }
+            }
+        }
+        let insertSQL = js.ownOrderColumn.map { "INSERT INTO \(j) (\(own), \(other), \($0)) VALUES (?, ?, ?)" }
+            ?? "INSERT INTO \(j) (\(own), \(other)) VALUES (?, ?)"
+        let added = list.filter { current[$0] == nil }
+        if !added.isEmpty {
+            try connection.withStatement(insertSQL) { s in
+                for key in added {
+                    s.bind(1, owner)
+                    s.bind(2, key)
+                    if let position = wanted[key], js.ownOrderColumn != nil { s.bind(3, position) }
+                    try s.step()
+                    sqlite3_reset(s.handle)
+                }
+            }
+        }
+        guard let oc = js.ownOrderColumn else { return }
+        let moved = list.filter { key in
+            guard let existing = current[key] else { return false }
+            return existing != wanted[key]
+        }
+        if !moved.isEmpty {
+            try connection.withStatement("UPDATE \(j) SET \(oc) = ? WHERE \(own) = ? AND \(other) = ?") { s in
+                for key in moved {
+                    s.bind(1, wanted[key] ?? 0)
+                    s.bind(2, owner)
+                    s.bind(3, key)
+                    try s.step()
+                    sqlite3_reset(s.handle)
+                }
+            }
+        }
+    }
+
+    // MARK: History
+
+    private func appendHistory(_ transactions: [HistoryTransaction]) throws {
+        guard !transactions.isEmpty else { return }
+        let table = StoreLayout.quote(StoreLayout.historyTable)
+        var last = try connection.int64("SELECT MAX(token) FROM \(table)") ?? 0
+        try connection.withStatement("INSERT INTO \(table) (token, json) VALUES (?, ?)") { s in
+            for var t in transactions {
+                if t.token == HistoryTransaction.assignToken { t.token = last + 1 }
+                guard t.token > last else {
+                    throw StoreError.io(url, operation: "appending history", reason: "token \(t.token) is not after \(last)")
+                }
+                last = t.token
+                s.bind(1, t.token)
+                s.bind(2, try t.encoded())
+                try s.step()
+                sqlite3_reset(s.handle)
+            }
+        }
+    }
+}

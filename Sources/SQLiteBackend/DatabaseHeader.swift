@@ -1,0 +1,69 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What the first 100 bytes of a path say, read with plain file I/O (never through SQLite, which could create or
+/// recover files).
+enum DatabaseHeader: Equatable {
+    case missing
+    case directory
+    case unreadable(String)
+    case empty
+    /// Not an SQLite database (no `SQLite format 3\0` magic).
+    case notSQLite
+    /// The magic is there but the 100-byte header is not.
+    case truncated
+    /// The magic is there but the header's fixed fields are impossible (page size, payload fractions).
+    case damaged
+    /// An SQLite database with these header fields.
+    case sqlite(applicationID: Int32, userVersion: Int32)
+
+    static let magic: [UInt8] = Array("SQLite format 3".utf8) + [0]
+
+    /// Reads the header of `url`.
+    static func read(_ url: URL) -> DatabaseHeader {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else { return .missing }
+        if isDirectory.boolValue { return .directory }
+        let fd = open(url.path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return .unreadable(String(cString: strerror(errno))) }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: 100)
+        var total = 0
+        while total < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { buf in
+                Glibc_read(fd, buf.baseAddress.map { $0 + total }, buf.count - total)
+            }
+            if n < 0 {
+                if errno == EINTR { continue }
+                return .unreadable(String(cString: strerror(errno)))
+            }
+            if n == 0 { break }
+            total += n
+        }
+        if total == 0 { return .empty }
+        guard total >= magic.count, Array(bytes[0..<magic.count]) == magic else { return .notSQLite }
+        guard total == 100 else { return .truncated }
+        func int32(at offset: Int) -> Int32 {
+            Int32(bitPattern: UInt32(bytes[offset]) << 24 | UInt32(bytes[offset + 1]) << 16
+                | UInt32(bytes[offset + 2]) << 8 | UInt32(bytes[offset + 3]))
+        }
+        // Fields every valid database has: a power-of-two page size of 512…65536 (1 means 65536) and the fixed
+        // payload fractions 64/32/32.
+        let pageSize = Int(bytes[16]) << 8 | Int(bytes[17])
+        let validPageSize = pageSize == 1 || (pageSize >= 512 && pageSize <= 32768 && pageSize & (pageSize - 1) == 0)
+        guard validPageSize, bytes[21] == 64, bytes[22] == 32, bytes[23] == 32 else { return .damaged }
+        return .sqlite(applicationID: int32(at: 68), userVersion: int32(at: 60))
+    }
+}
+
+private func Glibc_read(_ fd: Int32, _ p: UnsafeMutableRawPointer?, _ n: Int) -> Int {
+    #if canImport(Glibc)
+    return Glibc.read(fd, p, n)
+    #else
+    return Darwin.read(fd, p, n)
+    #endif
+}

@@ -1,0 +1,337 @@
+import Foundation
+import StoreAPI
+
+/// Translates predicates and sort descriptors to SQL over an entity table aliased `t`, with exactly the semantics of
+/// ``PredicateEvaluator``. Whatever it cannot translate *exactly* it refuses (returns `nil`), and the store then
+/// evaluates in memory with ``PredicateEvaluator`` — so results are identical either way.
+///
+/// Translated: `==`, `!=`, `<`, `<=`, `>`, `>=`, `IN`, `BETWEEN` against constants; `BEGINSWITH`, `ENDSWITH`,
+/// `CONTAINS` without `[c]`/`[d]` (byte-wise over UTF-8 with `substr`/`instr` on blobs, so NUL characters and
+/// case are respected — unlike `LIKE`); `AND`, `OR`, `NOT`; key paths through to-one relationships (`LEFT JOIN`s),
+/// a to-one relationship's key, `self`, and `rel.@count` (a correlated subquery).
+/// Refused: `LIKE`, `MATCHES`, `[c]`/`[d]`, `ANY`/`ALL`, comparisons between two key paths, anything on decimal
+/// attributes (stored as text, compared as numbers), and key paths the fetched entity does not have.
+///
+/// Semantics kept: SQL's NULL is mapped to "false" everywhere (and wrapped under `NOT`); numbers compare exactly
+/// across integer and floating types (as SQLite does); dates compare with dates and ISO 8601 strings, UUIDs with
+/// UUIDs and UUID strings, URIs with URIs and strings, values of other kinds never; NaN (stored as a blob) is
+/// unequal and unordered to everything; sorting puts nil first, then NaN, then values, breaking ties by primary key.
+/// Refused as well: a string column against a UUID or date constant (the evaluator parses each stored string).
+struct QueryTranslator {
+    let layout: StoreLayout
+    /// `LEFT JOIN` clauses, in order (no parameters).
+    private(set) var joins: [String] = []
+    private var joinAliases: [String: String] = [:]
+
+    init(layout: StoreLayout) {
+        self.layout = layout
+    }
+
+    /// A translated boolean expression and its parameters, in textual order.
+    struct Fragment {
+        var sql: String
+        var bindings: [SQLValue]
+        /// Whether the expression may evaluate to SQL NULL (which the evaluator's logic treats as false).
+        var mayBeNull: Bool
+
+        static let alwaysTrue = Fragment(sql: "1", bindings: [], mayBeNull: false)
+        static let alwaysFalse = Fragment(sql: "0", bindings: [], mayBeNull: false)
+    }
+
+    /// How the values of an operand compare.
+    enum Kind {
+        /// Integers and booleans (and keys, counts).
+        case integer
+        /// Doubles and floats (NaN stored as a blob).
+        case real
+        /// Dates (seconds since the reference date; NaN stored as a blob).
+        case date
+        case decimal
+        case string
+        case binary
+        case uuid
+        case uri
+
+        init(_ type: AttributeType) {
+            switch type {
+            case .integer16, .integer32, .integer64, .boolean: self = .integer
+            case .double, .float: self = .real
+            case .date: self = .date
+            case .decimal: self = .decimal
+            case .string: self = .string
+            case .binary, .transformable: self = .binary
+            case .uuid: self = .uuid
+            case .uri: self = .uri
+            }
+        }
+
+        /// Whether a NaN blob may be stored.
+        var holdsNaN: Bool { self == .real || self == .date }
+    }
+
+    /// A key path resolved to an SQL expression.
+    struct Operand {
+        let sql: String
+        let kind: Kind
+    }
+
+    // MARK: Predicates
+
+    /// The SQL of `predicate` over records of `entity` (table alias `t`), or `nil` if it cannot be translated.
+    mutating func translate(_ predicate: FetchPredicate, entity: Entity) -> Fragment? {
+        switch predicate {
+        case .true: return .alwaysTrue
+        case .false: return .alwaysFalse
+        case .and(let ps), .or(let ps):
+            let isAnd: Bool
+            if case .and = predicate { isAnd = true } else { isAnd = false }
+            if ps.isEmpty { return isAnd ? .alwaysTrue : .alwaysFalse }
+            var parts: [Fragment] = []
+            for p in ps {
+                guard let f = translate(p, entity: entity) else { return nil }
+                parts.append(f)
+            }
+            if parts.count == 1 { return parts[0] }
+            return Fragment(
+                sql: "(" + parts.map(\.sql).joined(separator: isAnd ? " AND " : " OR ") + ")",
+                bindings: parts.flatMap(\.bindings), mayBeNull: parts.contains { $0.mayBeNull })
+        case .not(let p):
+            guard let f = translate(p, entity: entity) else { return nil }
+            let inner = f.mayBeNull ? "IFNULL(\(f.sql), 0)" : f.sql
+            return Fragment(sql: "(NOT \(inner))", bindings: f.bindings, mayBeNull: false)
+        case .comparison(let lhs, let op, let rhs, let options):
+            switch (lhs, rhs) {
+            case (.keyPath(let path), _):
+                guard let operand = resolve(path, entity: entity, alias: "t") else { return nil }
+                return compare(operand, op, rhs, options)
+            case (.constant(let c), .keyPath(let path)):
+                let flipped: ComparisonOperator
+                switch op {
+                case .equal, .notEqual: flipped = op
+                case .less: flipped = .greater
+                case .lessOrEqual: flipped = .greaterOrEqual
+                case .greater: flipped = .less
+                case .greaterOrEqual: flipped = .lessOrEqual
+                default: return nil
+                }
+                guard let operand = resolve(path, entity: entity, alias: "t") else { return nil }
+                return compare(operand, flipped, .constant(c), options)
+            default:
+                return nil
+            }
+        }
+    }
+
+    private func compare(_ x: Operand, _ op: ComparisonOperator, _ rhs: FetchExpression, _ options: ComparisonOptions)
+        -> Fragment?
+    {
+        switch (op, rhs) {
+        case (.in, .list(let values)):
+            var parts: [Fragment] = []
+            for v in values {
+                guard let f = compareConstant(x, .equal, v, options) else { return nil }
+                parts.append(f)
+            }
+            if parts.isEmpty { return .alwaysFalse }
+            if parts.count == 1 { return parts[0] }
+            return Fragment(
+                sql: "(" + parts.map(\.sql).joined(separator: " OR ") + ")",
+                bindings: parts.flatMap(\.bindings), mayBeNull: parts.contains { $0.mayBeNull })
+        case (.between, .list(let bounds)):
+            guard bounds.count == 2 else { return .alwaysFalse }
+            guard let lo = compareConstant(x, .greaterOrEqual, bounds[0], options),
+                let hi = compareConstant(x, .lessOrEqual, bounds[1], options)
+            else { return nil }
+            return Fragment(
+                sql: "(\(lo.sql) AND \(hi.sql))", bindings: lo.bindings + hi.bindings,
+                mayBeNull: lo.mayBeNull || hi.mayBeNull)
+        case (.in, _), (.between, _), (_, .list), (_, .keyPath), (_, .any), (_, .all):
+            return nil  // the evaluator throws or compares key paths; let it
+        case (_, .constant(let c)):
+            return compareConstant(x, op, c, options)
+        }
+    }
+
+    /// `x op c` with the evaluator's semantics.
+    private func compareConstant(_ x: Operand, _ op: ComparisonOperator, _ c: StoreValue, _ options: ComparisonOptions)
+        -> Fragment?
+    {
+        let isOrdering = [.less, .lessOrEqual, .greater, .greaterOrEqual].contains(op)
+        switch op {
+        case .beginsWith, .endsWith, .contains, .like, .matches:
+            guard x.kind == .string, case .string(let needle) = c else { return .alwaysFalse }
+            guard options.isEmpty, op != .like, op != .matches else { return nil }
+            if needle.isEmpty { return Fragment(sql: "(\(x.sql) IS NOT NULL)", bindings: [], mayBeNull: false) }
+            let bytes = Data(needle.utf8)
+            let hay = "CAST(\(x.sql) AS BLOB)"
+            switch op {
+            case .beginsWith:
+                return Fragment(sql: "(substr(\(hay), 1, \(bytes.count)) = ?)", bindings: [.blob(bytes)], mayBeNull: true)
+            case .endsWith:
+                return Fragment(sql: "(substr(\(hay), -\(bytes.count)) = ?)", bindings: [.blob(bytes)], mayBeNull: true)
+            default:
+                return Fragment(sql: "(instr(\(hay), ?) > 0)", bindings: [.blob(bytes)], mayBeNull: true)
+            }
+        case .in, .between:
+            return nil
+        default:
+            break
+        }
+        if x.kind == .decimal { return nil }
+        let incomparable: Fragment = op == .notEqual ? .alwaysTrue : .alwaysFalse
+        if c.isNull {
+            switch op {
+            case .equal: return Fragment(sql: "(\(x.sql) IS NULL)", bindings: [], mayBeNull: false)
+            case .notEqual: return Fragment(sql: "(\(x.sql) IS NOT NULL)", bindings: [], mayBeNull: false)
+            default: return .alwaysFalse
+            }
+        }
+        // The bound constant, as the evaluator's `order` would compare it with the column's values. SQLite
+        // compares integers with reals exactly, as the evaluator does, so numbers are bound as they are.
+        let lhs = x.sql
+        let value: SQLValue
+        let stringish = x.kind == .string || x.kind == .uri
+        if stringish, !options.isEmpty { return nil }
+        switch (x.kind, c) {
+        case (.integer, .integer16), (.integer, .integer32), (.integer, .integer64), (.integer, .boolean),
+            (.real, .integer16), (.real, .integer32), (.real, .integer64), (.real, .boolean):
+            guard let i = c.int64Value else { return incomparable }
+            value = .integer(i)
+        case (.integer, .double), (.integer, .float), (.real, .double), (.real, .float):
+            guard let d = c.doubleValue, !d.isNaN else { return incomparable }
+            value = .real(d)
+        case (.integer, .decimal(let d)):
+            // Exact decimal comparison: only integral decimals have an exact SQL twin.
+            if d.isNaN { return incomparable }
+            guard let i = Self.exactInteger(d) else { return nil }
+            value = .integer(i)
+        case (.real, .decimal):
+            guard let d = c.doubleValue, !d.isNaN else { return incomparable }
+            value = .real(d)
+        case (.date, .date(let d)):
+            let t = d.timeIntervalSinceReferenceDate
+            if t.isNaN { return incomparable }
+            value = .real(t)
+        case (.date, .string(let s)):
+            guard let d = ExactISO8601.date(from: s) else { return incomparable }
+            let t = d.timeIntervalSinceReferenceDate
+            if t.isNaN { return incomparable }
+            value = .real(t)
+        case (.string, .string(let s)), (.uri, .string(let s)):
+            value = .text(s)
+        case (.uri, .uri(let u)), (.string, .uri(let u)):
+            value = .text(u.absoluteString)
+        case (.string, .uuid), (.string, .date):
+            return nil  // the evaluator parses each stored string
+        case (.binary, .binary(let d)):
+            value = .blob(d)
+        case (.uuid, .uuid(let u)):
+            value = .blob(ValueCoding.uuidData(u))
+        case (.uuid, .string(let s)):
+            guard let u = UUID(uuidString: s) else { return incomparable }
+            value = .blob(ValueCoding.uuidData(u))
+        default:
+            return incomparable
+        }
+        let sqlOp: String
+        switch op {
+        case .equal: sqlOp = "="
+        case .notEqual: return Fragment(sql: "(\(lhs) IS NOT ?)", bindings: [value], mayBeNull: false)
+        case .less: sqlOp = "<"
+        case .lessOrEqual: sqlOp = "<="
+        case .greater: sqlOp = ">"
+        case .greaterOrEqual: sqlOp = ">="
+        default: return nil
+        }
+        // A NaN blob sorts above every number in SQL; the evaluator orders it with nothing.
+        if isOrdering, x.kind.holdsNaN, op == .greater || op == .greaterOrEqual {
+            return Fragment(
+                sql: "(\(lhs) \(sqlOp) ? AND typeof(\(x.sql)) <> 'blob')", bindings: [value], mayBeNull: true)
+        }
+        return Fragment(sql: "(\(lhs) \(sqlOp) ?)", bindings: [value], mayBeNull: true)
+    }
+
+    /// The integer equal to an integral decimal that fits `Int64`, else `nil`.
+    static func exactInteger(_ d: Decimal) -> Int64? {
+        var rounded = d
+        var source = d
+        NSDecimalRound(&rounded, &source, 0, .plain)
+        guard rounded == d else { return nil }
+        let text = ValueCoding.decimalText(rounded)
+        return Int64(text)
+    }
+
+    // MARK: Sorting
+
+    /// `ORDER BY` terms for the descriptors (the caller appends `t._pk`), or `nil` if one cannot be translated.
+    mutating func orderBy(_ descriptors: [SortKey], entity: Entity) -> [String]? {
+        var terms: [String] = []
+        for d in descriptors {
+            let path = d.keyPath.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+            guard let operand = resolve(path, entity: entity, alias: "t"), operand.kind != .decimal else { return nil }
+            let dir = d.ascending ? "ASC" : "DESC"
+            if operand.kind.holdsNaN {
+                // nil, then NaN (all NaNs tie), then numbers.
+                let x = operand.sql
+                terms.append("(CASE WHEN \(x) IS NULL THEN 0 WHEN typeof(\(x)) = 'blob' THEN 1 ELSE 2 END) \(dir)")
+                terms.append("(CASE WHEN typeof(\(x)) = 'blob' THEN NULL ELSE \(x) END) \(dir)")
+            } else {
+                terms.append("\(operand.sql) \(dir)")
+            }
+        }
+        return terms
+    }
+
+    // MARK: Key paths
+
+    /// Resolves a key path the way ``PredicateEvaluator/value(at:of:)`` does, for every record of `entity` (and its
+    /// sub-entities): attributes, to-one keys, paths through to-one relationships, `@count`, `self`.
+    mutating func resolve(_ path: [String], entity: Entity, alias: String) -> Operand? {
+        guard let first = path.first, let el = layout.entities[entity.name],
+            let table = layout.tables[entity.rootName]
+        else { return nil }
+        if let ai = entity.attributeIndex(first) {
+            guard path.count == 1 else { return nil }
+            let col = el.attributeColumns[ai]
+            guard col >= 0 else { return nil }
+            return Operand(sql: "\(alias).\(StoreLayout.quote(table.columns[col].name))", kind: Kind(entity.attributes[ai].type))
+        }
+        if let ri = entity.relationshipIndex(first) {
+            let rel = entity.relationships[ri]
+            let storage = el.relationships[ri]
+            if path.count == 2, path[1] == "@count" {
+                switch storage {
+                case .foreignKey(let col):
+                    return Operand(sql: "(\(alias).\(StoreLayout.quote(table.columns[col].name)) IS NOT NULL)", kind: .integer)
+                case .inverseForeignKey(let ifk):
+                    let filter = ifk.entityCodes.map { " AND c._ent IN (\($0.map(String.init).joined(separator: ", ")))" } ?? ""
+                    return Operand(
+                        sql: "(SELECT COUNT(*) FROM \(StoreLayout.quote(ifk.table)) AS c WHERE c.\(StoreLayout.quote(ifk.column)) = \(alias)._pk\(filter))",
+                        kind: .integer)
+                case .joinTable(let js):
+                    return Operand(
+                        sql: "(SELECT COUNT(*) FROM \(StoreLayout.quote(js.table)) AS c WHERE c.\(js.ownColumn) = \(alias)._pk)",
+                        kind: .integer)
+                }
+            }
+            guard !rel.isToMany, case .foreignKey(let col) = storage else { return nil }
+            let fk = "\(alias).\(StoreLayout.quote(table.columns[col].name))"
+            if path.count == 1 { return Operand(sql: fk, kind: .integer) }
+            guard let dest = layout.schema.entity(named: rel.destination),
+                let destTable = layout.tables[dest.rootName]
+            else { return nil }
+            let key = "\(alias)\u{0}\(col)"
+            let joined: String
+            if let existing = joinAliases[key] {
+                joined = existing
+            } else {
+                joined = "j\(joins.count + 1)"
+                joinAliases[key] = joined
+                joins.append("LEFT JOIN \(StoreLayout.quote(destTable.name)) AS \(joined) ON \(joined)._pk = \(fk)")
+            }
+            return resolve(Array(path.dropFirst()), entity: dest, alias: joined)
+        }
+        if first == "self", path.count == 1, alias == "t" { return Operand(sql: "t._pk", kind: .integer) }
+        return nil
+    }
+}

@@ -1,0 +1,205 @@
+import CSQLite
+import Foundation
+import StoreAPI
+
+/// Turns rows of entity tables into ``Record``s, both sides of every relationship included.
+///
+/// Rows are decoded from the select list ``TableLayout/selectList(alias:)``; to-many values are then filled with
+/// one query per relationship per batch of records (a key-range query when the batch's keys are dense, as a scan
+/// page's are; `IN` lists otherwise), never one query per record.
+struct RecordReader {
+    let layout: StoreLayout
+    let url: URL
+    let connection: SQLiteConnection
+
+    // MARK: Queries returning records
+
+    /// Runs `sql` (whose select list starts with `table.selectList`) and returns complete records.
+    func records(_ sql: String, bindings: [SQLValue], table: TableLayout) throws -> [Record] {
+        var result = try connection.withStatement(sql) { s in
+            s.bind(bindings)
+            var rows: [Record] = []
+            while try s.step() { rows.append(try decodeRow(s, table: table)) }
+            return rows
+        }
+        try fillToMany(&result)
+        return result
+    }
+
+    /// The records of hierarchy `root` with the given keys, in key order; missing keys are left out.
+    func records(withKeys keys: [Int64], root: String) throws -> [Record] {
+        guard let table = layout.tables[root], !keys.isEmpty else { return [] }
+        let sorted = Array(Set(keys)).sorted()
+        let select = "SELECT \(table.selectList(alias: "t")) FROM \(StoreLayout.quote(table.name)) AS t WHERE "
+        var result: [Record] = []
+        try forEachKeyBatch(sorted) { batch in
+            switch batch {
+            case .range(let lo, let hi, let wanted):
+                let rows = try recordsWithoutToMany(
+                    select + "t._pk BETWEEN ? AND ? ORDER BY t._pk", [.integer(lo), .integer(hi)], table: table)
+                result += rows.filter { wanted.contains($0.primaryKey) }
+            case .list(let params, let placeholders):
+                result += try recordsWithoutToMany(
+                    select + "t._pk IN (\(placeholders)) ORDER BY t._pk", params, table: table)
+            }
+        }
+        try fillToMany(&result)
+        return result
+    }
+
+    private func recordsWithoutToMany(_ sql: String, _ bindings: [SQLValue], table: TableLayout) throws -> [Record] {
+        try connection.withStatement(sql) { s in
+            s.bind(bindings)
+            var rows: [Record] = []
+            while try s.step() { rows.append(try decodeRow(s, table: table)) }
+            return rows
+        }
+    }
+
+    // MARK: Rows
+
+    /// Decodes the current row; to-many relationships are left empty for ``fillToMany(_:)``.
+    func decodeRow(_ s: Statement, table: TableLayout) throws -> Record {
+        guard s.type(0) == SQLITE_INTEGER, s.type(1) == SQLITE_INTEGER else {
+            throw StoreError.corruptStore(url, reason: "\(table.name) has a row without an integer key or entity code")
+        }
+        let pk = s.int64(0)
+        let code = s.int64(1)
+        guard let el = layout.entitiesByCode[code], el.root == table.root else {
+            throw StoreError.corruptStore(url, reason: "\(table.name) row \(pk) has the unknown entity code \(code)")
+        }
+        guard s.type(2) == SQLITE_BLOB, let gid = ValueCoding.uuid(s, 2) else {
+            throw StoreError.corruptStore(url, reason: "\(table.name) row \(pk) has no 16-byte global ID")
+        }
+        let entity = el.entity
+        var attributes: [StoreValue] = []
+        attributes.reserveCapacity(entity.attributes.count)
+        for (i, a) in entity.attributes.enumerated() {
+            let col = el.attributeColumns[i]
+            guard col >= 0 else {
+                throw StoreError.corruptStore(url, reason: "no column for \(entity.name).\(a.name)")
+            }
+            attributes.append(try ValueCoding.read(
+                s, column: Int32(3 + col), type: a.type, url: url, entity: entity.name, property: a.name))
+        }
+        var relationships: [RelationshipValue] = []
+        relationships.reserveCapacity(el.relationships.count)
+        for (i, storage) in el.relationships.enumerated() {
+            switch storage {
+            case .foreignKey(let col):
+                let c = Int32(3 + col)
+                switch s.type(c) {
+                case SQLITE_NULL: relationships.append(.toOne(nil))
+                case SQLITE_INTEGER: relationships.append(.toOne(s.int64(c)))
+                default:
+                    throw StoreError.corruptStore(
+                        url, reason: "\(entity.name).\(entity.relationships[i].name) of row \(pk) is not a key")
+                }
+            case .inverseForeignKey, .joinTable:
+                relationships.append(.toMany([]))
+            }
+        }
+        return Record(entity: el.name, primaryKey: pk, globalID: gid, attributes: attributes, relationships: relationships)
+    }
+
+    // MARK: To-many relationships
+
+    /// Fills every to-many relationship of `records`: one query per relationship per batch.
+    func fillToMany(_ records: inout [Record]) throws {
+        guard !records.isEmpty else { return }
+        var groups: [RelationshipStorage: [(record: Int, relationship: Int)]] = [:]
+        var order: [RelationshipStorage] = []
+        for (ri, r) in records.enumerated() {
+            guard let el = layout.entities[r.entity] else { continue }
+            for (k, storage) in el.relationships.enumerated() {
+                if case .foreignKey = storage { continue }
+                if groups[storage] == nil { order.append(storage) }
+                groups[storage, default: []].append((ri, k))
+            }
+        }
+        for storage in order {
+            guard let members = groups[storage] else { continue }
+            let owners = Array(Set(members.map { records[$0.record].primaryKey })).sorted()
+            let related = try relatedKeys(storage, owners: owners)
+            for m in members {
+                records[m.record].relationships[m.relationship] = .toMany(related[records[m.record].primaryKey] ?? [])
+            }
+        }
+    }
+
+    /// Owner key → related keys (in order for ordered relationships, by key otherwise).
+    private func relatedKeys(_ storage: RelationshipStorage, owners: [Int64]) throws -> [Int64: [Int64]] {
+        let select: String
+        let orderBy: String
+        let extra: String
+        let ownerColumn: String
+        switch storage {
+        case .foreignKey:
+            return [:]
+        case .inverseForeignKey(let ifk):
+            ownerColumn = StoreLayout.quote(ifk.column)
+            select = "SELECT \(ownerColumn), _pk FROM \(StoreLayout.quote(ifk.table)) WHERE "
+            extra = ifk.entityCodes.map { " AND _ent IN (\($0.map(String.init).joined(separator: ", ")))" } ?? ""
+            orderBy = " ORDER BY \(ownerColumn)" + (ifk.orderColumn.map { ", \(StoreLayout.quote($0))" } ?? "") + ", _pk"
+        case .joinTable(let js):
+            ownerColumn = js.ownColumn
+            select = "SELECT \(js.ownColumn), \(js.otherColumn) FROM \(StoreLayout.quote(js.table)) WHERE "
+            extra = ""
+            orderBy = " ORDER BY \(js.ownColumn)" + (js.ownOrderColumn.map { ", \($0)" } ?? "") + ", \(js.otherColumn)"
+        }
+        var result: [Int64: [Int64]] = [:]
+        func collect(_ sql: String, _ bindings: [SQLValue], wanted: Set<Int64>?) throws {
+            try connection.withStatement(sql) { s in
+                s.bind(bindings)
+                while try s.step() {
+                    let owner = s.int64(0)
+                    if let wanted, !wanted.contains(owner) { continue }
+                    result[owner, default: []].append(s.int64(1))
+                }
+            }
+        }
+        try forEachKeyBatch(owners) { batch in
+            switch batch {
+            case .range(let lo, let hi, let wanted):
+                try collect(select + "\(ownerColumn) BETWEEN ? AND ?" + extra + orderBy, [.integer(lo), .integer(hi)], wanted: wanted)
+            case .list(let params, let placeholders):
+                try collect(select + "\(ownerColumn) IN (\(placeholders))" + extra + orderBy, params, wanted: nil)
+            }
+        }
+        return result
+    }
+
+    // MARK: Key batches
+
+    enum KeyBatch {
+        /// All keys between the bounds; keep those in the set.
+        case range(Int64, Int64, Set<Int64>)
+        /// Parameters for an `IN (…)` list of a fixed size (padded with NULL, so statements are reused).
+        case list([SQLValue], String)
+    }
+
+    /// Splits sorted, distinct keys into batches: one range when the keys are dense (a scan page), otherwise `IN`
+    /// lists of 8, 64 or 512 parameters.
+    func forEachKeyBatch(_ sorted: [Int64], _ body: (KeyBatch) throws -> Void) throws {
+        guard let first = sorted.first, let last = sorted.last else { return }
+        let span = last.subtractingReportingOverflow(first)
+        if !span.overflow, span.partialValue < Int64(sorted.count) * 4 + 256 {
+            try body(.range(first, last, Set(sorted)))
+            return
+        }
+        var i = 0
+        while i < sorted.count {
+            let remaining = sorted.count - i
+            let size = remaining <= 8 ? 8 : (remaining <= 64 ? 64 : 512)
+            let n = min(size, remaining)
+            var params: [SQLValue] = sorted[i..<(i + n)].map { .integer($0) }
+            params += repeatElement(.null, count: size - n)
+            try body(.list(params, Self.placeholders(size)))
+            i += n
+        }
+    }
+
+    static func placeholders(_ n: Int) -> String {
+        Array(repeating: "?", count: n).joined(separator: ", ")
+    }
+}

@@ -1,0 +1,333 @@
+import CSQLite
+import Foundation
+import StoreAPI
+import Synchronization
+
+/// An open SQLite store: the ``PersistentStore`` of ``SQLiteStoreBackend``.
+///
+/// One connection per store, used under a lock (SQLite connections are not shared between threads). Every read
+/// runs in one read transaction, so a fetch and the queries that fill its to-many relationships see one snapshot;
+/// every save, key allocation and metadata change runs in one `BEGIN IMMEDIATE` transaction, which is what makes
+/// them atomic and safe against other connections and processes.
+final class SQLiteStore: PersistentStore, Sendable {
+    struct State: Sendable {
+        var connection: SQLiteConnection?
+        var metadata: StoreMetadata
+        var metadataJSON: Data
+        var dataVersion: Int64?
+    }
+
+    let fileURL: URL
+    let layout: StoreLayout
+    let isReadOnly: Bool
+    private let state: Mutex<State>
+
+    var url: URL? { fileURL }
+
+    init(url: URL, connection: SQLiteConnection, metadata: StoreMetadata, metadataJSON: Data, layout: StoreLayout) {
+        self.fileURL = url
+        self.layout = layout
+        self.isReadOnly = connection.isReadOnly
+        self.state = Mutex(State(connection: connection, metadata: metadata, metadataJSON: metadataJSON))
+    }
+
+    var metadata: StoreMetadata {
+        state.withLock { s in
+            // Another connection (another process, or writeMetadata) may have replaced the metadata.
+            if let c = s.connection, let v = try? c.int64("PRAGMA data_version"), v != s.dataVersion {
+                s.dataVersion = v
+                if let json = try? Self.readMetadataJSON(c), json != s.metadataJSON,
+                    let m = try? StoreMetadata.decode(json, url: fileURL)
+                {
+                    s.metadata = m
+                    s.metadataJSON = json
+                }
+            }
+            return s.metadata
+        }
+    }
+
+    private var schema: Schema { layout.schema }
+
+    /// Runs `body` with the open connection, under the store's lock.
+    private func withConnection<T: Sendable>(_ body: (SQLiteConnection, inout State) throws -> T) throws -> T {
+        try state.withLock { s in
+            guard let c = s.connection else {
+                throw StoreError.io(fileURL, operation: "using the store", reason: "the store is closed")
+            }
+            return try body(c, &s)
+        }
+    }
+
+    private func reader(_ c: SQLiteConnection) -> RecordReader {
+        RecordReader(layout: layout, url: fileURL, connection: c)
+    }
+
+    // MARK: Reading
+
+    func fetch(_ request: FetchRequest) throws -> [Record] {
+        try withConnection { c, _ in
+            try c.transaction(write: false) { try fetchLocked(request, c) }
+        }
+    }
+
+    func count(_ request: FetchRequest) throws -> Int {
+        try withConnection { c, _ in
+            try c.transaction(write: false) {
+                let entity = try schema.requireEntity(request.entity)
+                try evaluator(reader(c)).validate(request)
+                guard let table = layout.tables[entity.rootName] else { throw missingTable(entity.rootName) }
+                var q = QueryTranslator(layout: layout)
+                let fragment: QueryTranslator.Fragment?
+                if let p = request.predicate {
+                    fragment = q.translate(p, entity: entity)
+                } else {
+                    fragment = .alwaysTrue
+                }
+                guard let fragment else {
+                    var unsorted = request
+                    unsorted.sortDescriptors = []
+                    return try fetchLocked(unsorted, c).count
+                }
+                let (whereSQL, bindings) = whereClause(entity: entity, request: request, table: table, fragment)
+                let from = "FROM \(StoreLayout.quote(table.name)) AS t \(q.joins.joined(separator: " ")) \(whereSQL)"
+                let sql: String
+                var all = bindings
+                if request.offset > 0 || request.limit != nil {
+                    sql = "SELECT COUNT(*) FROM (SELECT 1 \(from) LIMIT ? OFFSET ?)"
+                    all += limitBindings(request)
+                } else {
+                    sql = "SELECT COUNT(*) \(from)"
+                }
+                return try c.withStatement(sql) { s in
+                    s.bind(all)
+                    guard try s.step() else { return 0 }
+                    return Int(s.int64(0))
+                }
+            }
+        }
+    }
+
+    func records(withKeys keys: [Int64], root: String) throws -> [Record] {
+        try withConnection { c, _ in
+            try c.transaction(write: false) { try reader(c).records(withKeys: keys, root: root) }
+        }
+    }
+
+    func scan(entity name: String, after primaryKey: Int64?, limit: Int) throws -> [Record] {
+        try withConnection { c, _ in
+            let entity = try schema.requireEntity(name)
+            guard limit > 0 else { return [] }
+            guard let table = layout.tables[entity.rootName], let el = layout.entities[name] else {
+                throw missingTable(entity.rootName)
+            }
+            let filter = table.hasSubentities ? "t._ent = \(el.code) AND " : ""
+            let sql = "SELECT \(table.selectList(alias: "t")) FROM \(StoreLayout.quote(table.name)) AS t WHERE \(filter)t._pk > ? ORDER BY t._pk LIMIT ?"
+            return try c.transaction(write: false) {
+                try reader(c).records(sql, bindings: [.integer(primaryKey ?? .min), .integer(Int64(limit))], table: table)
+            }
+        }
+    }
+
+    func history(after token: Int64?) throws -> [HistoryTransaction] {
+        try withConnection { c, _ in
+            try c.transaction(write: false) {
+                try c.withStatement("SELECT token, json FROM \(StoreLayout.quote(StoreLayout.historyTable)) WHERE token > ? ORDER BY token") { s in
+                    s.bind(1, token ?? .min)
+                    var result: [HistoryTransaction] = []
+                    while try s.step() {
+                        var t = try HistoryTransaction.decode(s.blob(1), url: fileURL)
+                        t.token = s.int64(0)
+                        result.append(t)
+                    }
+                    return result
+                }
+            }
+        }
+    }
+
+    // MARK: Fetch
+
+    private func fetchLocked(_ request: FetchRequest, _ c: SQLiteConnection) throws -> [Record] {
+        let entity = try schema.requireEntity(request.entity)
+        guard let table = layout.tables[entity.rootName] else { throw missingTable(entity.rootName) }
+        let reader = reader(c)
+        // Errors about the request must not depend on which records exist or which path runs.
+        try evaluator(reader).validate(request)
+        var q = QueryTranslator(layout: layout)
+        let fragment: QueryTranslator.Fragment?
+        if let p = request.predicate {
+            fragment = q.translate(p, entity: entity)
+        } else {
+            fragment = .alwaysTrue
+        }
+        let select = "SELECT \(table.selectList(alias: "t")) FROM \(StoreLayout.quote(table.name)) AS t"
+        guard let fragment else {
+            // Not translatable: load the candidates and let the reference evaluator do everything.
+            let (whereSQL, bindings) = whereClause(entity: entity, request: request, table: table, .alwaysTrue)
+            let candidates = try reader.records("\(select) \(whereSQL) ORDER BY t._pk", bindings: bindings, table: table)
+            return try evaluator(reader).execute(request, candidates: candidates)
+        }
+        var sorted = q
+        let order = sorted.orderBy(request.sortDescriptors, entity: entity)
+        if order != nil { q = sorted }
+        let (whereSQL, bindings) = whereClause(entity: entity, request: request, table: table, fragment)
+        let base = "\(select) \(q.joins.joined(separator: " ")) \(whereSQL)"
+        guard let order else {
+            // Filter in SQL, sort and slice with the evaluator (a sort key it cannot translate, such as a decimal).
+            var matched = try reader.records("\(base) ORDER BY t._pk", bindings: bindings, table: table)
+            try evaluator(reader).sort(&matched, by: request.sortDescriptors)
+            return PredicateEvaluator.slice(matched, offset: request.offset, limit: request.limit)
+        }
+        let orderSQL = (order + ["t._pk ASC"]).joined(separator: ", ")
+        if request.offset > 0 || request.limit != nil {
+            return try reader.records(
+                "\(base) ORDER BY \(orderSQL) LIMIT ? OFFSET ?", bindings: bindings + limitBindings(request), table: table)
+        }
+        return try reader.records("\(base) ORDER BY \(orderSQL)", bindings: bindings, table: table)
+    }
+
+    /// `WHERE <entity filter> AND <predicate>` and its parameters.
+    private func whereClause(
+        entity: Entity, request: FetchRequest, table: TableLayout, _ fragment: QueryTranslator.Fragment
+    ) -> (String, [SQLValue]) {
+        let names = request.includesSubentities ? entity.hierarchyNames : [entity.name]
+        let codes = names.compactMap { layout.entities[$0]?.code }
+        var parts: [String] = []
+        if Set(codes) != Set(table.entityCodes) {
+            parts.append(codes.count == 1 ? "t._ent = \(codes[0])" : "t._ent IN (\(codes.map(String.init).joined(separator: ", ")))")
+        }
+        if fragment.sql != "1" { parts.append(fragment.sql) }
+        return (parts.isEmpty ? "" : "WHERE " + parts.joined(separator: " AND "), fragment.bindings)
+    }
+
+    /// `LIMIT ? OFFSET ?` parameters with the evaluator's slicing rules (a negative limit is zero).
+    private func limitBindings(_ request: FetchRequest) -> [SQLValue] {
+        [.integer(request.limit.map { Int64(max(0, $0)) } ?? -1), .integer(Int64(max(0, request.offset)))]
+    }
+
+    /// The reference evaluator, following relationships through this connection (the caller holds the lock).
+    private func evaluator(_ reader: RecordReader) -> PredicateEvaluator {
+        let memo = ResolverMemo()
+        return PredicateEvaluator(schema: schema) { root, keys in
+            var found: [Record] = []
+            var missing: [Int64] = []
+            for k in keys {
+                if let r = memo.records["\(root)\u{0}\(k)"] { found.append(r) } else { missing.append(k) }
+            }
+            if !missing.isEmpty {
+                for r in try reader.records(withKeys: missing, root: root) {
+                    memo.records["\(root)\u{0}\(r.primaryKey)"] = r
+                    found.append(r)
+                }
+            }
+            return found
+        }
+    }
+
+    private func missingTable(_ root: String) -> StoreError {
+        .corruptStore(fileURL, reason: "no table for the \(root) hierarchy")
+    }
+
+    // MARK: Writing
+
+    func save(_ changes: StoreChanges) throws {
+        try withConnection { c, s in
+            guard !isReadOnly else { throw StoreError.readOnly(fileURL, reason: "the store was opened read-only") }
+            guard !changes.isEmpty else { return }
+            var newMetadata: (StoreMetadata, Data)?
+            try c.transaction(write: true) {
+                if let m = changes.metadata {
+                    try checkLayoutCompatible(m, url: fileURL, current: layout)
+                    let json = try m.encoded()
+                    try Self.writeMetadataJSON(json, c)
+                    newMetadata = (m, json)
+                }
+                var writer = ChangeWriter(
+                    layout: layout, connection: c, url: fileURL,
+                    storeUUID: (newMetadata?.0 ?? s.metadata).storeUUID)
+                try writer.apply(changes)
+            }
+            if let (m, json) = newMetadata {
+                s.metadata = m
+                s.metadataJSON = json
+            }
+        }
+    }
+
+    func allocatePrimaryKeys(root: String, count: Int) throws -> Int64 {
+        try withConnection { c, _ in
+            guard !isReadOnly else { throw StoreError.readOnly(fileURL, reason: "the store was opened read-only") }
+            guard let table = layout.tables[root] else { throw StoreError.unknownEntity(root) }
+            return try c.transaction(write: true) {
+                let keys = StoreLayout.quote(StoreLayout.keysTable)
+                let stored = try c.withStatement("SELECT next FROM \(keys) WHERE root = ?") { s in
+                    s.bind(1, root)
+                    return try s.step() ? s.int64(0) : nil
+                }
+                let highest = try c.int64("SELECT MAX(_pk) FROM \(StoreLayout.quote(table.name))") ?? 0
+                let first = max(stored ?? 1, highest + 1)
+                let (next, overflow) = first.addingReportingOverflow(Int64(max(0, count)))
+                guard !overflow else {
+                    throw StoreError.io(fileURL, operation: "allocating keys", reason: "the \(root) key space is exhausted")
+                }
+                try c.withStatement("INSERT INTO \(keys) (root, next) VALUES (?, ?) ON CONFLICT (root) DO UPDATE SET next = excluded.next") { s in
+                    s.bind(1, root)
+                    s.bind(2, next)
+                    try s.step()
+                }
+                return first
+            }
+        }
+    }
+
+    func close() throws {
+        let wasOpen = state.withLock { s -> Bool in
+            guard let c = s.connection else { return false }
+            c.close()
+            s.connection = nil
+            return true
+        }
+        if wasOpen { OpenStores.unregister(self) }
+    }
+
+    /// Closes the connection because the store's files are going away (destroy); later calls fail.
+    func invalidate() {
+        state.withLock { s in
+            s.connection?.close()
+            s.connection = nil
+        }
+    }
+
+    // MARK: Metadata rows
+
+    static func readMetadataJSON(_ c: SQLiteConnection) throws -> Data {
+        try c.withStatement("SELECT json FROM \(StoreLayout.quote(StoreLayout.metadataTable)) WHERE id = 1") { s in
+            guard try s.step(), s.type(0) == SQLITE_BLOB || s.type(0) == SQLITE_TEXT else {
+                throw StoreError.corruptStore(c.url, reason: "the metadata row is missing")
+            }
+            return s.blob(0)
+        }
+    }
+
+    static func writeMetadataJSON(_ json: Data, _ c: SQLiteConnection) throws {
+        try c.withStatement("INSERT INTO \(StoreLayout.quote(StoreLayout.metadataTable)) (id, json) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET json = excluded.json") { s in
+            s.bind(1, json)
+            try s.step()
+        }
+    }
+}
+
+/// Related records already loaded during one in-memory evaluation (used only under the store's lock).
+private final class ResolverMemo: @unchecked Sendable {
+    var records: [String: Record] = [:]
+}
+
+/// Refuses metadata whose schema would lay records out differently from the store's tables.
+func checkLayoutCompatible(_ metadata: StoreMetadata, url: URL, current: StoreLayout) throws {
+    let proposed = StoreLayout(schema: metadata.schema)
+    guard proposed.fingerprint != current.fingerprint else { return }
+    var differing = metadata.incompatibleEntities(with: current.schema)
+    if differing.isEmpty { differing = metadata.schema.entities.map(\.name) }
+    throw StoreError.incompatibleSchema(url, entities: differing)
+}

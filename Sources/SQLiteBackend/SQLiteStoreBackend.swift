@@ -1,0 +1,324 @@
+import CSQLite
+import Foundation
+import StoreAPI
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The SQLite backend (`sqlite`): an incremental store with a real relational layout — one table per entity
+/// hierarchy, typed columns, foreign keys, join tables and indexes (see `StoreLayout.swift` for the layout).
+///
+/// Options read from ``StoreOptions/backend``:
+/// - `sqlite.journal_mode`: `WAL` (default), `DELETE`, `TRUNCATE`, `PERSIST` or `MEMORY`.
+/// - `sqlite.synchronous`: `OFF`, `NORMAL` (default in WAL mode), `FULL` (default otherwise) or `EXTRA`.
+///
+/// ``StoreOptions/timeout`` is the busy timeout: how long a writer waits for another connection (in this process or
+/// another) before failing with ``StoreError/locked(_:reason:)``. ``StoreOptions/isReadOnly`` opens the file with
+/// `SQLITE_OPEN_READONLY`.
+///
+/// A store is recognised without SQLite from its file header: the `SQLite format 3` magic and the application ID
+/// `0x53415049` ("SAPI"); `PRAGMA user_version` holds the layout version. Other SQLite databases (Core Data stores
+/// among them) are reported as foreign and never modified.
+public struct SQLiteStoreBackend: StoreBackend {
+    /// The type identifier, `sqlite`.
+    public static let typeIdentifier = "sqlite"
+
+    /// Creates the backend.
+    public init() {}
+
+    public var typeIdentifier: String { Self.typeIdentifier }
+    public var fileExtensions: [String] { ["sqlite", "sqlite3", "db"] }
+    public var capabilities: BackendCapabilities {
+        [.persistent, .transactions, .multiProcess, .history, .orderedRelationships, .onlineBackup, .fastCopy]
+    }
+
+    /// The sidecar suffixes SQLite may create next to a database.
+    static let sidecarSuffixes = ["-wal", "-shm", "-journal"]
+
+    // MARK: Files
+
+    public func sniff(_ url: URL) -> SniffResult {
+        switch DatabaseHeader.read(url) {
+        case .missing, .directory, .unreadable, .empty, .notSQLite:
+            return .none
+        case .truncated:
+            return .foreign("SQLite database, but truncated (shorter than its 100-byte header)")
+        case .damaged:
+            return .foreign("SQLite database, but its header is damaged")
+        case .sqlite(let applicationID, _):
+            if applicationID == StoreLayout.applicationID { return .store }
+            return .foreign(
+                "SQLite database, but not a store (no StoreAPI application id; application id is \(applicationID))")
+        }
+    }
+
+    public func ownedFiles(ofStoreAt url: URL) -> [URL] {
+        let fm = FileManager.default
+        guard fm.fileExists(atPath: url.path) else { return [] }
+        return [url] + Self.sidecarSuffixes.map { Self.sidecar(url, $0) }.filter { fm.fileExists(atPath: $0.path) }
+    }
+
+    static func sidecar(_ url: URL, _ suffix: String) -> URL {
+        url.deletingLastPathComponent().appendingPathComponent(url.lastPathComponent + suffix)
+    }
+
+    /// Throws the typed error for anything at `url` that is not a store of this backend.
+    func requireStore(_ url: URL) throws {
+        switch DatabaseHeader.read(url) {
+        case .missing:
+            throw StoreError.storeNotFound(url)
+        case .directory:
+            throw StoreError.unrecognizedStore(url, reason: "it is a directory, not an SQLite database")
+        case .unreadable(let why):
+            throw StoreError.io(url, operation: "reading the file header", reason: why)
+        case .empty:
+            throw StoreError.unrecognizedStore(url, reason: "the file is empty")
+        case .notSQLite:
+            throw StoreError.unrecognizedStore(url, reason: "not an SQLite database (no SQLite header)")
+        case .truncated:
+            throw StoreError.corruptStore(url, reason: "truncated: shorter than the 100-byte SQLite header")
+        case .damaged:
+            throw StoreError.corruptStore(url, reason: "the SQLite header is damaged (impossible page size or payload fractions)")
+        case .sqlite(let applicationID, let version):
+            guard applicationID == StoreLayout.applicationID else {
+                throw StoreError.wrongStoreType(
+                    url, expected: typeIdentifier,
+                    found: "SQLite database, but not a store (no StoreAPI application id)")
+            }
+            guard version <= StoreLayout.layoutVersion else {
+                throw StoreError.unsupported(
+                    "\(url.path): SQLite store layout version \(version) (this version reads up to \(StoreLayout.layoutVersion))")
+            }
+        }
+    }
+
+    // MARK: Metadata
+
+    public func readMetadata(at url: URL) throws -> StoreMetadata {
+        try requireStore(url)
+        let c = try openForReading(url)
+        defer { c.close() }
+        try requireMetadataTable(c)
+        return try StoreMetadata.decode(SQLiteStore.readMetadataJSON(c), url: url)
+    }
+
+    public func writeMetadata(_ metadata: StoreMetadata, at url: URL) throws {
+        try requireStore(url)
+        let c = try SQLiteConnection.open(url, readOnly: false, timeout: StoreOptions().timeout)
+        defer { c.close() }
+        if sqlite3_db_readonly(c.db, "main") == 1 {
+            throw StoreError.readOnly(url, reason: "the file is not writable")
+        }
+        try requireMetadataTable(c)
+        try c.transaction(write: true) {
+            let current = try StoreMetadata.decode(SQLiteStore.readMetadataJSON(c), url: url)
+            try checkLayoutCompatible(metadata, url: url, current: StoreLayout(schema: current.schema))
+            try SQLiteStore.writeMetadataJSON(metadata.encoded(), c)
+        }
+    }
+
+    /// A read-only connection; on read-only media without a `-shm`, falls back to an immutable open when no
+    /// `-wal` holds data.
+    func openForReading(_ url: URL, timeout: Double = StoreOptions().timeout) throws -> SQLiteConnection {
+        let c = try SQLiteConnection.open(url, readOnly: true, timeout: timeout)
+        do {
+            _ = try c.int64("SELECT count(*) FROM sqlite_schema")
+            return c
+        } catch let error as StoreError {
+            c.close()
+            let wal = Self.sidecar(url, "-wal")
+            guard case .io = error, !FileManager.default.fileExists(atPath: wal.path) else {
+                throw error
+            }
+            let immutable = try SQLiteConnection.open(url, readOnly: true, timeout: timeout, immutable: true)
+            _ = try immutable.int64("SELECT count(*) FROM sqlite_schema")
+            return immutable
+        }
+    }
+
+    func requireMetadataTable(_ c: SQLiteConnection) throws {
+        let n = try c.withStatement("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?") { s in
+            s.bind(1, StoreLayout.metadataTable)
+            return try s.step() ? s.int64(0) : 0
+        }
+        guard n == 1 else { throw StoreError.corruptStore(c.url, reason: "the metadata table is missing") }
+    }
+
+    // MARK: Open
+
+    public func open(at url: URL?, options: StoreOptions, creating: StoreMetadata?) throws -> any PersistentStore {
+        guard let url else { throw StoreError.unsupported("an SQLite store without a file URL") }
+        let settings = try ConnectionSettings(options)
+        if DatabaseHeader.read(url) == .missing {
+            guard let creating, options.createIfMissing else { throw StoreError.storeNotFound(url) }
+            guard !options.isReadOnly else {
+                throw StoreError.readOnly(url, reason: "no store exists, and a read-only open does not create one")
+            }
+            let created = try StoreCreator(url: url).create(creating)
+            do {
+                return try openExisting(url, options: options, settings: settings)
+            } catch {
+                if created {
+                    for f in ownedFiles(ofStoreAt: url).reversed() { try? FileManager.default.removeItem(at: f) }
+                }
+                throw error
+            }
+        }
+        return try openExisting(url, options: options, settings: settings)
+    }
+
+    private func openExisting(_ url: URL, options: StoreOptions, settings: ConnectionSettings) throws -> SQLiteStore {
+        try requireStore(url)
+        let c = options.isReadOnly
+            ? try openForReading(url, timeout: options.timeout)
+            : try SQLiteConnection.open(url, readOnly: false, timeout: options.timeout)
+        do {
+            if !options.isReadOnly {
+                if sqlite3_db_readonly(c.db, "main") == 1 {
+                    throw StoreError.readOnly(url, reason: "the file is not writable (open it read-only to read it)")
+                }
+                try settings.apply(to: c)
+            }
+            try requireMetadataTable(c)
+            let json = try SQLiteStore.readMetadataJSON(c)
+            let metadata = try StoreMetadata.decode(json, url: url)
+            let layout = StoreLayout(schema: metadata.schema)
+            let problems = try LayoutVerifier.problems(c, layout)
+            guard problems.isEmpty else {
+                throw StoreError.corruptStore(url, reason: problems.joined(separator: "; "))
+            }
+            let store = SQLiteStore(url: url, connection: c, metadata: metadata, metadataJSON: json, layout: layout)
+            OpenStores.register(store)
+            return store
+        } catch {
+            c.close()
+            throw error
+        }
+    }
+
+    // MARK: Destroy, copy, check
+
+    public func destroyStore(at url: URL) throws {
+        switch sniff(url) {
+        case .store:
+            break
+        case .foreign(let what):
+            throw StoreError.wrongStoreType(url, expected: typeIdentifier, found: what)
+        case .none:
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
+                throw StoreError.storeNotFound(url)
+            }
+            throw StoreError.wrongStoreType(
+                url, expected: typeIdentifier, found: isDirectory.boolValue ? "a directory" : "a file of another kind")
+        }
+        OpenStores.invalidateAll(at: url)
+        // Sidecars first: until the main file goes, the path is still a store and a retry finishes the job.
+        for file in ownedFiles(ofStoreAt: url).reversed() {
+            do {
+                try FileManager.default.removeItem(at: file)
+            } catch {
+                if FileManager.default.fileExists(atPath: file.path) {
+                    throw StoreError.io(file, operation: "deleting", reason: "\(error.localizedDescription)")
+                }
+            }
+        }
+        try? AtomicFile.fsyncDirectory(of: url)
+    }
+
+    public func copyStore(from source: URL, to destination: URL) throws {
+        switch sniff(source) {
+        case .store:
+            break
+        case .foreign(let what):
+            throw StoreError.wrongStoreType(source, expected: typeIdentifier, found: what)
+        case .none:
+            guard FileManager.default.fileExists(atPath: source.path) else { throw StoreError.storeNotFound(source) }
+            throw StoreError.wrongStoreType(source, expected: typeIdentifier, found: "a file of another kind")
+        }
+        try StoreCopier(source: source, destination: destination).copy()
+    }
+
+    public func checkIntegrity(at url: URL) throws -> [String] {
+        try requireStore(url)
+        let c = try openForReading(url)
+        defer { c.close() }
+        var problems: [String] = []
+        do {
+            let rows = try c.textRows("PRAGMA integrity_check")
+            if rows != ["ok"] { problems += rows }
+            problems += try c.textRows("PRAGMA foreign_key_check").map { "foreign key violation in \($0)" }
+        } catch let error as StoreError {
+            if case .corruptStore(_, let reason) = error { return [reason] }
+            throw error
+        }
+        do {
+            try requireMetadataTable(c)
+            let metadata = try StoreMetadata.decode(SQLiteStore.readMetadataJSON(c), url: url)
+            problems += try LayoutVerifier.problems(c, StoreLayout(schema: metadata.schema))
+        } catch let error as StoreError {
+            if case .corruptStore(_, let reason) = error { return problems + [reason] }
+            throw error
+        }
+        return problems
+    }
+}
+
+/// The pragmas of a read-write connection, from the options.
+struct ConnectionSettings {
+    var journalMode: String
+    var synchronous: String
+
+    init(_ options: StoreOptions) throws {
+        let journal = (options.backend["sqlite.journal_mode"] ?? "WAL").uppercased()
+        guard ["WAL", "DELETE", "TRUNCATE", "PERSIST", "MEMORY"].contains(journal) else {
+            throw StoreError.unsupported(
+                "sqlite.journal_mode '\(journal)' (use WAL, DELETE, TRUNCATE, PERSIST or MEMORY)")
+        }
+        let sync = (options.backend["sqlite.synchronous"] ?? (journal == "WAL" ? "NORMAL" : "FULL")).uppercased()
+        guard ["OFF", "NORMAL", "FULL", "EXTRA"].contains(sync) else {
+            throw StoreError.unsupported("sqlite.synchronous '\(sync)' (use OFF, NORMAL, FULL or EXTRA)")
+        }
+        journalMode = journal
+        synchronous = sync
+    }
+
+    func apply(to c: SQLiteConnection) throws {
+        let mode = try c.textRows("PRAGMA journal_mode = \(journalMode)").first?.uppercased()
+        guard mode == journalMode else {
+            throw StoreError.locked(
+                c.url, reason: "could not switch to journal mode \(journalMode) (still \(mode ?? "unknown")); another connection has the store open")
+        }
+        try c.exec("PRAGMA synchronous = \(synchronous)")
+        try c.exec("PRAGMA cache_size = -16384")
+    }
+}
+
+/// Checks that a database holds the tables and columns a layout needs.
+enum LayoutVerifier {
+    static func problems(_ c: SQLiteConnection, _ layout: StoreLayout) throws -> [String] {
+        let existing = Set(try c.textRows("SELECT name FROM sqlite_schema WHERE type = 'table'"))
+        var problems: [String] = []
+        for t in [StoreLayout.metadataTable, StoreLayout.keysTable, StoreLayout.entitiesTable, StoreLayout.historyTable]
+        where !existing.contains(t) {
+            problems.append("the table \(t) is missing")
+        }
+        for root in layout.schema.rootEntities {
+            guard let t = layout.tables[root.name] else { continue }
+            guard existing.contains(t.name) else {
+                problems.append("the table \(t.name) is missing")
+                continue
+            }
+            let columns = Set(try c.textRows("SELECT name FROM pragma_table_info(\(StoreLayout.literal(t.name)))"))
+            for col in ["_pk", "_ent", "_gid"] + t.columns.map(\.name) where !columns.contains(col) {
+                problems.append("the column \(t.name).\(col) is missing")
+            }
+        }
+        for j in layout.joinTables where !existing.contains(j.name) {
+            problems.append("the join table \(j.name) is missing")
+        }
+        return problems
+    }
+}

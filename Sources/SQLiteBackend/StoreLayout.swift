@@ -1,0 +1,438 @@
+import Foundation
+import StoreAPI
+
+/// How a schema is laid out in an SQLite database: derived deterministically from the schema stored in the
+/// database's own metadata (never from the caller's), so every open of a store sees the same tables.
+///
+/// ## Names
+/// Identifiers are always double-quoted and keep their case. Three disjoint name spaces mean a user entity can
+/// never collide with a framework table, whatever it is called:
+/// - `_storeapi_*` — framework tables:
+///   - `_storeapi_metadata(id = 1, json)` — the ``StoreMetadata`` JSON (``StoreMetadata/encoded()``).
+///   - `_storeapi_keys(root, next)` — the primary-key high-water mark of each hierarchy (the next key to hand out).
+///   - `_storeapi_entities(code, name, root, tableName)` — the entity code of every entity (informational).
+///   - `_storeapi_history(token, json)` — history transactions (``HistoryTransaction/encoded()``).
+/// - `E_<Root>` — one table per inheritance hierarchy, named after its root entity.
+/// - `J_<Entity>.<relationship>` — join tables, named after the relationship that owns them.
+/// - Indexes are `X_<table>.<column>` (plain) and `U_<table>.<Entity>.<n>` (the entity's n-th uniqueness
+///   constraint).
+///
+/// ## Entity tables
+/// `_pk INTEGER PRIMARY KEY` (the record's primary key), `_ent INTEGER NOT NULL` (the concrete entity's code:
+/// its 1-based position in the schema's entity list), `_gid BLOB NOT NULL` (the 16-byte global ID, unique index),
+/// then one column per stored attribute and per to-one relationship of every entity in the hierarchy (NULL for
+/// records of entities that lack it). A column is named after its property; names beginning with `_` get one more
+/// `_` (so `_pk`, `_ent`, `_gid` and `_ord.*`, which begin with a single `_`, stay the framework's), and when two
+/// entities of a hierarchy declare the same name, the later one (parents first, then schema order) is named
+/// `<name>.<Entity>`.
+///
+/// Column types keep values bit-exact (see ``ValueCoding``): integers and booleans `INTEGER`; strings and URIs
+/// `TEXT` (BINARY collation, i.e. Unicode scalar order); decimals `TEXT` (exact, compacted); binary, transformable
+/// and UUID (16 bytes) `BLOB`; doubles, floats and dates are declared with *no type* (no affinity) so `-0.0` and
+/// integral values stay REAL, with NaN (which SQLite would turn into NULL) stored as its 8-byte (4 for floats)
+/// big-endian bit pattern in a BLOB.
+///
+/// ## Relationships
+/// - To-one: a foreign-key column holding the related primary key (both sides of a one-to-one are stored).
+/// - To-many whose inverse is to-one: not stored; derived from the inverse's foreign-key column. When ordered, the
+///   position lives in an order column `_ord.<fk column>` next to that foreign key, written from the to-many side.
+/// - Many-to-many: one join table per relationship pair, named after the side whose `(entity, name)` sorts first
+///   (`src`: that side's record, `dst`: the other), with `src_ord` / `dst_ord` order columns for ordered sides.
+/// - To-many without an inverse (or whose inverse does not name it back, or that is its own inverse): its own join
+///   table `(src, dst, src_ord)` holding exactly that side.
+/// Join tables are `WITHOUT ROWID` with primary key `(src, dst)`; shared ones also index `dst`. Foreign-key columns
+/// are indexed (with their order column when there is one).
+///
+/// ## Constraints
+/// Uniqueness constraints are unique indexes over the hierarchy table, restricted (partial index) to the entities
+/// the constraint applies to and to rows whose floating-point values are not NaN: as in ``PredicateEvaluator``, nil
+/// and NaN equal nothing, so they never conflict.
+struct StoreLayout: Sendable {
+    /// Incremented when the layout rules change; stored as `PRAGMA user_version`.
+    static let layoutVersion: Int32 = 1
+    /// `PRAGMA application_id` of every store: "SAPI".
+    static let applicationID: Int32 = 0x5341_5049
+
+    static let metadataTable = "_storeapi_metadata"
+    static let keysTable = "_storeapi_keys"
+    static let entitiesTable = "_storeapi_entities"
+    static let historyTable = "_storeapi_history"
+
+    let schema: Schema
+    /// Tables by root entity name.
+    let tables: [String: TableLayout]
+    /// Layouts by entity name.
+    let entities: [String: EntityLayout]
+    /// Layouts by entity code.
+    let entitiesByCode: [Int64: EntityLayout]
+    /// Every join table.
+    let joinTables: [JoinTableLayout]
+    /// Index definitions, in creation order.
+    let indexStatements: [String]
+
+    init(schema: Schema) {
+        self.schema = schema
+        var codes: [String: Int64] = [:]
+        for (i, e) in schema.entities.enumerated() { codes[e.name] = Int64(i + 1) }
+        let byName = Dictionary(uniqueKeysWithValues: schema.entities.map { ($0.name, $0) })
+        let schemaIndex = Dictionary(uniqueKeysWithValues: schema.entities.enumerated().map { ($1.name, $0) })
+
+        func declaringEntity(of property: String, in entity: Entity, attribute: Bool) -> String {
+            for name in [entity.name] + entity.ancestorNames {
+                guard let d = byName[name]?.definition else { continue }
+                if attribute ? d.attributes.contains(where: { $0.name == property })
+                    : d.relationships.contains(where: { $0.name == property })
+                {
+                    return name
+                }
+            }
+            return entity.name
+        }
+
+        struct PropertyKey: Hashable {
+            let entity: String
+            let name: String
+        }
+        /// Whether `r` (declared on `entity`) and its inverse name each other.
+        func mutualInverse(_ r: RelationshipDescription, declaredOn entity: String)
+            -> (RelationshipDescription, String)?
+        {
+            guard let inv = schema.inverse(of: r), inv.inverse == r.name,
+                let dest = byName[r.destination]
+            else { return nil }
+            let invDecl = declaringEntity(of: inv.name, in: dest, attribute: false)
+            if invDecl == entity && inv.name == r.name { return nil }  // its own inverse: stored per side
+            return (inv, invDecl)
+        }
+
+        // Columns per hierarchy: parents before children, then schema order.
+        var tables: [String: TableLayout] = [:]
+        var columnOf: [PropertyKey: String] = [:]
+        var orderColumnOf: [PropertyKey: String] = [:]  // keyed by the to-one side
+        var indexes: [String] = []
+        for root in schema.rootEntities {
+            let tableName = "E_" + root.name
+            let members = root.hierarchyNames.compactMap { byName[$0] }
+                .sorted { ($0.ancestorNames.count, schemaIndex[$0.name] ?? 0) < ($1.ancestorNames.count, schemaIndex[$1.name] ?? 0) }
+            var used: Set<String> = ["_pk", "_ent", "_gid"]
+            var columns: [ColumnLayout] = []
+            func claim(_ base: String, _ entity: String) -> String {
+                var name = base
+                if used.contains(name) { name = "\(base).\(entity)" }
+                var n = 2
+                while used.contains(name) {
+                    name = "\(base).\(entity)#\(n)"
+                    n += 1
+                }
+                used.insert(name)
+                return name
+            }
+            for member in members {
+                for a in member.definition.attributes where !a.isTransient {
+                    let col = claim(Self.escape(a.name), member.name)
+                    columnOf[PropertyKey(entity: member.name, name: a.name)] = col
+                    columns.append(ColumnLayout(name: col, declaredType: Self.declaredType(a.type)))
+                }
+                for r in member.definition.relationships where !r.isTransient && !r.isToMany {
+                    let col = claim(Self.escape(r.name), member.name)
+                    columnOf[PropertyKey(entity: member.name, name: r.name)] = col
+                    columns.append(ColumnLayout(name: col, declaredType: "INTEGER"))
+                    var orderColumn: String?
+                    if let (inv, _) = mutualInverse(r, declaredOn: member.name), inv.isToMany, inv.isOrdered {
+                        let oc = claim("_ord." + col, member.name)
+                        orderColumn = oc
+                        orderColumnOf[PropertyKey(entity: member.name, name: r.name)] = oc
+                        columns.append(ColumnLayout(name: oc, declaredType: "INTEGER"))
+                    }
+                    let indexed = orderColumn.map { "\(Self.quote(col)), \(Self.quote($0))" } ?? Self.quote(col)
+                    indexes.append(
+                        "CREATE INDEX \(Self.quote("X_\(tableName).\(col)")) ON \(Self.quote(tableName)) (\(indexed))")
+                }
+            }
+            tables[root.name] = TableLayout(
+                root: root.name, name: tableName, columns: columns,
+                entityCodes: root.hierarchyNames.compactMap { codes[$0] },
+                hasSubentities: root.hierarchyNames.count > 1)
+        }
+
+        // Join tables.
+        var joinTables: [String: JoinTableLayout] = [:]
+        var joinOrder: [String] = []
+        func joinTable(owner: String, relationship r: RelationshipDescription, shared: Bool, srcOrdered: Bool, dstOrdered: Bool)
+            -> String
+        {
+            var name = "J_\(owner).\(r.name)"
+            var n = 2
+            while let existing = joinTables[name], existing.owner != PropertyKeyString(owner, r.name) {
+                name = "J_\(owner).\(r.name)#\(n)"
+                n += 1
+            }
+            if joinTables[name] == nil {
+                joinTables[name] = JoinTableLayout(
+                    name: name, owner: PropertyKeyString(owner, r.name), isShared: shared, hasSourceOrder: srcOrdered,
+                    hasDestinationOrder: dstOrdered)
+                joinOrder.append(name)
+            }
+            return name
+        }
+
+        // Entity layouts.
+        var entities: [String: EntityLayout] = [:]
+        for entity in schema.entities {
+            let table = tables[entity.rootName]
+            let attributeColumns: [Int] = entity.attributes.map { a in
+                let decl = declaringEntity(of: a.name, in: entity, attribute: true)
+                let col = columnOf[PropertyKey(entity: decl, name: a.name)] ?? ""
+                return table?.columns.firstIndex { $0.name == col } ?? -1
+            }
+            var storages: [RelationshipStorage] = []
+            for r in entity.relationships {
+                let decl = declaringEntity(of: r.name, in: entity, attribute: false)
+                if !r.isToMany {
+                    let col = columnOf[PropertyKey(entity: decl, name: r.name)] ?? ""
+                    storages.append(.foreignKey(column: table?.columns.firstIndex { $0.name == col } ?? -1))
+                    continue
+                }
+                let destRoot = byName[r.destination]?.rootName ?? r.destination
+                if let (inv, invDecl) = mutualInverse(r, declaredOn: decl) {
+                    if !inv.isToMany {
+                        let fk = columnOf[PropertyKey(entity: invDecl, name: inv.name)] ?? ""
+                        let oc = r.isOrdered ? orderColumnOf[PropertyKey(entity: invDecl, name: inv.name)] : nil
+                        let destHierarchy = byName[r.destination]?.hierarchyNames ?? []
+                        let invHierarchy = byName[invDecl]?.hierarchyNames ?? []
+                        let filter = Set(destHierarchy) == Set(invHierarchy) ? nil : destHierarchy.compactMap { codes[$0] }
+                        storages.append(.inverseForeignKey(InverseForeignKey(
+                            table: tables[destRoot]?.name ?? "E_" + destRoot, column: fk, orderColumn: oc,
+                            entityCodes: filter)))
+                    } else {
+                        let mine = PropertyKeyString(decl, r.name)
+                        let theirs = PropertyKeyString(invDecl, inv.name)
+                        let iAmSource = mine < theirs
+                        let name = iAmSource
+                            ? joinTable(owner: decl, relationship: r, shared: true, srcOrdered: r.isOrdered, dstOrdered: inv.isOrdered)
+                            : joinTable(owner: invDecl, relationship: inv, shared: true, srcOrdered: inv.isOrdered, dstOrdered: r.isOrdered)
+                        storages.append(.joinTable(JoinStorage(
+                            table: name, ownColumn: iAmSource ? "src" : "dst", otherColumn: iAmSource ? "dst" : "src",
+                            ownOrderColumn: r.isOrdered ? (iAmSource ? "src_ord" : "dst_ord") : nil,
+                            otherRoot: destRoot, isShared: true)))
+                    }
+                } else {
+                    let name = joinTable(owner: decl, relationship: r, shared: false, srcOrdered: r.isOrdered, dstOrdered: false)
+                    storages.append(.joinTable(JoinStorage(
+                        table: name, ownColumn: "src", otherColumn: "dst", ownOrderColumn: r.isOrdered ? "src_ord" : nil,
+                        otherRoot: destRoot, isShared: false)))
+                }
+            }
+            let layout = EntityLayout(
+                entity: entity, name: entity.name, code: codes[entity.name] ?? 0, root: entity.rootName,
+                tableName: table?.name ?? "E_" + entity.rootName, attributeColumns: attributeColumns,
+                relationships: storages)
+            entities[entity.name] = layout
+        }
+
+        // Uniqueness constraints: declared ones only (inherited ones are the parent's index).
+        for entity in schema.entities {
+            guard let table = tables[entity.rootName] else { continue }
+            for (n, constraint) in entity.definition.uniquenessConstraints.enumerated() {
+                var cols: [String] = []
+                var conditions: [String] = []
+                for attrName in constraint {
+                    guard let attr = entity.attribute(attrName) else { continue }
+                    let decl = declaringEntity(of: attrName, in: entity, attribute: true)
+                    let col = columnOf[PropertyKey(entity: decl, name: attrName)] ?? attrName
+                    cols.append(Self.quote(col))
+                    if [.double, .float, .date].contains(attr.type) {
+                        conditions.append("typeof(\(Self.quote(col))) <> 'blob'")
+                    }
+                }
+                guard !cols.isEmpty else { continue }
+                if Set(entity.hierarchyNames) != Set(byName[entity.rootName]?.hierarchyNames ?? []) {
+                    let list = entity.hierarchyNames.compactMap { codes[$0] }.map(String.init).joined(separator: ", ")
+                    conditions.append("_ent IN (\(list))")
+                }
+                let whereClause = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
+                indexes.append(
+                    "CREATE UNIQUE INDEX \(Self.quote("U_\(table.name).\(entity.name).\(n + 1)")) ON \(Self.quote(table.name)) (\(cols.joined(separator: ", ")))\(whereClause)")
+            }
+        }
+
+        self.tables = tables
+        self.entities = entities
+        self.entitiesByCode = Dictionary(uniqueKeysWithValues: entities.values.map { ($0.code, $0) })
+        self.joinTables = joinOrder.compactMap { joinTables[$0] }
+        self.indexStatements = indexes
+    }
+
+    // MARK: DDL
+
+    /// Every statement that creates the framework and entity tables, their indexes and the fixed rows, for a new
+    /// store (metadata is inserted separately).
+    var creationStatements: [String] {
+        var s: [String] = [
+            "CREATE TABLE \(Self.quote(Self.metadataTable)) (id INTEGER PRIMARY KEY CHECK (id = 1), json BLOB NOT NULL)",
+            "CREATE TABLE \(Self.quote(Self.keysTable)) (root TEXT PRIMARY KEY NOT NULL, next INTEGER NOT NULL) WITHOUT ROWID",
+            "CREATE TABLE \(Self.quote(Self.entitiesTable)) (code INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, root TEXT NOT NULL, tableName TEXT NOT NULL)",
+            "CREATE TABLE \(Self.quote(Self.historyTable)) (token INTEGER PRIMARY KEY, json BLOB NOT NULL)",
+        ]
+        s += tableStatements
+        s += indexStatements
+        for root in schema.rootEntities {
+            s.append("INSERT INTO \(Self.quote(Self.keysTable)) (root, next) VALUES (\(Self.literal(root.name)), 1)")
+        }
+        for e in schema.entities {
+            guard let l = entities[e.name] else { continue }
+            s.append(
+                "INSERT INTO \(Self.quote(Self.entitiesTable)) (code, name, root, tableName) VALUES (\(l.code), \(Self.literal(e.name)), \(Self.literal(e.rootName)), \(Self.literal(l.tableName)))")
+        }
+        return s
+    }
+
+    /// The `CREATE TABLE` statements of the entity and join tables (and their always-present indexes).
+    var tableStatements: [String] {
+        var s: [String] = []
+        for root in schema.rootEntities {
+            guard let t = tables[root.name] else { continue }
+            let cols = ["_pk INTEGER PRIMARY KEY", "_ent INTEGER NOT NULL", "_gid BLOB NOT NULL"]
+                + t.columns.map { $0.declaredType.isEmpty ? Self.quote($0.name) : "\(Self.quote($0.name)) \($0.declaredType)" }
+            s.append("CREATE TABLE \(Self.quote(t.name)) (\(cols.joined(separator: ", ")))")
+            s.append("CREATE UNIQUE INDEX \(Self.quote("X_\(t.name)._gid")) ON \(Self.quote(t.name)) (_gid)")
+            if t.hasSubentities {
+                s.append("CREATE INDEX \(Self.quote("X_\(t.name)._ent")) ON \(Self.quote(t.name)) (_ent)")
+            }
+        }
+        for j in joinTables {
+            var cols = ["src INTEGER NOT NULL", "dst INTEGER NOT NULL"]
+            if j.hasSourceOrder { cols.append("src_ord INTEGER") }
+            if j.hasDestinationOrder { cols.append("dst_ord INTEGER") }
+            cols.append("PRIMARY KEY (src, dst)")
+            s.append("CREATE TABLE \(Self.quote(j.name)) (\(cols.joined(separator: ", "))) WITHOUT ROWID")
+            if j.isShared {
+                s.append("CREATE INDEX \(Self.quote("X_\(j.name).dst")) ON \(Self.quote(j.name)) (dst)")
+            }
+        }
+        return s
+    }
+
+    /// A fingerprint of everything that determines where data lives: two schemas with the same fingerprint can
+    /// share one database (metadata may then be replaced freely).
+    var fingerprint: [String] {
+        tableStatements + indexStatements
+            + schema.entities.map { "\($0.name)=\(entities[$0.name]?.code ?? 0)" }
+    }
+
+    // MARK: Names and types
+
+    /// Column name for a property: a leading `_` is doubled, keeping single-underscore names for the framework.
+    static func escape(_ name: String) -> String { name.hasPrefix("_") ? "_" + name : name }
+
+    /// A double-quoted SQL identifier.
+    static func quote(_ identifier: String) -> String {
+        "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    /// A single-quoted SQL string literal.
+    static func literal(_ text: String) -> String {
+        "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+    }
+
+    /// The declared column type of an attribute type (see the type notes above).
+    static func declaredType(_ type: AttributeType) -> String {
+        switch type {
+        case .integer16, .integer32, .integer64, .boolean: "INTEGER"
+        case .double, .float, .date: ""
+        case .decimal, .string, .uri: "TEXT"
+        case .binary, .transformable, .uuid: "BLOB"
+        }
+    }
+}
+
+/// `"<entity>\0<property>"`: a sortable key naming a declared property.
+private func PropertyKeyString(_ entity: String, _ property: String) -> String { entity + "\u{0}" + property }
+
+/// One column of an entity table (besides `_pk`, `_ent`, `_gid`).
+struct ColumnLayout: Sendable, Hashable {
+    let name: String
+    let declaredType: String
+}
+
+/// The table of one hierarchy.
+struct TableLayout: Sendable {
+    /// The root entity's name.
+    let root: String
+    /// The table's name (`E_<Root>`).
+    let name: String
+    /// Attribute, foreign-key and order columns; a row's values are read at result index `3 + position`.
+    let columns: [ColumnLayout]
+    /// The codes of every entity stored here.
+    let entityCodes: [Int64]
+    /// Whether more than one entity shares the table (then `_ent` is indexed).
+    let hasSubentities: Bool
+
+    /// `t._pk, t._ent, t._gid, t."col", …` — the select list every record read uses.
+    func selectList(alias: String) -> String {
+        (["_pk", "_ent", "_gid"].map { "\(alias).\($0)" }
+            + columns.map { "\(alias).\(StoreLayout.quote($0.name))" }).joined(separator: ", ")
+    }
+}
+
+/// A join table.
+struct JoinTableLayout: Sendable {
+    let name: String
+    /// The declared relationship the table is named after.
+    let owner: String
+    /// Whether both sides of a many-to-many read it (then `dst` is indexed too).
+    let isShared: Bool
+    let hasSourceOrder: Bool
+    let hasDestinationOrder: Bool
+}
+
+/// Where one entity's values live.
+struct EntityLayout: Sendable {
+    /// The resolved entity.
+    let entity: Entity
+    let name: String
+    let code: Int64
+    let root: String
+    let tableName: String
+    /// For each of ``Entity/attributes``: its column's position in ``TableLayout/columns``.
+    let attributeColumns: [Int]
+    /// For each of ``Entity/relationships``: how it is stored.
+    let relationships: [RelationshipStorage]
+}
+
+/// How one relationship of an entity is stored.
+enum RelationshipStorage: Sendable, Hashable {
+    /// A to-one: the foreign-key column at this position of ``TableLayout/columns``.
+    case foreignKey(column: Int)
+    /// A to-many derived from its to-one inverse's foreign key.
+    case inverseForeignKey(InverseForeignKey)
+    /// A to-many kept in a join table.
+    case joinTable(JoinStorage)
+}
+
+/// A to-many relationship read from the foreign-key column of its to-one inverse.
+struct InverseForeignKey: Sendable, Hashable {
+    /// The destination hierarchy's table.
+    let table: String
+    /// The inverse's foreign-key column there.
+    let column: String
+    /// The order column, for ordered relationships.
+    let orderColumn: String?
+    /// The destination entity codes to keep, when the inverse is declared on a wider entity.
+    let entityCodes: [Int64]?
+}
+
+/// A to-many relationship kept in a join table, seen from one side.
+struct JoinStorage: Sendable, Hashable {
+    let table: String
+    /// The column holding this side's record (`src` or `dst`).
+    let ownColumn: String
+    /// The column holding the related record.
+    let otherColumn: String
+    /// This side's order column, for ordered relationships.
+    let ownOrderColumn: String?
+    /// The related hierarchy's root entity.
+    let otherRoot: String
+    /// Whether the other side of a many-to-many reads the same rows.
+    let isShared: Bool
+}

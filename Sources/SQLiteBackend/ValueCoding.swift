@@ -1,0 +1,171 @@
+import CSQLite
+import Foundation
+import StoreAPI
+
+/// Binds attribute values to statement parameters and reads them back, bit-exactly for every ``AttributeType``.
+///
+/// - Integers and booleans are SQLite integers (booleans 0/1); reading checks the width.
+/// - Doubles, floats and dates are REALs in columns without affinity, so `-0.0`, infinities and integral values
+///   keep their exact bits. SQLite stores NaN as NULL, so a NaN is written as a BLOB of its bit pattern (8 bytes,
+///   big-endian; 4 for a float, whose payload would not survive widening). Floats are otherwise stored as their
+///   exact `Double` widening.
+/// - Decimals are compacted text (`NaN` for NaN), exact and equal for equal values.
+/// - Strings and URIs are text bound with their UTF-8 byte length (embedded NULs survive).
+/// - Binary and transformable values are blobs; an empty value is an empty blob, never NULL.
+/// - UUIDs are 16-byte blobs (byte order equals `uuidString` order).
+enum ValueCoding {
+    /// Binds `value` for an attribute of `type` at parameter `index`.
+    static func bind(
+        _ value: StoreValue, type: AttributeType, to s: Statement, at index: Int32, entity: String, property: String
+    ) throws {
+        switch (type, value) {
+        case (_, .null): s.bindNull(index)
+        case (.integer16, .integer16(let v)): s.bind(index, Int64(v))
+        case (.integer32, .integer32(let v)): s.bind(index, Int64(v))
+        case (.integer64, .integer64(let v)): s.bind(index, v)
+        case (.boolean, .boolean(let v)): s.bind(index, Int64(v ? 1 : 0))
+        case (.double, .double(let v)): bindReal(v, to: s, at: index)
+        case (.date, .date(let v)): bindReal(v.timeIntervalSinceReferenceDate, to: s, at: index)
+        case (.float, .float(let v)):
+            if v.isNaN {
+                var bits = v.bitPattern.bigEndian
+                withUnsafeBytes(of: &bits) { s.bind(index, bytes: $0) }
+            } else {
+                s.bind(index, Double(v))
+            }
+        case (.decimal, .decimal(let v)): s.bind(index, decimalText(v))
+        case (.string, .string(let v)): s.bind(index, v)
+        case (.uri, .uri(let v)): s.bind(index, v.absoluteString)
+        case (.binary, .binary(let v)), (.transformable, .binary(let v)): s.bind(index, v)
+        case (.uuid, .uuid(let v)):
+            var u = v.uuid
+            withUnsafeBytes(of: &u) { s.bind(index, bytes: $0) }
+        default:
+            throw StoreError.typeMismatch(
+                entity: entity, property: property, expected: type, got: value.type?.rawValue ?? "nil")
+        }
+    }
+
+    /// Binds a double (or a date's interval): NaN as its bit pattern, everything else as a REAL.
+    static func bindReal(_ v: Double, to s: Statement, at index: Int32) {
+        if v.isNaN {
+            var bits = v.bitPattern.bigEndian
+            withUnsafeBytes(of: &bits) { s.bind(index, bytes: $0) }
+        } else {
+            s.bind(index, v)
+        }
+    }
+
+    /// The stored text of a decimal: compacted, so equal values have equal text (uniqueness indexes rely on it).
+    static func decimalText(_ v: Decimal) -> String {
+        if v.isNaN { return "NaN" }
+        var compact = v
+        NSDecimalCompact(&compact)
+        return compact.description
+    }
+
+    /// Reads column `c` of the current row as a value of `type`. Anything that is not what this backend writes
+    /// is ``StoreError/corruptStore(_:reason:)`` naming the entity and attribute.
+    static func read(_ s: Statement, column c: Int32, type: AttributeType, url: URL, entity: String, property: String)
+        throws -> StoreValue
+    {
+        let t = s.type(c)
+        if t == SQLITE_NULL { return .null }
+        func bad(_ what: String) -> StoreError {
+            .corruptStore(url, reason: "\(entity).\(property) holds \(what), not a \(type.rawValue)")
+        }
+        switch type {
+        case .integer16, .integer32, .integer64, .boolean:
+            guard t == SQLITE_INTEGER else { throw bad(typeName(t)) }
+            let v = s.int64(c)
+            switch type {
+            case .integer16:
+                guard let x = Int16(exactly: v) else { throw bad("the out-of-range integer \(v)") }
+                return .integer16(x)
+            case .integer32:
+                guard let x = Int32(exactly: v) else { throw bad("the out-of-range integer \(v)") }
+                return .integer32(x)
+            case .boolean:
+                guard v == 0 || v == 1 else { throw bad("the integer \(v)") }
+                return .boolean(v == 1)
+            default:
+                return .integer64(v)
+            }
+        case .double, .date:
+            let d: Double
+            if t == SQLITE_FLOAT {
+                d = s.double(c)
+            } else if t == SQLITE_BLOB, let bits = s.withBlob(c, { b -> UInt64? in
+                guard b.count == 8 else { return nil }
+                return b.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            }) {
+                d = Double(bitPattern: bits)
+            } else {
+                throw bad(typeName(t))
+            }
+            return type == .date ? .date(Date(timeIntervalSinceReferenceDate: d)) : .double(d)
+        case .float:
+            if t == SQLITE_FLOAT {
+                let d = s.double(c)
+                let f = Float(d)
+                guard Double(f).bitPattern == d.bitPattern else { throw bad("the double \(d)") }
+                return .float(f)
+            }
+            if t == SQLITE_BLOB, let bits = s.withBlob(c, { b -> UInt32? in
+                guard b.count == 4 else { return nil }
+                return b.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+            }) {
+                return .float(Float(bitPattern: bits))
+            }
+            throw bad(typeName(t))
+        case .decimal:
+            guard t == SQLITE_TEXT else { throw bad(typeName(t)) }
+            let text = s.text(c)
+            if text == "NaN" { return .decimal(.nan) }
+            guard let v = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else {
+                throw bad("the text \(String(reflecting: text))")
+            }
+            return .decimal(v)
+        case .string:
+            guard t == SQLITE_TEXT else { throw bad(typeName(t)) }
+            return .string(s.text(c))
+        case .uri:
+            guard t == SQLITE_TEXT else { throw bad(typeName(t)) }
+            let text = s.text(c)
+            guard let u = URL(string: text) else { throw bad("the text \(String(reflecting: text))") }
+            return .uri(u)
+        case .binary, .transformable:
+            guard t == SQLITE_BLOB else { throw bad(typeName(t)) }
+            return .binary(s.blob(c))
+        case .uuid:
+            guard t == SQLITE_BLOB else { throw bad(typeName(t)) }
+            guard let u = uuid(s, c) else { throw bad("a blob that is not 16 bytes") }
+            return .uuid(u)
+        }
+    }
+
+    /// A 16-byte blob column as a UUID.
+    static func uuid(_ s: Statement, _ c: Int32) -> UUID? {
+        s.withBlob(c) { b -> UUID? in
+            guard b.count == 16 else { return nil }
+            return UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
+                               b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
+        }
+    }
+
+    /// A UUID as the 16-byte blob it is stored as.
+    static func uuidData(_ u: UUID) -> Data {
+        var bytes = u.uuid
+        return withUnsafeBytes(of: &bytes) { Data($0) }
+    }
+
+    static func typeName(_ t: Int32) -> String {
+        switch t {
+        case SQLITE_INTEGER: "an integer"
+        case SQLITE_FLOAT: "a real"
+        case SQLITE_TEXT: "text"
+        case SQLITE_BLOB: "a blob"
+        default: "NULL"
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import Synchronization
+
+/// A store added to a ``StoreCoordinator``: its description, backend and open ``PersistentStore``.
+///
+/// A loaded store stays valid until it is removed from its coordinator or replaced by a store operation
+/// (replace, restore, migrate); after that, objects fetched from it throw ``StoreError/objectInvalidated(_:reason:)``
+/// instead of reading stale data.
+public final class LoadedStore: Sendable, CustomStringConvertible {
+    /// The description the store was loaded from.
+    public let storeDescription: StoreDescription
+    /// The backend that opened it.
+    public let backend: any StoreBackend
+    /// The open store.
+    public let store: any PersistentStore
+    /// The store's UUID, the first part of every object ID it hands out.
+    public let identifier: UUID
+    /// The names of the entities this store holds (its configuration, sub-entities included).
+    public let entityNames: Set<String>
+
+    private let invalidation = Mutex<String?>(nil)
+    private let allocator = Mutex<[String: KeyBlock]>([:])
+
+    struct KeyBlock {
+        var next: Int64
+        var end: Int64
+        var blockSize: Int
+    }
+
+    init(description: StoreDescription, backend: any StoreBackend, store: any PersistentStore, entityNames: Set<String>) {
+        self.storeDescription = description
+        self.backend = backend
+        self.store = store
+        self.identifier = store.metadata.storeUUID
+        self.entityNames = entityNames
+    }
+
+    /// The store's URL, if it has one.
+    public var url: URL? { store.url }
+
+    /// The store's type identifier.
+    public var type: String { storeDescription.type }
+
+    public var description: String { "LoadedStore(\(type), \(url?.path ?? "anonymous"), \(identifier))" }
+
+    /// `nil` while valid; otherwise why the store is no longer valid.
+    public var invalidationReason: String? { invalidation.withLock { $0 } }
+
+    /// Marks the store invalid; objects from it fail from now on.
+    func invalidate(_ reason: String) {
+        invalidation.withLock { if $0 == nil { $0 = reason } }
+    }
+
+    /// Hands out primary keys from blocks reserved in the store, so that inserting does not cost a store
+    /// transaction per record. Blocks grow while a context keeps inserting (16 → 4096 keys); keys of a block a
+    /// process does not use are skipped, never reused.
+    func nextPrimaryKey(root: String) throws -> Int64 {
+        try allocator.withLock { blocks -> Result<Int64, any Error> in
+            var block = blocks[root] ?? KeyBlock(next: 0, end: 0, blockSize: 8)
+            if block.next >= block.end {
+                block.blockSize = min(block.blockSize * 2, 4096)
+                do {
+                    let first = try store.allocatePrimaryKeys(root: root, count: block.blockSize)
+                    block.next = first
+                    block.end = first + Int64(block.blockSize)
+                } catch {
+                    return .failure(error)
+                }
+            }
+            let key = block.next
+            block.next += 1
+            blocks[root] = block
+            return .success(key)
+        }.get()
+    }
+}

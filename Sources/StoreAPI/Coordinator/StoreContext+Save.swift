@@ -1,0 +1,204 @@
+import Foundation
+
+extension StoreContext {
+    /// Validates and writes every unsaved change, one atomic save per store.
+    ///
+    /// Before anything is written, every inserted and changed object is checked: required attributes and
+    /// relationships have values, to-many relationships respect their min/max counts, and uniqueness constraints
+    /// hold against the other objects of the save and the records already stored. A failed check throws and writes
+    /// nothing; the context keeps its changes so they can be fixed and saved again.
+    ///
+    /// Each store's changes are written in one transaction (with a history transaction when the store tracks
+    /// history). A save spanning several stores is atomic per store, not across stores.
+    public func save() throws {
+        guard hasChanges else { return }
+        let objects = changeOrder.compactMap { changed[$0] }
+        for o in objects {
+            if let why = o.loadedStore.invalidationReason {
+                throw StoreError.objectInvalidated(o.objectID, reason: why)
+            }
+        }
+        let live = objects.filter { $0.state == .inserted || $0.state == .updated }
+        for o in live { try validate(o) }
+        try checkUniqueness(live, deleted: objects.filter { $0.state == .deleted })
+
+        var byStore: [UUID: (store: LoadedStore, objects: [ManagedObject])] = [:]
+        var storeOrder: [UUID] = []
+        for o in objects {
+            let id = o.loadedStore.identifier
+            if byStore[id] == nil { byStore[id] = (o.loadedStore, []); storeOrder.append(id) }
+            byStore[id]?.objects.append(o)
+        }
+        let now = Date()
+        for id in storeOrder {
+            guard let (store, group) = byStore[id] else { continue }
+            let changes = try changeSet(for: group, store: store, timestamp: now)
+            if !changes.isEmpty { try store.store.save(changes) }
+            for o in group { finishSave(o) }
+        }
+    }
+
+    private func finishSave(_ o: ManagedObject) {
+        let key = o.key
+        changed.removeValue(forKey: key)
+        changeOrder.removeAll { $0 == key }
+        if o.state == .deleted {
+            o.state = .invalidated("it was deleted")
+            registered.removeValue(forKey: key)
+        } else {
+            o.state = .clean
+            o.committed = o.record
+        }
+    }
+
+    private func changeSet(for group: [ManagedObject], store: LoadedStore, timestamp: Date) throws -> StoreChanges {
+        var changes = StoreChanges()
+        var history: [HistoryChange] = []
+        let tracking = store.storeDescription.options.historyTracking
+        for o in group {
+            switch o.state {
+            case .inserted:
+                changes.inserted.append(o.record)
+                if tracking { history.append(HistoryChange(kind: .insert, entity: o.entity.name, primaryKey: o.record.primaryKey, globalID: o.globalID)) }
+            case .updated:
+                let keys = changedKeys(o)
+                guard !keys.isEmpty else { continue }
+                changes.updated.append(o.record)
+                if tracking {
+                    history.append(HistoryChange(kind: .update, entity: o.entity.name, primaryKey: o.record.primaryKey,
+                                                 globalID: o.globalID, changedKeys: keys))
+                }
+            case .deleted:
+                changes.deleted.append(o.record.key)
+                if tracking {
+                    history.append(HistoryChange(kind: .delete, entity: o.entity.name, primaryKey: o.record.primaryKey,
+                                                 globalID: o.globalID, tombstone: tombstone(o)))
+                }
+            default:
+                continue
+            }
+        }
+        if tracking, !history.isEmpty {
+            changes.history = [HistoryTransaction(token: HistoryTransaction.assignToken, timestamp: timestamp,
+                                                  author: author, changes: history)]
+        }
+        return changes
+    }
+
+    /// Names of the attributes and relationships whose value differs from the committed one.
+    private func changedKeys(_ o: ManagedObject) -> [String] {
+        guard let before = o.committed else { return [] }
+        var keys: [String] = []
+        for (i, a) in o.entity.attributes.enumerated() where before.attributes[i] != o.record.attributes[i] {
+            keys.append(a.name)
+        }
+        for (i, r) in o.entity.relationships.enumerated() {
+            let x = before.relationships[i].keys
+            let y = o.record.relationships[i].keys
+            let same = r.isOrdered || !r.isToMany ? x == y : Set(x) == Set(y)
+            if !same { keys.append(r.name) }
+        }
+        return keys
+    }
+
+    /// The uniqueness-constrained values of a deleted record, so a sync peer can match it by natural key.
+    private func tombstone(_ o: ManagedObject) -> [String: String] {
+        var out: [String: String] = [:]
+        for name in Set(o.entity.uniquenessConstraints.flatMap { $0 }) {
+            if let i = o.entity.attributeIndex(name) {
+                let v = o.record.attributes[i]
+                out[name] = v.stringValue ?? "\(v)"
+            }
+        }
+        return out
+    }
+
+    // MARK: Validation
+
+    private func validate(_ o: ManagedObject) throws {
+        for (i, a) in o.entity.attributes.enumerated() where !a.isOptional && o.record.attributes[i].isNull {
+            throw StoreError.missingValue(entity: o.entity.name, property: a.name, object: o.objectID)
+        }
+        for (i, r) in o.entity.relationships.enumerated() {
+            let n = o.record.relationships[i].keys.count
+            if n == 0 {
+                if !r.isOptional {
+                    throw StoreError.missingValue(entity: o.entity.name, property: r.name, object: o.objectID)
+                }
+                continue
+            }
+            if r.isToMany, n < r.minCount || (r.maxCount > 0 && n > r.maxCount) {
+                throw StoreError.countViolation(entity: o.entity.name, relationship: r.name, count: n, object: o.objectID)
+            }
+        }
+    }
+
+    /// Checks every uniqueness constraint of the saved objects against each other and against the stores.
+    private func checkUniqueness(_ objects: [ManagedObject], deleted: [ManagedObject]) throws {
+        let deletedKeys = Set(deleted.map(\.key))
+        var groups: [String: (owner: Entity, attributes: [String], objects: [ManagedObject])] = [:]
+        for o in objects {
+            for (owner, attrs) in constraints(of: o.entity) {
+                let id = owner.name + "\u{1}" + attrs.joined(separator: "\u{1}")
+                groups[id, default: (owner, attrs, [])].objects.append(o)
+            }
+        }
+        for (_, group) in groups.sorted(by: { $0.key < $1.key }) {
+            var seen: [[StoreValue]: ManagedObject] = [:]
+            var toCheck: [(ManagedObject, [StoreValue])] = []
+            for o in group.objects {
+                let values = group.attributes.compactMap { name in o.entity.attributeIndex(name).map { o.record.attributes[$0] } }
+                // Like SQL UNIQUE, a constraint with an empty value cannot conflict.
+                guard values.count == group.attributes.count, !values.contains(where: \.isNull) else { continue }
+                if let other = seen[values], other.loadedStore === o.loadedStore {
+                    throw StoreError.uniquenessViolation(entity: group.owner.name, attributes: group.attributes, values: values, existing: other.objectID)
+                }
+                seen[values] = o
+                toCheck.append((o, values))
+            }
+            try checkStored(toCheck, owner: group.owner, attributes: group.attributes, exclude: deletedKeys)
+        }
+    }
+
+    /// Looks for stored records that already use the values. Records changed or deleted in this context are judged
+    /// on their unsaved values (already compared above), not their stored ones.
+    private func checkStored(_ items: [(ManagedObject, [StoreValue])], owner: Entity, attributes: [String], exclude: Set<ObjectKey>) throws {
+        var byStore: [UUID: [(ManagedObject, [StoreValue])]] = [:]
+        for item in items { byStore[item.0.loadedStore.identifier, default: []].append(item) }
+        for (_, batch) in byStore {
+            guard let store = batch.first?.0.loadedStore else { continue }
+            let chunks: [[(ManagedObject, [StoreValue])]] = attributes.count == 1
+                ? stride(from: 0, to: batch.count, by: 500).map { Array(batch[$0..<min($0 + 500, batch.count)]) }
+                : batch.map { [$0] }
+            for chunk in chunks {
+                let predicate: FetchPredicate = attributes.count == 1
+                    ? .comparison(.keyPath([attributes[0]]), .in, .list(chunk.map { $0.1[0] }), [])
+                    : .and(zip(attributes, chunk[0].1).map { .comparison(.keyPath([$0.0]), .equal, .constant($0.1), []) })
+                let hits = try store.store.fetch(FetchRequest(entity: owner.name, predicate: predicate))
+                for hit in hits {
+                    let hitKey = ObjectKey(store: store.identifier, root: owner.rootName, primaryKey: hit.primaryKey)
+                    if exclude.contains(hitKey) { continue }
+                    if let registeredObject = changed[hitKey], registeredObject.state != .clean { continue }
+                    guard let hitEntity = schema.entity(named: hit.entity) else { continue }
+                    let hitValues = attributes.compactMap { a in hitEntity.attributeIndex(a).map { hit.attributes[$0] } }
+                    for (o, values) in chunk where o.record.primaryKey != hit.primaryKey
+                        && zip(values, hitValues).allSatisfy({ PredicateEvaluator.equal($0, $1) })
+                    {
+                        throw StoreError.uniquenessViolation(entity: owner.name, attributes: attributes, values: values,
+                            existing: ObjectID(storeUUID: store.identifier, entity: hit.entity, primaryKey: hit.primaryKey))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Each constraint that applies to `entity`, with the entity that declares it (whose hierarchy it spans).
+    private func constraints(of entity: Entity) -> [(Entity, [String])] {
+        var out: [(Entity, [String])] = []
+        for name in [entity.name] + entity.ancestorNames {
+            guard let e = schema.entity(named: name) else { continue }
+            for c in e.definition.uniquenessConstraints { out.append((e, c)) }
+        }
+        return out
+    }
+}

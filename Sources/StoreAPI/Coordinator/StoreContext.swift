@@ -1,0 +1,200 @@
+import Foundation
+
+/// A unit of work over a ``StoreCoordinator``: insert, fetch, change and delete records, then ``save()`` them
+/// atomically per store — or ``rollback()``.
+///
+/// ```swift
+/// let context = coordinator.newContext()
+/// let author = try context.insert("Author", ["name": "Ursula K. Le Guin"])
+/// let book = try context.insert("Book", ["title": "The Dispossessed", "pages": 387])
+/// try book.setObject(author, forKey: "author")        // also adds the book to author.books
+/// try context.save()
+///
+/// let long = try context.fetch(FetchRequest(entity: "Book", predicate: try FetchPredicate("pages > 300")))
+/// ```
+///
+/// A context keeps one ``ManagedObject`` per record (an identity map) and includes its unsaved changes in fetches.
+/// It is not thread-safe: use it from one thread or task at a time, and pass ``ObjectID``s between contexts.
+public final class StoreContext {
+    /// The coordinator this context works over.
+    public let coordinator: StoreCoordinator
+    /// Recorded as the author of history transactions this context saves.
+    public var author: String?
+
+    /// Every object the context handed out, held weakly: an object nobody uses any more (and that has no unsaved
+    /// changes) is released, so a long-lived context does not grow with every fetch.
+    var registered: [ObjectKey: WeakObject] = [:]
+    /// Objects with unsaved changes (held strongly until saved or rolled back), in the order they first changed.
+    var changed: [ObjectKey: ManagedObject] = [:]
+    var changeOrder: [ObjectKey] = []
+    var liveAtLastSweep = 0
+
+    init(coordinator: StoreCoordinator) {
+        self.coordinator = coordinator
+    }
+
+    /// The schema of the coordinator.
+    public var schema: Schema { coordinator.schema }
+
+    /// Whether there are unsaved changes.
+    public var hasChanges: Bool { !changed.isEmpty }
+
+    /// Objects inserted, updated and deleted since the last save.
+    public var insertedObjects: [ManagedObject] { pending(.inserted) }
+    /// Objects changed since the last save.
+    public var updatedObjects: [ManagedObject] { pending(.updated) }
+    /// Objects deleted since the last save.
+    public var deletedObjects: [ManagedObject] { pending(.deleted) }
+
+    private func pending(_ state: ManagedObject.State) -> [ManagedObject] {
+        changeOrder.compactMap { changed[$0] }.filter { $0.state == state }
+    }
+
+    // MARK: Insert
+
+    /// Inserts a new record of `entity` with `values` (other attributes take their defaults).
+    ///
+    /// The record gets its permanent primary key and global identifier at once. It goes to `store`, or to the
+    /// first loaded store whose configuration holds the entity.
+    @discardableResult
+    public func insert(
+        _ entity: String, _ values: [String: StoreValue] = [:], globalID: UUID = UUID(), into store: LoadedStore? = nil
+    ) throws -> ManagedObject {
+        let e = try schema.requireEntity(entity)
+        guard !e.isAbstract else { throw StoreError.abstractEntity(entity) }
+        let target = try store ?? coordinator.store(for: entity)
+        guard target.entityNames.contains(entity) else { throw StoreError.noStoreForEntity(entity) }
+        if let why = target.invalidationReason {
+            throw StoreError.refused(target.url ?? URL(fileURLWithPath: "/"), reason: "store is no longer valid: \(why)")
+        }
+        guard !target.storeDescription.options.isReadOnly else {
+            throw StoreError.readOnly(target.url ?? URL(fileURLWithPath: "/"), reason: "store is loaded read-only")
+        }
+        var record = e.newRecord(primaryKey: try target.nextPrimaryKey(root: e.rootName), globalID: globalID)
+        for (k, v) in values {
+            guard let i = e.attributeIndex(k) else { throw StoreError.unknownProperty(entity: entity, property: k) }
+            guard let coerced = v.coerced(to: e.attributes[i].type) else {
+                throw StoreError.typeMismatch(entity: entity, property: k, expected: e.attributes[i].type, got: v.type?.rawValue ?? "nil")
+            }
+            record.attributes[i] = coerced
+        }
+        let object = ManagedObject(record: record, entity: e, store: target, context: self, state: .inserted)
+        registered[object.key] = WeakObject(object)
+        noteChanged(object)
+        return object
+    }
+
+    // MARK: Lookup
+
+    /// The object with this ID, from the context or its store.
+    public func object(with id: ObjectID) throws -> ManagedObject {
+        guard let store = coordinator.store(withIdentifier: id.storeUUID) else { throw StoreError.objectNotFound(id) }
+        let entity = try schema.requireEntity(id.entity)
+        if let o = registered[ObjectKey(store: store.identifier, root: entity.rootName, primaryKey: id.primaryKey)]?.object {
+            if o.entity.name != id.entity { throw StoreError.objectNotFound(id) }
+            return o
+        }
+        guard let r = try store.store.records(withKeys: [id.primaryKey], root: entity.rootName).first, r.entity == id.entity
+        else { throw StoreError.objectNotFound(id) }
+        return try register(r, from: store)
+    }
+
+    /// Returns the registered object for a stored record, creating it if needed. Clean objects are refreshed with
+    /// the stored values; objects with unsaved changes keep them.
+    func register(_ record: Record, from store: LoadedStore) throws -> ManagedObject {
+        let entity = try schema.requireEntity(record.entity)
+        let key = ObjectKey(store: store.identifier, root: entity.rootName, primaryKey: record.primaryKey)
+        if let o = registered[key]?.object {
+            if o.state == .clean {
+                o.record = record
+                o.committed = record
+            }
+            return o
+        }
+        let o = ManagedObject(record: record, entity: entity, store: store, context: self, state: .clean)
+        registered[key] = WeakObject(o)
+        if registered.count > 2 * max(1024, liveAtLastSweep) { sweepReleased() }
+        return o
+    }
+
+    /// The objects a relationship of `object` points to, fetching the ones not registered yet in one call.
+    func related(_ object: ManagedObject, index: Int, relationship: RelationshipDescription) throws -> [ManagedObject] {
+        let keys = object.record.relationships[index].keys
+        return try objects(forKeys: keys, destination: relationship.destination, in: object.loadedStore)
+    }
+
+    func objects(forKeys keys: [Int64], destination: String, in store: LoadedStore) throws -> [ManagedObject] {
+        guard !keys.isEmpty else { return [] }
+        let root = try schema.requireEntity(destination).rootName
+        var found: [Int64: ManagedObject] = [:]
+        var missing: [Int64] = []
+        for k in keys {
+            if let o = registered[ObjectKey(store: store.identifier, root: root, primaryKey: k)]?.object { found[k] = o }
+            else { missing.append(k) }
+        }
+        if !missing.isEmpty {
+            for r in try store.store.records(withKeys: missing, root: root) { found[r.primaryKey] = try register(r, from: store) }
+        }
+        return keys.compactMap { found[$0] }
+    }
+
+    // MARK: Change tracking
+
+    func noteChanged(_ object: ManagedObject) {
+        let key = object.key
+        if changed.updateValue(object, forKey: key) == nil { changeOrder.append(key) }
+    }
+
+    func markUpdated(_ object: ManagedObject) {
+        if object.state == .clean { object.state = .updated }
+        noteChanged(object)
+    }
+
+    func checkWritable(_ object: ManagedObject) throws {
+        if object.state == .deleted {
+            throw StoreError.objectInvalidated(object.objectID, reason: "it was deleted in this context")
+        }
+        if object.loadedStore.storeDescription.options.isReadOnly {
+            throw StoreError.readOnly(object.loadedStore.url ?? URL(fileURLWithPath: "/"), reason: "store is loaded read-only")
+        }
+    }
+
+    /// Drops the entries of objects that were released.
+    func sweepReleased() {
+        registered = registered.filter { $0.value.object != nil }
+        liveAtLastSweep = registered.count
+    }
+
+    // MARK: Rollback and reset
+
+    /// Discards every unsaved change: inserted objects become invalid, changed and deleted ones return to their
+    /// saved values.
+    public func rollback() {
+        for key in changeOrder {
+            guard let o = changed[key] else { continue }
+            if let committed = o.committed {
+                o.record = committed
+                o.state = .clean
+            } else {
+                o.state = .invalidated("its insertion was rolled back")
+                registered.removeValue(forKey: key)
+            }
+        }
+        changed.removeAll()
+        changeOrder.removeAll()
+    }
+
+    /// Forgets every object (unsaved changes are discarded); objects handed out before become invalid.
+    public func reset() {
+        for box in registered.values { box.object?.state = .invalidated("its context was reset") }
+        registered.removeAll()
+        changed.removeAll()
+        changeOrder.removeAll()
+    }
+}
+
+/// A weak reference to a managed object, for the context's identity map.
+final class WeakObject {
+    weak var object: ManagedObject?
+    init(_ object: ManagedObject) { self.object = object }
+}

@@ -1,0 +1,136 @@
+import Foundation
+import Synchronization
+
+/// Loads stores from descriptions, routes entities to them by configuration, and hands out contexts.
+///
+/// ```swift
+/// let coordinator = StoreCoordinator(schema: schema)
+/// try coordinator.addStore(StoreDescription(url: URL(filePath: "app.sqlite"), type: "sqlite"))
+/// let context = coordinator.newContext()
+/// ```
+///
+/// A coordinator is thread-safe; contexts are not (use one per thread or task, as with Core Data).
+public final class StoreCoordinator: Sendable {
+    /// The schema every store is opened against.
+    public let schema: Schema
+    /// Where backends are looked up.
+    public let registry: BackendRegistry
+
+    private let loaded = Mutex<[LoadedStore]>([])
+
+    /// Creates a coordinator for `schema`.
+    public init(schema: Schema, registry: BackendRegistry = .shared) {
+        self.schema = schema
+        self.registry = registry
+    }
+
+    /// The stores currently loaded, in the order they were added.
+    public var stores: [LoadedStore] { loaded.withLock { $0 } }
+
+    /// Opens (or creates) the store a description points to and adds it.
+    ///
+    /// An existing store must have been written with a compatible schema (equal version hashes for every entity of
+    /// the configuration); otherwise ``StoreError/incompatibleSchema(_:entities:)``. A new store is created only when
+    /// ``StoreOptions/createIfMissing`` allows it.
+    @discardableResult
+    public func addStore(_ description: StoreDescription) throws -> LoadedStore {
+        let backend = try registry.backend(for: description.type)
+        let members = try schema.entities(inConfiguration: description.configuration)
+        if let url = description.url, backend.capabilities.contains(.persistent) {
+            try Self.checkLocation(url, description: description)
+        }
+        let creating = StoreMetadata(
+            storeType: backend.typeIdentifier, schema: schema, configuration: description.configuration,
+            syncOptions: description.syncOptions)
+        // A read-only description never creates anything.
+        let store = try backend.open(at: description.url, options: description.options,
+                                     creating: description.options.isReadOnly ? nil : creating)
+        do {
+            let stored = store.metadata
+            let names = Set(members.map(\.name))
+            let storedHashes = stored.versionHashes
+            let mismatched = members.filter { storedHashes[$0.name] != $0.versionHash }.map(\.name).sorted()
+            if !mismatched.isEmpty {
+                throw StoreError.incompatibleSchema(description.url ?? URL(fileURLWithPath: "/"), entities: mismatched)
+            }
+            let handle = LoadedStore(description: description, backend: backend, store: store, entityNames: names)
+            try loaded.withLock { stores -> Result<Void, StoreError> in
+                if stores.contains(where: { $0.identifier == handle.identifier }) {
+                    return .failure(.refused(description.url ?? URL(fileURLWithPath: "/"),
+                        reason: "a store with the same UUID (\(handle.identifier)) is already loaded; is this a copy?"))
+                }
+                stores.append(handle)
+                return .success(())
+            }.get()
+            return handle
+        } catch {
+            try? store.close()
+            throw error
+        }
+    }
+
+    /// Removes a store and closes it. Objects fetched from it become invalid.
+    public func removeStore(_ store: LoadedStore) throws {
+        let removed = loaded.withLock { stores in
+            let before = stores.count
+            stores.removeAll { $0 === store }
+            return before != stores.count
+        }
+        guard removed else {
+            throw StoreError.refused(store.url ?? URL(fileURLWithPath: "/"), reason: "store is not loaded in this coordinator")
+        }
+        store.invalidate("its store was removed from the coordinator")
+        try store.store.close()
+    }
+
+    /// The loaded store with this UUID.
+    public func store(withIdentifier id: UUID) -> LoadedStore? {
+        loaded.withLock { $0.first { $0.identifier == id } }
+    }
+
+    /// The loaded store at this URL.
+    public func store(at url: URL) -> LoadedStore? {
+        let wanted = url.standardizedFileURL
+        return loaded.withLock { $0.first { $0.url?.standardizedFileURL == wanted } }
+    }
+
+    /// The first loaded store that holds `entity` (new records of the entity go there unless a store is named).
+    public func store(for entity: String) throws -> LoadedStore {
+        _ = try schema.requireEntity(entity)
+        guard let s = loaded.withLock({ $0.first { $0.entityNames.contains(entity) } }) else {
+            throw StoreError.noStoreForEntity(entity)
+        }
+        return s
+    }
+
+    /// Every loaded store that holds `entity`.
+    public func stores(for entity: String) -> [LoadedStore] {
+        loaded.withLock { $0.filter { $0.entityNames.contains(entity) } }
+    }
+
+    /// A new unit-of-work context over this coordinator.
+    public func newContext() -> StoreContext { StoreContext(coordinator: self) }
+
+    /// Swaps a loaded store for a newly opened one (used by replace, restore and migrate): the old handle is
+    /// invalidated and closed.
+    func swap(_ old: LoadedStore, for new: LoadedStore?, reason: String) {
+        loaded.withLock { stores in
+            if let i = stores.firstIndex(where: { $0 === old }) {
+                if let new { stores[i] = new } else { stores.remove(at: i) }
+            } else if let new {
+                stores.append(new)
+            }
+        }
+        old.invalidate(reason)
+        try? old.store.close()
+    }
+
+    /// Refuses descriptions that point into a missing directory before a backend gets to create anything.
+    static func checkLocation(_ url: URL, description: StoreDescription) throws {
+        let dir = url.deletingLastPathComponent()
+        var isDir: ObjCBool = false
+        if !FileManager.default.fileExists(atPath: dir.path, isDirectory: &isDir) || !isDir.boolValue {
+            throw StoreError.directoryUnusable(dir, reason: "directory does not exist")
+        }
+    }
+}

@@ -1,0 +1,133 @@
+import Foundation
+
+/// Checks a store's records against its own schema, beyond what the storage engine checks: every record's layout
+/// and values fit its entity, required values are present, global IDs are unique, every relationship key points to
+/// an existing record of the right entity, and both sides of every relationship agree.
+///
+/// The store is read in pages (with the related records of each page), so memory stays bounded except for the set
+/// of global IDs seen (16 bytes per record).
+public struct StoreVerifier {
+    /// Records per page.
+    public var batchSize: Int
+    /// The most problems reported (the rest are counted in a last line).
+    public var maxProblems: Int
+    /// Called after every page; throw to stop.
+    public var progress: ProgressHandler?
+
+    /// Creates a verifier.
+    public init(batchSize: Int = 1_000, maxProblems: Int = 1_000, progress: ProgressHandler? = nil) {
+        self.batchSize = max(1, batchSize)
+        self.maxProblems = max(1, maxProblems)
+        self.progress = progress
+    }
+
+    /// The problems found in `store`, one sentence each; empty when the store is consistent.
+    public func verify(_ store: any PersistentStore) throws -> [String] {
+        var problems: [String] = []
+        var dropped = 0
+        func add(_ p: String) {
+            if problems.count < maxProblems { problems.append(p) } else { dropped += 1 }
+        }
+        let metadata = store.metadata
+        let schema = metadata.schema
+        let differing = metadata.incompatibleEntities(with: schema)
+        if !differing.isEmpty {
+            add("metadata: the stored version hashes do not match the stored schema (entities: \(differing.joined(separator: ", ")))")
+        }
+        let entities = try schema.entities(inConfiguration: metadata.configuration).filter { !$0.isAbstract }
+        let total = progress == nil ? nil : try entities.reduce(0) {
+            $0 + (try store.count(FetchRequest(entity: $1.name, includesSubentities: false)))
+        }
+        var seenIDs: [UUID: RecordKey] = [:]
+        var done = 0
+        for entity in entities {
+            let roots = entity.relationships.map { schema.entity(named: $0.destination)?.rootName ?? $0.destination }
+            var after: Int64?
+            while true {
+                let page = try store.scan(entity: entity.name, after: after, limit: batchSize)
+                guard let last = page.last else { break }
+                // The related records of the whole page, one lookup per destination hierarchy.
+                var wanted: [String: Set<Int64>] = [:]
+                for r in page where r.relationships.count == roots.count {
+                    for (k, value) in r.relationships.enumerated() { wanted[roots[k], default: []].formUnion(value.keys) }
+                }
+                var related: [String: [Int64: Record]] = [:]
+                for (root, keys) in wanted {
+                    var map: [Int64: Record] = [:]
+                    for r in try store.records(withKeys: Array(keys), root: root) { map[r.primaryKey] = r }
+                    related[root] = map
+                }
+                for r in page {
+                    check(r, entity: entity, schema: schema, roots: roots, related: related, add: add)
+                    if let other = seenIDs.updateValue(r.key, forKey: r.globalID) {
+                        add("\(r.key): global ID \(r.globalID.uuidString) is also used by \(other)")
+                    }
+                }
+                done += page.count
+                if let progress {
+                    do { try progress(TransferProgress(recordsDone: done, recordsTotal: total, entity: entity.name)) } catch {
+                        throw StoreError.cancelled
+                    }
+                }
+                if page.count < batchSize { break }
+                after = last.primaryKey
+            }
+        }
+        var lastToken: Int64?
+        for t in try store.history(after: nil) {
+            if let lastToken, t.token <= lastToken { add("history: token \(t.token) follows token \(lastToken)") }
+            lastToken = t.token
+        }
+        if dropped > 0 { problems.append("… and \(dropped) more problems") }
+        return problems
+    }
+
+    private func check(_ r: Record, entity: Entity, schema: Schema, roots: [String], related: [String: [Int64: Record]],
+                       add: (String) -> Void) {
+        let name = "\(r.key) (id \(r.globalID.uuidString))"
+        guard r.entity == entity.name else {
+            add("\(name): listed under entity '\(entity.name)' but says it is a '\(r.entity)'")
+            return
+        }
+        guard r.attributes.count == entity.attributes.count, r.relationships.count == entity.relationships.count else {
+            add("\(name): has \(r.attributes.count) attributes and \(r.relationships.count) relationships; entity '\(entity.name)' has \(entity.attributes.count) and \(entity.relationships.count)")
+            return
+        }
+        for (i, a) in entity.attributes.enumerated() {
+            let v = r.attributes[i]
+            if !v.fits(a.type) { add("\(name): attribute '\(a.name)' is a \(a.type.rawValue) but holds a \(v.type?.rawValue ?? "value") (\(v))") }
+            if v.isNull && !a.isOptional { add("\(name): required attribute '\(a.name)' is empty") }
+        }
+        for (k, rel) in entity.relationships.enumerated() {
+            let value = r.relationships[k]
+            switch (value, rel.isToMany) {
+            case (.toMany, false): add("\(name): to-one relationship '\(rel.name)' holds a list")
+            case (.toOne, true): add("\(name): to-many relationship '\(rel.name)' holds a single key")
+            default: break
+            }
+            let keys = value.keys
+            if keys.isEmpty && !rel.isOptional { add("\(name): required relationship '\(rel.name)' is empty") }
+            if rel.isToMany, !keys.isEmpty, keys.count < rel.minCount || (rel.maxCount > 0 && keys.count > rel.maxCount) {
+                add("\(name): relationship '\(rel.name)' holds \(keys.count) records, outside its min/max count")
+            }
+            if Set(keys).count != keys.count { add("\(name): relationship '\(rel.name)' lists a record twice") }
+            let inverse = rel.inverse
+            for key in keys {
+                guard let target = related[roots[k]]?[key] else {
+                    add("\(name): relationship '\(rel.name)' points to \(roots[k])/p\(key), which does not exist")
+                    continue
+                }
+                guard let targetEntity = schema.entity(named: target.entity), targetEntity.isKind(of: rel.destination) else {
+                    add("\(name): relationship '\(rel.name)' points to \(target.key), which is not a \(rel.destination)")
+                    continue
+                }
+                guard let inverse, let index = targetEntity.relationshipIndex(inverse),
+                      index < target.relationships.count
+                else { continue }
+                if !target.relationships[index].keys.contains(r.primaryKey) {
+                    add("\(name): relationship '\(rel.name)' points to \(target.key), whose '\(inverse)' does not point back")
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+
+extension StoreOperations {
+    /// What ``relocateStore(from:to:type:)`` did.
+    public enum RelocationOutcome: Sendable, Equatable {
+        /// The store was moved from the old path to the new one.
+        case moved
+        /// Only the new path held the store: an earlier relocation had finished.
+        case alreadyDone
+        /// Both paths held the store (an earlier relocation was interrupted); the old copy, which stays
+        /// authoritative until a relocation finishes, was moved over the new one.
+        case resumed
+    }
+
+    /// Moves a store with every file it owns from `old` to `new` — the "move my store into the shared folder"
+    /// step every app writes by hand — idempotently and crash-safely:
+    ///
+    /// - only `old` exists → the store is copied to a staging path beside `new`, moved into place, then `old` is
+    ///   destroyed;
+    /// - only `new` exists → nothing to do;
+    /// - both exist (a crash after the copy was placed but before `old` was removed) → `old` is still the
+    ///   authoritative copy (nothing may write to `new` before relocation returns), so it replaces `new` and is
+    ///   then removed. If the two have different store UUIDs they are different stores and nothing is touched.
+    ///
+    /// Staging leftovers of an interrupted run are cleaned up first. Sync is never started and no remote is
+    /// contacted; sync options in the store's metadata travel with it.
+    @discardableResult
+    public func relocateStore(from old: URL, to new: URL, type: String? = nil) throws -> RelocationOutcome {
+        if old.standardizedFileURL == new.standardizedFileURL {
+            throw StoreError.refused(new, reason: "old and new paths are the same")
+        }
+        AtomicFile.removeStaleStaging(near: new)
+        let oldBackend = try? backend(ofStoreAt: old, type: type)
+        let newBackend = try? backend(ofStoreAt: new, type: type)
+        switch (oldBackend, newBackend) {
+        case (nil, nil):
+            // Say why the old path is unusable (missing, or not a store of that type).
+            _ = try backend(ofStoreAt: old, type: type)
+            throw StoreError.storeNotFound(old)
+        case (nil, .some):
+            return .alreadyDone
+        case (.some(let from), nil):
+            if FileManager.default.fileExists(atPath: new.path) {
+                throw StoreError.refused(new, reason: "exists and is not a store; not replacing it")
+            }
+            try copyStore(from: old, type: from.typeIdentifier, to: new, type: from.typeIdentifier)
+            try from.destroyStore(at: old)
+            return .moved
+        case (.some(let from), .some(let to)):
+            let a = try from.readMetadata(at: old)
+            let b = try to.readMetadata(at: new)
+            guard a.storeUUID == b.storeUUID else {
+                throw StoreError.refused(new, reason: "both paths hold a store, and they are different stores (UUIDs \(a.storeUUID) and \(b.storeUUID)); resolve this by hand")
+            }
+            try copyStore(from: old, type: from.typeIdentifier, to: new, type: from.typeIdentifier,
+                          options: CopyOptions(replacingExisting: true))
+            try from.destroyStore(at: old)
+            return .resumed
+        }
+    }
+}

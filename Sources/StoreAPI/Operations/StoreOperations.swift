@@ -1,0 +1,240 @@
+import Foundation
+
+/// Store operations on paths, with no coordinator needed: convert (copy, changing the type or not), replace,
+/// destroy. ``StoreCoordinator`` adds the same operations for loaded stores.
+///
+/// Every operation that writes a store stages it beside the destination and moves it into place only when it is
+/// complete (see ``AtomicFile``): a failure or a crash leaves the source untouched and the destination either as it
+/// was or complete — never partial, never merged.
+public struct StoreOperations: Sendable {
+    /// Where backends are looked up.
+    public let registry: BackendRegistry
+
+    /// Creates the operations over `registry`.
+    public init(registry: BackendRegistry = .shared) {
+        self.registry = registry
+    }
+
+    /// The backend of the store at `url`: the one named by `type`, checked by sniffing, or the sniffed one.
+    public func backend(ofStoreAt url: URL, type: String? = nil) throws -> any StoreBackend {
+        guard let type else { return try registry.detectBackend(at: url) }
+        let backend = try registry.backend(for: type)
+        switch backend.sniff(url) {
+        case .store: return backend
+        case .foreign(let what): throw StoreError.wrongStoreType(url, expected: type, found: what)
+        case .none:
+            if let other = try? registry.detectBackend(at: url) {
+                throw StoreError.wrongStoreType(url, expected: type, found: "a \(other.typeIdentifier) store")
+            }
+            if FileManager.default.fileExists(atPath: url.path) {
+                throw StoreError.wrongStoreType(url, expected: type, found: "something else")
+            }
+            throw StoreError.storeNotFound(url)
+        }
+    }
+
+    /// Options for ``copyStore(from:type:to:type:options:)``.
+    public struct CopyOptions {
+        /// Replace a store that exists at the destination (atomically). Without it, an existing destination is
+        /// ``StoreError/storeExists(_:)``.
+        public var replacingExisting: Bool
+        /// Records per page for the streaming transfer.
+        public var batchSize: Int
+        /// Progress; throw to cancel.
+        public var progress: ProgressHandler?
+        /// Use the backend's own copy when source and destination types match (default). Turn off to force the
+        /// record-by-record transfer.
+        public var allowFastCopy: Bool
+        /// Sync options to record in the destination's metadata; `nil` keeps the source's.
+        public var syncOptions: SyncOptions?
+        /// A change to the destination's metadata, applied before the destination is moved into place (backups
+        /// stamp themselves this way).
+        public var editMetadata: (@Sendable (inout StoreMetadata) -> Void)?
+
+        /// Creates options.
+        public init(replacingExisting: Bool = false, batchSize: Int = 5_000, progress: ProgressHandler? = nil,
+                    allowFastCopy: Bool = true, syncOptions: SyncOptions? = nil,
+                    editMetadata: (@Sendable (inout StoreMetadata) -> Void)? = nil) {
+            self.replacingExisting = replacingExisting
+            self.batchSize = batchSize
+            self.progress = progress
+            self.allowFastCopy = allowFastCopy
+            self.syncOptions = syncOptions
+            self.editMetadata = editMetadata
+        }
+
+        /// Applies ``syncOptions`` and ``editMetadata`` to the metadata a destination gets.
+        func adjusted(_ metadata: StoreMetadata, type: String) -> StoreMetadata {
+            var m = metadata
+            m.storeType = type
+            if let syncOptions { m.syncOptions = syncOptions }
+            editMetadata?(&m)
+            return m
+        }
+
+        /// Whether the destination's metadata differs from the source's (so a fast copy needs a metadata rewrite).
+        var changesMetadata: Bool { syncOptions != nil || editMetadata != nil }
+    }
+
+    /// Creates at `destination` a store of type `destinationType` (the source's type when `nil`) that is the same
+    /// logical store as the one at `source`: every record with its primary key and global ID, every relationship
+    /// in order, the store UUID, the schema, custom metadata and history.
+    ///
+    /// The source is opened read-only and never written. The copy is staged beside the destination and moved into
+    /// place when complete.
+    ///
+    /// - Returns: the destination's metadata.
+    @discardableResult
+    public func copyStore(from source: URL, type sourceType: String? = nil, to destination: URL, type destinationType: String? = nil,
+                          options: CopyOptions = CopyOptions()) throws -> StoreMetadata {
+        let sourceBackend = try backend(ofStoreAt: source, type: sourceType)
+        let destinationBackend = try registry.backend(for: destinationType ?? sourceBackend.typeIdentifier)
+        if source.standardizedFileURL == destination.standardizedFileURL {
+            throw StoreError.refused(destination, reason: "source and destination are the same path")
+        }
+        return try stageAndPlace(at: destination, backend: destinationBackend, replacing: options.replacingExisting) { staged in
+            try stage(from: source, backend: sourceBackend, to: staged, backend: destinationBackend, options: options)
+        }
+    }
+
+    /// Copies an open store (a consistent view of what its coordinator sees) to `destination`.
+    @discardableResult
+    func copyOpenStore(_ source: any PersistentStore, sourceBackend: any StoreBackend, to destination: URL, type destinationType: String,
+                       options: CopyOptions) throws -> StoreMetadata {
+        let destinationBackend = try registry.backend(for: destinationType)
+        if let url = source.url, url.standardizedFileURL == destination.standardizedFileURL {
+            throw StoreError.refused(destination, reason: "source and destination are the same path")
+        }
+        return try stageAndPlace(at: destination, backend: destinationBackend, replacing: options.replacingExisting) { staged in
+            if options.allowFastCopy, let url = source.url, sourceBackend.typeIdentifier == destinationBackend.typeIdentifier,
+               sourceBackend.capabilities.contains(.onlineBackup) {
+                try sourceBackend.copyStore(from: url, to: staged)
+                return try Self.rewriteMetadataIfNeeded(at: staged, backend: destinationBackend, options: options)
+            }
+            // A store that can hand out a consistent snapshot is copied from that, so concurrent saves cannot
+            // tear the copy.
+            let source: any PersistentStore = (source as? MemoryStore)?.detachedCopy() ?? source
+            let metadata = options.adjusted(source.metadata, type: destinationBackend.typeIdentifier)
+            let transfer = StoreTransfer(batchSize: options.batchSize, progress: options.progress)
+            if let atomicDestination = destinationBackend as? any AtomicStoreBackend {
+                try transfer.write(source, metadata: metadata, as: atomicDestination, to: staged)
+                try AtomicFile.fsync(path: staged)
+                return metadata
+            }
+            let to = try destinationBackend.open(at: staged, options: StoreOptions(), creating: metadata)
+            do {
+                try transfer.copy(from: source, to: to)
+                try to.close()
+            } catch {
+                try? to.close()
+                throw error
+            }
+            return metadata
+        }
+    }
+
+    /// Builds a store at a staging path with `build`, then moves it to `destination` (replacing what is there when
+    /// allowed). On any failure the staged files are removed and the destination is as it was.
+    func stageAndPlace(at destination: URL, backend destinationBackend: any StoreBackend, replacing: Bool,
+                       _ build: (URL) throws -> StoreMetadata) throws -> StoreMetadata {
+        let existing = try existingStore(at: destination, replacing: replacing)
+        let persistent = destinationBackend.capabilities.contains(.persistent)
+        if persistent {
+            try AtomicFile.checkDirectory(of: destination)
+            AtomicFile.removeStaleStaging(near: destination)
+        }
+        let staged = AtomicFile.stagingURL(for: destination)
+        do {
+            let metadata = try build(staged)
+            try StorePlacement.place(staged: staged, at: destination, backend: destinationBackend, replacing: existing)
+            return metadata
+        } catch {
+            StorePlacement.discard(staged: staged, backend: destinationBackend)
+            throw error
+        }
+    }
+
+    /// Makes the store at `destination` an exact copy of the one at `source`, atomically: every old destination file
+    /// is gone afterwards, the source is untouched. A missing or invalid source is an error and leaves the
+    /// destination as it was. The destination keeps its type unless `destinationType` names another.
+    @discardableResult
+    public func replaceStore(at destination: URL, type destinationType: String? = nil, with source: URL, type sourceType: String? = nil,
+                             batchSize: Int = 5_000, progress: ProgressHandler? = nil) throws -> StoreMetadata {
+        let sourceBackend = try backend(ofStoreAt: source, type: sourceType)
+        let existingType = (try? registry.detectBackend(at: destination))?.typeIdentifier
+        return try copyStore(from: source, type: sourceBackend.typeIdentifier, to: destination,
+                             type: destinationType ?? existingType ?? sourceBackend.typeIdentifier,
+                             options: CopyOptions(replacingExisting: true, batchSize: batchSize, progress: progress))
+    }
+
+    /// Deletes every file of the store at `url` and nothing else. Refuses a path that is not a store (of `type`,
+    /// when given) and a path that is a symbolic link.
+    public func destroyStore(at url: URL, type: String? = nil) throws {
+        if let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),
+           attributes[.type] as? FileAttributeType == .typeSymbolicLink {
+            throw StoreError.refused(url, reason: "is a symbolic link; destroy the store it points to instead")
+        }
+        let backend = try backend(ofStoreAt: url, type: type)
+        try backend.destroyStore(at: url)
+    }
+
+    static func rewriteMetadataIfNeeded(at staged: URL, backend: any StoreBackend, options: CopyOptions) throws -> StoreMetadata {
+        let stored = try backend.readMetadata(at: staged)
+        guard options.changesMetadata else { return stored }
+        let adjusted = options.adjusted(stored, type: backend.typeIdentifier)
+        try backend.writeMetadata(adjusted, at: staged)
+        return adjusted
+    }
+
+    /// What exists at a destination: nothing (`nil`), a store that may be replaced, or an error.
+    func existingStore(at destination: URL, replacing: Bool) throws -> (any StoreBackend)? {
+        let occupied = FileManager.default.fileExists(atPath: destination.path)
+        let found = try? registry.detectBackend(at: destination)
+        guard occupied || found != nil else { return nil }
+        guard replacing else { throw StoreError.storeExists(destination) }
+        guard let found else {
+            throw StoreError.refused(destination, reason: "exists and is not a store; not replacing it")
+        }
+        return found
+    }
+
+    /// Writes the complete copy at `staged`.
+    private func stage(from source: URL, backend sourceBackend: any StoreBackend, to staged: URL, backend destinationBackend: any StoreBackend,
+                       options: CopyOptions) throws -> StoreMetadata {
+        let transfer = StoreTransfer(batchSize: options.batchSize, progress: options.progress)
+        if options.allowFastCopy, sourceBackend.typeIdentifier == destinationBackend.typeIdentifier,
+           sourceBackend.capabilities.contains(.fastCopy) {
+            do {
+                try sourceBackend.copyStore(from: source, to: staged)
+                return try Self.rewriteMetadataIfNeeded(at: staged, backend: destinationBackend, options: options)
+            } catch StoreError.unsupported {
+                // fall through to the streaming transfer
+            }
+        }
+        let metadata = options.adjusted(try sourceBackend.readMetadata(at: source), type: destinationBackend.typeIdentifier)
+        let readOnly = StoreOptions(isReadOnly: true, createIfMissing: false)
+
+        if let atomicDestination = destinationBackend as? any AtomicStoreBackend {
+            let from = try sourceBackend.open(at: source, options: readOnly, creating: nil)
+            defer { try? from.close() }
+            try transfer.write(from, metadata: metadata, as: atomicDestination, to: staged)
+            try AtomicFile.fsync(path: staged)
+            return metadata
+        }
+        let to = try destinationBackend.open(at: staged, options: StoreOptions(), creating: metadata)
+        do {
+            if let atomicSource = sourceBackend as? any AtomicStoreBackend {
+                try transfer.copy(streamingFrom: source, of: atomicSource, to: to)
+            } else {
+                let from = try sourceBackend.open(at: source, options: readOnly, creating: nil)
+                defer { try? from.close() }
+                try transfer.copy(from: from, to: to)
+            }
+            try to.close()
+        } catch {
+            try? to.close()
+            throw error
+        }
+        return metadata
+    }
+}

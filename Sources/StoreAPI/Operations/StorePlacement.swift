@@ -1,0 +1,57 @@
+import Foundation
+
+/// Moves a finished store from its staging path to its real path, atomically as far as the file system allows.
+///
+/// A store is often several files (SQLite's `-wal`/`-shm`, LMDB's directory, a lock file). Placing one:
+/// 1. every file of a store already at the destination is renamed aside (never deleted before the new store is in
+///    place, and never left to pair with the new files — an old `-wal` beside a new database would corrupt it);
+/// 2. the staged sidecars are renamed into place, the main file last, so the main file appears only when the store
+///    is complete;
+/// 3. the directory is fsynced and the old files are deleted.
+/// A crash leaves either the old store, or the new one, or (between 1 and 2) no store plus the staged and old
+/// files under staging names, which ``AtomicFile/removeStaleStaging(near:)`` and relocate's recovery handle.
+enum StorePlacement {
+    static func place(staged: URL, at destination: URL, backend: any StoreBackend, replacing existing: (any StoreBackend)?) throws {
+        guard backend.capabilities.contains(.persistent) else {
+            // No files: a store lives in the process; swap it under the backend's own lock.
+            if let existing { try existing.destroyStore(at: destination) }
+            try backend.copyStore(from: staged, to: destination)
+            try backend.destroyStore(at: staged)
+            return
+        }
+        let stagedFiles = backend.ownedFiles(ofStoreAt: staged)
+        guard !stagedFiles.isEmpty else {
+            throw StoreError.io(staged, operation: "placing the new store", reason: "the staged store has no files")
+        }
+        var aside: [URL] = []
+        if let existing {
+            let trashPrefix = AtomicFile.stagingURL(for: destination).lastPathComponent + "-old"
+            for f in existing.ownedFiles(ofStoreAt: destination) where f.deletingLastPathComponent().standardizedFileURL == destination.deletingLastPathComponent().standardizedFileURL {
+                let target = f.deletingLastPathComponent().appendingPathComponent(trashPrefix + "-" + f.lastPathComponent)
+                try AtomicFile.rename(f, to: target)
+                aside.append(target)
+            }
+        }
+        let stagedName = staged.lastPathComponent
+        let finalName = destination.lastPathComponent
+        // Sidecars first, the main file (or directory) last.
+        let ordered = stagedFiles.filter { $0.standardizedFileURL != staged.standardizedFileURL }
+            + stagedFiles.filter { $0.standardizedFileURL == staged.standardizedFileURL }
+        for f in ordered {
+            let name = f.lastPathComponent
+            guard name.hasPrefix(stagedName) else { continue }
+            let target = destination.deletingLastPathComponent().appendingPathComponent(finalName + name.dropFirst(stagedName.count))
+            try AtomicFile.rename(f, to: target)
+        }
+        try AtomicFile.fsyncDirectory(of: destination)
+        for f in aside { try? FileManager.default.removeItem(at: f) }
+    }
+
+    /// Deletes whatever a failed operation staged.
+    static func discard(staged: URL, backend: any StoreBackend) {
+        for f in backend.ownedFiles(ofStoreAt: staged).reversed() { try? FileManager.default.removeItem(at: f) }
+        if !backend.capabilities.contains(.persistent) { try? backend.destroyStore(at: staged) }
+        // Files a backend creates but does not list (a half-created store) share the staging name.
+        AtomicFile.removeStaleStaging(near: staged, exactName: staged.lastPathComponent)
+    }
+}

@@ -1,0 +1,153 @@
+import Foundation
+
+/// Progress of a long store operation.
+public struct TransferProgress: Sendable, Hashable {
+    /// Records written so far.
+    public var recordsDone: Int
+    /// Records to write in all, when known.
+    public var recordsTotal: Int?
+    /// The entity being copied.
+    public var entity: String?
+
+    /// Creates a progress value.
+    public init(recordsDone: Int, recordsTotal: Int?, entity: String?) {
+        self.recordsDone = recordsDone
+        self.recordsTotal = recordsTotal
+        self.entity = entity
+    }
+}
+
+/// Called with progress; throw (any error) to cancel — the operation then removes everything it staged.
+public typealias ProgressHandler = (TransferProgress) throws -> Void
+
+/// The streaming transfer engine: copies a whole store — records with their primary keys and global IDs,
+/// relationships and their order, history, metadata — into another store, of the same type or not, in bounded
+/// memory.
+///
+/// Records travel in pages of ``batchSize``: each page is read with ``PersistentStore/scan(entity:after:limit:)``
+/// (or streamed from an atomic backend's file) and written with one ``PersistentStore/save(_:)``. An atomic
+/// destination is written once, streaming, instead of once per page.
+public struct StoreTransfer {
+    /// Records per page.
+    public var batchSize: Int
+    /// Called after every page.
+    public var progress: ProgressHandler?
+
+    /// Creates a transfer.
+    public init(batchSize: Int = 5_000, progress: ProgressHandler? = nil) {
+        self.batchSize = max(1, batchSize)
+        self.progress = progress
+    }
+
+    /// Copies every record and history transaction of `source` into the empty store `destination`.
+    public func copy(from source: any PersistentStore, to destination: any PersistentStore) throws {
+        let schema = source.metadata.schema
+        let total = progress == nil ? nil : try Self.countRecords(source)
+        var done = 0
+        for entity in schema.entities where !entity.isAbstract {
+            var after: Int64?
+            while true {
+                let page = try source.scan(entity: entity.name, after: after, limit: batchSize)
+                if page.isEmpty { break }
+                try destination.save(StoreChanges(inserted: page))
+                done += page.count
+                try report(done, total, entity.name)
+                guard page.count == batchSize, let last = page.last else { break }
+                after = last.primaryKey
+            }
+        }
+        try copyHistory(from: source, to: destination)
+    }
+
+    /// Copies from an atomic backend's file, streaming it instead of loading it whole.
+    public func copy(streamingFrom url: URL, of backend: any AtomicStoreBackend, to destination: any PersistentStore) throws {
+        var page: [Record] = []
+        var history: [HistoryTransaction] = []
+        var done = 0
+        try backend.readStore(at: url) { element in
+            switch element {
+            case .metadata: break
+            case .record(let r):
+                page.append(r)
+                if page.count >= batchSize {
+                    try destination.save(StoreChanges(inserted: page))
+                    done += page.count
+                    try report(done, nil, r.entity)
+                    page.removeAll(keepingCapacity: true)
+                }
+            case .history(let t):
+                history.append(t)
+            }
+        }
+        if !page.isEmpty {
+            try destination.save(StoreChanges(inserted: page))
+            done += page.count
+            try report(done, done, nil)
+        }
+        if !history.isEmpty { try destination.save(StoreChanges(history: history)) }
+    }
+
+    /// Writes `source` as one atomic file at `url` (a staging path) with `backend`.
+    public func write(_ source: any PersistentStore, metadata: StoreMetadata, as backend: any AtomicStoreBackend, to url: URL) throws {
+        let contents = PagedContents(source: source, metadata: metadata, batchSize: batchSize, transfer: self,
+                                     total: progress == nil ? nil : try Self.countRecords(source))
+        try backend.writeStore(contents, to: url)
+    }
+
+    func copyHistory(from source: any PersistentStore, to destination: any PersistentStore) throws {
+        var after: Int64?
+        while true {
+            let page = try source.history(after: after)
+            guard let last = page.last else { break }
+            // History arrives in token order; write it in pages so a long history stays in bounded memory.
+            for chunk in stride(from: 0, to: page.count, by: batchSize) {
+                try destination.save(StoreChanges(history: Array(page[chunk..<min(chunk + batchSize, page.count)])))
+            }
+            after = last.token
+            if page.count < batchSize { break }
+        }
+    }
+
+    fileprivate func report(_ done: Int, _ total: Int?, _ entity: String?) throws {
+        guard let progress else { return }
+        do { try progress(TransferProgress(recordsDone: done, recordsTotal: total, entity: entity)) } catch {
+            throw StoreError.cancelled
+        }
+    }
+
+    /// The number of records in a store (sub-entities counted once).
+    public static func countRecords(_ store: any PersistentStore) throws -> Int {
+        try store.metadata.schema.entities.filter { !$0.isAbstract }.reduce(0) { n, e in
+            n + (try store.count(FetchRequest(entity: e.name, includesSubentities: false)))
+        }
+    }
+}
+
+/// A source store presented as ``AtomicStoreContents``, read page by page while the destination writes.
+private struct PagedContents: AtomicStoreContents, @unchecked Sendable {
+    // @unchecked: the transfer (and its progress closure) is used only on the writing thread, synchronously.
+    let source: any PersistentStore
+    let metadata: StoreMetadata
+    let batchSize: Int
+    let transfer: StoreTransfer
+    let total: Int?
+
+    func forEachRecord(_ body: (Record) throws -> Void) throws {
+        var done = 0
+        for entity in metadata.schema.entities where !entity.isAbstract {
+            var after: Int64?
+            while true {
+                let page = try source.scan(entity: entity.name, after: after, limit: batchSize)
+                for r in page { try body(r) }
+                done += page.count
+                if !page.isEmpty { try transfer.report(done, total, entity.name) }
+                guard page.count == batchSize, let last = page.last else { break }
+                after = last.primaryKey
+            }
+        }
+    }
+
+    func forEachHistoryTransaction(_ body: (HistoryTransaction) throws -> Void) throws {
+        for t in try source.history(after: nil) { try body(t) }
+    }
+}

@@ -1,0 +1,189 @@
+import Foundation
+import StoreAPI
+import Testing
+
+/// The published conformance suite: the behaviour every backend must show, run against your backend with one call.
+///
+/// Add `StoreConformance` to your test target and run every group your backend supports:
+///
+/// ```swift
+/// import StoreConformance
+/// import Testing
+///
+/// @Suite struct MyBackendConformance {
+///     static let suite = ConformanceSuite(backend: MyBackend())
+///
+///     @Test(arguments: suite.groups)
+///     func conformance(_ group: ConformanceGroup) throws {
+///         try Self.suite.run(group)
+///     }
+/// }
+/// ```
+///
+/// Groups are gated by the backend's ``BackendCapabilities`` (as Level's `supports` manifest gates its suite):
+/// a backend that does not declare ``BackendCapabilities/persistent`` skips the reopen-from-disk checks, one without
+/// ``BackendCapabilities/history`` skips history, and so on. Every check creates its own temporary directory and
+/// removes it afterwards.
+public struct ConformanceSuite: Sendable {
+    /// The backend under test.
+    public let backend: any StoreBackend
+    /// Other backends to run migrate and replace round trips with (the built-in ones, usually).
+    public let peers: [any StoreBackend]
+    /// A registry holding the backend and its peers; checks never touch ``BackendRegistry/shared``.
+    public let registry: BackendRegistry
+
+    /// Creates a suite for `backend`, with `peers` for cross-backend round trips.
+    public init(backend: any StoreBackend, peers: [any StoreBackend] = []) {
+        self.backend = backend
+        self.peers = peers.filter { $0.typeIdentifier != backend.typeIdentifier }
+        self.registry = BackendRegistry(backends: [InMemoryBackend(), backend] + peers)
+    }
+
+    /// The groups this backend supports, in a sensible order.
+    public var groups: [ConformanceGroup] {
+        ConformanceGroup.allCases.filter { $0.isSupported(by: backend.capabilities) }
+    }
+
+    /// Runs one group. A group the backend does not support is reported as a test issue, so a wrong manifest is
+    /// noticed instead of passing silently.
+    public func run(_ group: ConformanceGroup) throws {
+        guard group.isSupported(by: backend.capabilities) else {
+            Issue.record("\(backend.typeIdentifier) does not declare what \(group) needs; leave it out of the arguments")
+            return
+        }
+        let harness = try Harness(suite: self)
+        defer { harness.cleanUp() }
+        switch group {
+        case .metadata: try checkMetadata(harness)
+        case .sniffing: try checkSniffing(harness)
+        case .ownedFilesAndDestroy: try checkOwnedFilesAndDestroy(harness)
+        case .attributeValues: try checkAttributeValues(harness)
+        case .relationships: try checkRelationships(harness)
+        case .deleteRules: try checkDeleteRules(harness)
+        case .uniqueness: try checkUniqueness(harness)
+        case .fetching: try checkFetching(harness)
+        case .persistence: try checkPersistence(harness)
+        case .atomicSave: try checkAtomicSave(harness)
+        case .history: try checkHistory(harness)
+        case .schemaCompatibility: try checkSchemaCompatibility(harness)
+        case .badInput: try checkBadInput(harness)
+        case .readOnly: try checkReadOnly(harness)
+        case .concurrentReaders: try checkConcurrentReaders(harness)
+        }
+    }
+
+    /// Runs every supported group.
+    public func runAll() throws {
+        for g in groups { try run(g) }
+    }
+}
+
+/// A group of conformance checks.
+public enum ConformanceGroup: String, CaseIterable, Sendable, CustomStringConvertible {
+    /// Metadata is written on create, readable without opening, writable in place; the store UUID is kept.
+    case metadata
+    /// `sniff` tells missing, garbage, foreign and own paths apart without writing anything.
+    case sniffing
+    /// `ownedFiles` lists every file; destroy removes exactly those and refuses what is not a store.
+    case ownedFilesAndDestroy
+    /// Every attribute type round-trips with edge values (Int64 min/max, NaN, ±∞, −0, NUL and non-ASCII strings,
+    /// distant dates, empty and 1 MiB blobs, nil vs default).
+    case attributeValues
+    /// Every relationship kind keeps both sides, order and inheritance.
+    case relationships
+    /// Cascade, nullify, deny and no-action rules.
+    case deleteRules
+    /// Single and compound uniqueness constraints, nil values, pending and stored conflicts.
+    case uniqueness
+    /// Predicates, sorting, offset, limit and count match the reference evaluator.
+    case fetching
+    /// Everything survives closing and reopening the store.
+    case persistence
+    /// A failing save writes nothing.
+    case atomicSave
+    /// History transactions: tokens, authors, changed keys, tombstones, reading since a token.
+    case history
+    /// A store refuses a schema with other version hashes, and is left untouched.
+    case schemaCompatibility
+    /// Garbage, truncated files and unusable directories get typed errors and nothing is written.
+    case badInput
+    /// A read-only description never writes.
+    case readOnly
+    /// Readers on other threads see consistent data while a writer saves.
+    case concurrentReaders
+
+    public var description: String { rawValue }
+
+    /// Whether a backend with `capabilities` can run the group.
+    public func isSupported(by capabilities: BackendCapabilities) -> Bool {
+        switch self {
+        case .persistence, .sniffing, .badInput, .ownedFilesAndDestroy: capabilities.contains(.persistent)
+        case .history: capabilities.contains(.history)
+        case .atomicSave: capabilities.contains(.transactions)
+        default: true
+        }
+    }
+}
+
+/// What a check works with: a temporary directory and helpers to make stores in it.
+struct Harness {
+    let suite: ConformanceSuite
+    let directory: URL
+    let schema: Schema
+    private let created = CreatedStores()
+
+    /// Store URLs handed out, so named in-memory stores can be dropped afterwards.
+    final class CreatedStores: @unchecked Sendable {
+        private let lock = NSLock()
+        private var urls: [URL] = []
+        func add(_ url: URL) { lock.withLock { urls.append(url) } }
+        var all: [URL] { lock.withLock { urls } }
+    }
+
+    init(suite: ConformanceSuite) throws {
+        self.suite = suite
+        self.schema = try ConformanceSchema.make()
+        directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("storeapi-conformance-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    var backend: any StoreBackend { suite.backend }
+    var isPersistent: Bool { backend.capabilities.contains(.persistent) }
+
+    /// A path for a new store of the backend under test.
+    func storeURL(_ name: String = "store") -> URL {
+        let url = directory.appendingPathComponent(name + "." + (backend.fileExtensions.first ?? "store"))
+        created.add(url)
+        return url
+    }
+
+    func description(_ url: URL, options: StoreOptions = StoreOptions(), configuration: String? = nil) -> StoreDescription {
+        StoreDescription(url: url, type: backend.typeIdentifier, configuration: configuration, options: options)
+    }
+
+    /// A coordinator with one store of the backend under test at `url`.
+    func coordinator(_ url: URL, options: StoreOptions = StoreOptions(), schema: Schema? = nil) throws -> (StoreCoordinator, LoadedStore) {
+        let c = StoreCoordinator(schema: schema ?? self.schema, registry: suite.registry)
+        let s = try c.addStore(description(url, options: options))
+        return (c, s)
+    }
+
+    /// Closes every store of a coordinator (so a reopen really reads from the backend).
+    func close(_ coordinator: StoreCoordinator) throws {
+        for s in coordinator.stores { try coordinator.removeStore(s) }
+    }
+
+    /// Names of the entries in the temporary directory, for before/after comparisons.
+    func listing() -> [String] {
+        (try? FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()) ?? []
+    }
+
+    func cleanUp() {
+        try? FileManager.default.removeItem(at: directory)
+        // Named in-memory stores live in the process; drop the ones this check made.
+        if !isPersistent {
+            for url in created.all { try? backend.destroyStore(at: url) }
+        }
+    }
+}

@@ -1,0 +1,245 @@
+import CLibXML2
+import Foundation
+import StoreAPI
+
+/// Initialises libxml2 once per process, before any thread uses it (`xmlInitParser` is not itself thread-safe).
+enum LibXML {
+    private static let initialized: Bool = {
+        xmlInitParser()
+        return true
+    }()
+
+    static func initialize() { _ = initialized }
+}
+
+/// The parser options every XML store read uses, and why each dangerous one is absent.
+///
+/// - `XML_PARSE_NONET`: never fetch anything over the network.
+/// - no `XML_PARSE_NOENT`: entity references are not substituted, so an external entity is never read and an
+///   entity bomb is never expanded (libxml2 also refuses entity loops and amplification on its own).
+/// - no `XML_PARSE_DTDLOAD` / `DTDATTR` / `DTDVALID`: the DTD named in the DOCTYPE is never loaded.
+/// - no `XML_PARSE_HUGE`: libxml2 keeps its limits on text node size, name length and nesting depth.
+private let secureParseOptions = Int32(XML_PARSE_NONET.rawValue)
+
+/// Captures libxml2's errors for one reader so nothing is printed and the first error can be reported.
+final class LibXMLErrorSink {
+    var message: String?
+    var line: Int = 0
+
+    func record(_ error: UnsafePointer<xmlError>) {
+        let e = error.pointee
+        guard e.level.rawValue >= XML_ERR_ERROR.rawValue, message == nil else { return }
+        let text = e.message.map { String(cString: $0) } ?? "error \(e.code)"
+        message = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        line = Int(e.line)
+    }
+}
+
+private let structuredErrorHandler: xmlStructuredErrorFunc = { context, error in
+    guard let context, let error else { return }
+    Unmanaged<LibXMLErrorSink>.fromOpaque(context).takeUnretainedValue().record(error)
+}
+
+/// A pull reader over libxml2's `xmlTextReader`: one node at a time, never a tree of the document.
+///
+/// Every failure is ``StoreError/corruptStore(_:reason:)`` naming the file and line. The reader enforces
+/// ``XMLStoreFormat/maxDepth`` itself and refuses entity references, so a hostile document fails fast.
+final class LibXMLReader {
+    /// libxml2 node types (`xmlReaderTypes`).
+    enum NodeType: Int32 {
+        case none = 0, element = 1, attribute = 2, text = 3, cdata = 4, entityReference = 5, entity = 6
+        case processingInstruction = 7, comment = 8, document = 9, documentType = 10, documentFragment = 11
+        case notation = 12, whitespace = 13, significantWhitespace = 14, endElement = 15, endEntity = 16
+        case xmlDeclaration = 17
+    }
+
+    let url: URL
+    private let reader: OpaquePointer
+    private let sink = LibXMLErrorSink()
+    private var memory: UnsafeMutableBufferPointer<CChar>?
+    private var textBuffer: [UInt8] = []
+
+    /// Opens `url` for reading.
+    init(fileAt url: URL) throws {
+        LibXML.initialize()
+        self.url = url
+        guard let r = xmlReaderForFile(url.path, nil, secureParseOptions) else {
+            throw StoreError.corruptStore(url, reason: "cannot open the file for XML reading")
+        }
+        reader = r
+        xmlTextReaderSetStructuredErrorHandler(r, structuredErrorHandler, Unmanaged.passUnretained(sink).toOpaque())
+    }
+
+    /// Reads XML from `bytes` (kept by the reader); `url` names the source in errors.
+    init(bytes: some Collection<UInt8>, url: URL) throws {
+        LibXML.initialize()
+        self.url = url
+        let buffer = UnsafeMutableBufferPointer<CChar>.allocate(capacity: max(bytes.count, 1))
+        var i = 0
+        for b in bytes { buffer[i] = CChar(bitPattern: b); i += 1 }
+        guard let base = buffer.baseAddress,
+              let r = xmlReaderForMemory(base, Int32(clamping: bytes.count), url.path, nil, secureParseOptions)
+        else {
+            buffer.deallocate()
+            throw StoreError.corruptStore(url, reason: "cannot start an XML reader")
+        }
+        memory = buffer
+        reader = r
+        xmlTextReaderSetStructuredErrorHandler(r, structuredErrorHandler, Unmanaged.passUnretained(sink).toOpaque())
+    }
+
+    deinit {
+        xmlFreeTextReader(reader)
+        memory?.deallocate()
+    }
+
+    // MARK: Position
+
+    /// Advances to the next node. Returns `false` at the end of the document.
+    func read() throws -> Bool {
+        let rc = xmlTextReaderRead(reader)
+        if rc == 1 { return true }
+        if rc == 0 {
+            if let message = sink.message { throw corrupt(message, line: sink.line) }
+            return false
+        }
+        throw corrupt(sink.message ?? "malformed XML", line: sink.message == nil ? line : sink.line)
+    }
+
+    var nodeType: NodeType { NodeType(rawValue: xmlTextReaderNodeType(reader)) ?? .none }
+    var depth: Int { Int(xmlTextReaderDepth(reader)) }
+    var isEmptyElement: Bool { xmlTextReaderIsEmptyElement(reader) == 1 }
+    /// The line of the current node; the parser's position when the node's own line is unknown or past the
+    /// 65535 libxml2 stores per node.
+    var line: Int {
+        if let node = xmlTextReaderCurrentNode(reader) {
+            let l = Int(xmlGetLineNo(node))
+            if l > 0 && l < 65535 { return l }
+        }
+        return Int(xmlTextReaderGetParserLineNumber(reader))
+    }
+
+    /// The current node's name, interned in the reader's dictionary (compare with ``intern(_:)`` results).
+    var namePointer: UnsafePointer<xmlChar>? { xmlTextReaderConstName(reader) }
+
+    /// The current node's name as a string.
+    var name: String { namePointer.map { String(cString: $0) } ?? "" }
+
+    /// `name` interned in the reader's dictionary: element names compare equal to it by pointer.
+    func intern(_ name: String) -> UnsafePointer<xmlChar>? {
+        name.withCString { p in
+            p.withMemoryRebound(to: xmlChar.self, capacity: name.utf8.count + 1) { xmlTextReaderConstString(reader, $0) }
+        }
+    }
+
+    /// The value of the current element's attribute `name`.
+    func attribute(_ name: String) -> String? {
+        let found = name.withCString { p in
+            p.withMemoryRebound(to: xmlChar.self, capacity: name.utf8.count + 1) { xmlTextReaderMoveToAttribute(reader, $0) }
+        }
+        guard found == 1 else { return nil }
+        defer { xmlTextReaderMoveToElement(reader) }
+        guard let v = xmlTextReaderConstValue(reader) else { return "" }
+        return String(cString: v)
+    }
+
+    /// A ``StoreError/corruptStore(_:reason:)`` for the current position.
+    func corrupt(_ reason: String, line: Int? = nil) -> StoreError {
+        let l = line ?? self.line
+        return StoreError.corruptStore(url, reason: l > 0 ? "line \(l): \(reason)" : reason)
+    }
+
+    // MARK: Structure
+
+    /// Moves to the first element of the document (the root), refusing anything else but the prologue.
+    /// Returns `false` for a document without elements.
+    func moveToRoot() throws -> Bool {
+        while try read() {
+            switch nodeType {
+            case .element:
+                return true
+            case .documentType, .comment, .processingInstruction, .whitespace, .significantWhitespace, .xmlDeclaration:
+                continue
+            default:
+                throw corrupt("unexpected content before the root element")
+            }
+        }
+        return false
+    }
+
+    /// Moves to the next child element of the element at `parentDepth`, skipping whitespace and comments.
+    /// Returns `false` on reaching the parent's end tag. Call only when the parent is not an empty element.
+    func nextChildElement(parentDepth: Int) throws -> Bool {
+        while true {
+            guard try read() else { throw corrupt("the file ends before its last element is closed (truncated?)") }
+            switch nodeType {
+            case .element:
+                if depth > XMLStoreFormat.maxDepth {
+                    throw corrupt("elements nested deeper than \(XMLStoreFormat.maxDepth) levels")
+                }
+                return true
+            case .endElement:
+                if depth <= parentDepth { return false }
+            case .whitespace, .significantWhitespace, .comment, .processingInstruction:
+                continue
+            case .text, .cdata:
+                throw corrupt("unexpected text between elements")
+            case .entityReference, .entity, .endEntity:
+                throw corrupt("entity references are not allowed in stores ('&\(name);')")
+            default:
+                throw corrupt("unexpected \(nodeType) node")
+            }
+        }
+    }
+
+    /// Skips the current element and everything inside it.
+    func skipElement() throws {
+        guard !isEmptyElement else { return }
+        let d = depth
+        while try read() {
+            if nodeType == .element && depth > XMLStoreFormat.maxDepth {
+                throw corrupt("elements nested deeper than \(XMLStoreFormat.maxDepth) levels")
+            }
+            if nodeType == .entityReference { throw corrupt("entity references are not allowed in stores ('&\(name);')") }
+            if nodeType == .endElement && depth == d { return }
+        }
+        throw corrupt("the file ends inside <\(name)> (truncated?)")
+    }
+
+    /// The text content of the current element (which must contain only text), pieces split by comments joined.
+    func readText() throws -> String {
+        guard !isEmptyElement else { return "" }
+        let d = depth
+        let element = name
+        textBuffer.removeAll(keepingCapacity: true)
+        while try read() {
+            switch nodeType {
+            case .text, .cdata, .whitespace, .significantWhitespace:
+                if let v = xmlTextReaderConstValue(reader) {
+                    textBuffer.append(contentsOf: UnsafeBufferPointer(start: v, count: strlen(UnsafeRawPointer(v).assumingMemoryBound(to: CChar.self))))
+                }
+            case .comment, .processingInstruction:
+                continue
+            case .endElement where depth == d:
+                return String(decoding: textBuffer, as: UTF8.self)
+            case .element:
+                throw corrupt("unexpected element <\(name)> inside <\(element)>")
+            case .entityReference, .entity, .endEntity:
+                throw corrupt("entity references are not allowed in stores ('&\(name);')")
+            default:
+                throw corrupt("unexpected \(nodeType) node inside <\(element)>")
+            }
+        }
+        throw corrupt("the file ends inside <\(element)> (truncated?)")
+    }
+
+    /// After the root element closed: refuses anything but comments and whitespace up to the end.
+    func expectEnd() throws {
+        while try read() {
+            switch nodeType {
+            case .whitespace, .significantWhitespace, .comment, .processingInstruction: continue
+            default: throw corrupt("unexpected content after the root element")
+            }
+        }
+    }
+}

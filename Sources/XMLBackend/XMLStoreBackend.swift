@@ -1,0 +1,73 @@
+import Foundation
+import StoreAPI
+
+/// The XML store type (`xml`): an atomic store in Core Data's XML store layout (see ``XMLStoreFormat``).
+///
+/// The whole file is read into memory when the store opens and rewritten on every save — staged, fsynced and
+/// renamed over the old file by the framework — so queries run in memory and a crash never leaves a partial file.
+/// Files are read and written by streaming through libxml2 (`xmlTextReader`, `xmlTextWriter`); no document tree
+/// is ever built. Reading is hardened: no entity substitution, no DTD or network loading, libxml2's size limits
+/// left on, nesting capped at ``XMLStoreFormat/maxDepth``, and every problem reported as
+/// ``StoreError/corruptStore(_:reason:)`` with its line number.
+///
+/// Stores written by Core Data (`NSXMLStoreType`) open too: their schema, primary keys and global IDs are inferred
+/// from the file, the same way every time (see ``CoreDataSchemaInference``); saving rewrites them in this
+/// framework's layout.
+///
+/// ```swift
+/// let registry = BackendRegistry()
+/// registry.register(XMLStoreBackend())
+/// ```
+public struct XMLStoreBackend: AtomicStoreBackend {
+    /// The type identifier, `xml`.
+    public static let typeIdentifier = "xml"
+
+    /// Creates the backend. It holds no state.
+    public init() {}
+
+    public var typeIdentifier: String { Self.typeIdentifier }
+    public var fileExtensions: [String] { ["xml", "storexml"] }
+    public var capabilities: BackendCapabilities {
+        [.persistent, .transactions, .history, .orderedRelationships, .fastCopy, .atomic]
+    }
+
+    /// Reads at most ``XMLStoreFormat/sniffBytes`` bytes: a `database` root element is a store (ours or Core
+    /// Data's); other well-formed XML is ``SniffResult/foreign(_:)``; anything else, ``SniffResult/none``.
+    public func sniff(_ url: URL) -> SniffResult {
+        var st = stat()
+        guard stat(url.path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, st.st_size > 0,
+              let handle = try? FileHandle(forReadingFrom: url)
+        else { return .none }
+        defer { try? handle.close() }
+        guard let prefix = try? handle.read(upToCount: XMLStoreFormat.sniffBytes), !prefix.isEmpty else { return .none }
+        // Quick refusal of binary files: XML starts with `<`, after an optional byte-order mark and whitespace
+        // (UTF-16 files start with a BOM or a NUL byte next to the `<`).
+        guard let first = prefix.first(where: { !($0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09) }),
+              first == UInt8(ascii: "<") || first == 0xEF || first == 0xFE || first == 0xFF || first == 0x00
+        else { return .none }
+        guard let reader = try? LibXMLReader(bytes: prefix, url: url),
+              let found = try? reader.moveToRoot(), found
+        else { return .none }
+        return reader.name == "database" ? .store : .foreign("XML document, but not a store")
+    }
+
+    public func readStore(at url: URL, _ body: (AtomicStoreElement) throws -> Void) throws {
+        try XMLStoreReader(url: url).read(body)
+    }
+
+    public func writeStore(_ contents: any AtomicStoreContents, to url: URL) throws {
+        try XMLStoreWriter(url: url).write(contents)
+    }
+
+    /// Reads the whole file as a load would and reports what is wrong with it (empty when it loads).
+    public func checkIntegrity(at url: URL) throws -> [String] {
+        guard FileManager.default.fileExists(atPath: url.path) else { throw StoreError.storeNotFound(url) }
+        do {
+            try readStore(at: url) { _ in }
+        } catch let error as StoreError {
+            if case .corruptStore = error { return [error.description] }
+            throw error
+        }
+        return []
+    }
+}

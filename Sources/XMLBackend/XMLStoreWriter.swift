@@ -1,0 +1,205 @@
+import Foundation
+import StoreAPI
+
+/// Writes a whole store in the layout of ``XMLStoreFormat``, streaming records through libxml2's writer.
+///
+/// Before writing, one pass over the records gives each a document id (`z1`, `z2`, … in write order) so that
+/// `idrefs` can name records written later. Everything the writer is handed is checked against the schema — a
+/// value of the wrong type or a relationship of the wrong kind fails the save, because writing it would produce a
+/// file that cannot be read back.
+struct XMLStoreWriter {
+    let url: URL
+
+    /// What the writer needs per entity, computed once per write.
+    private struct EntityPlan {
+        let entity: Entity
+        let rootIndex: Int
+        let typeNames: [String]
+        let cardinalities: [String]
+        let destinationRoots: [Int]
+    }
+
+    func write(_ contents: any AtomicStoreContents) throws {
+        let metadata = contents.metadata
+        let schema = metadata.schema
+        try Self.checkNames(in: schema)
+        let plans = try Self.plans(for: schema)
+
+        // Document ids, per hierarchy root and primary key.
+        var ids = [[Int64: Int]](repeating: [:], count: schema.rootEntities.count)
+        var nextID = 1
+        try contents.forEachRecord { r in
+            guard let plan = plans[r.entity] else { throw StoreError.unknownEntity(r.entity) }
+            guard ids[plan.rootIndex].updateValue(nextID, forKey: r.primaryKey) == nil else {
+                throw StoreError.io(url, operation: "writing \(r.key)", reason: "two records share primary key \(r.primaryKey) in \(plan.entity.rootName)")
+            }
+            nextID += 1
+        }
+
+        let w = try LibXMLWriter(creating: url)
+        try w.startDocument()
+        try w.doctype("database", systemID: XMLStoreFormat.dtdSystemID)
+        try w.startElement("database")
+        try writeDatabaseInfo(w, metadata: metadata, nextObjectID: nextID)
+
+        var plan: EntityPlan?
+        try contents.forEachRecord { r in
+            if plan?.entity.name != r.entity { plan = plans[r.entity] }
+            guard let plan else { throw StoreError.unknownEntity(r.entity) }
+            try writeObject(r, plan: plan, ids: ids, writer: w)
+        }
+
+        var wroteHistoryStart = false
+        try contents.forEachHistoryTransaction { t in
+            if !wroteHistoryStart {
+                try w.startElement("history")
+                wroteHistoryStart = true
+            }
+            try XMLHistoryCoding.write(t, to: w)
+        }
+        if wroteHistoryStart { try w.endElement(container: true) }
+        try w.endElement(container: true)
+        try w.finish()
+    }
+
+    private func writeDatabaseInfo(_ w: LibXMLWriter, metadata: StoreMetadata, nextObjectID: Int) throws {
+        try w.startElement("databaseInfo")
+        try Self.textElement(w, "version", XMLStoreFormat.coreDataVersion)
+        try Self.textElement(w, "UUID", metadata.storeUUID.uuidString)
+        try Self.textElement(w, "nextObjectID", String(nextObjectID))
+        // A property list as Core Data keeps there, so its readers find the keys they look for.
+        try w.startElement("metadata")
+        try w.startElement("plist")
+        try w.attribute("version", "1.0")
+        try w.startElement("dict")
+        try Self.textElement(w, "key", "NSStoreType")
+        try Self.textElement(w, "string", "XML")
+        try Self.textElement(w, "key", "NSStoreUUID")
+        try Self.textElement(w, "string", metadata.storeUUID.uuidString)
+        try w.endElement(container: true)
+        try w.endElement(container: true)
+        try w.endElement(container: true)
+        let json = String(decoding: try metadata.encoded(), as: UTF8.self)
+        try Self.escapableTextElement(w, "storeMetadata", json, attributes: [
+            ("format", XMLStoreFormat.metadataFormat), ("formatVersion", String(XMLStoreFormat.formatVersion)),
+        ])
+        try w.endElement(container: true)
+    }
+
+    private func writeObject(_ r: Record, plan: EntityPlan, ids: [[Int64: Int]], writer w: LibXMLWriter) throws {
+        let entity = plan.entity
+        guard r.attributes.count == entity.attributes.count, r.relationships.count == entity.relationships.count else {
+            throw StoreError.io(url, operation: "writing \(r.key)", reason: "the record has \(r.attributes.count) attribute and \(r.relationships.count) relationship values; \(entity.name) has \(entity.attributes.count) and \(entity.relationships.count)")
+        }
+        try w.startElement("object")
+        try w.attribute("type", entity.name)
+        try w.attribute("id", "z\(ids[plan.rootIndex][r.primaryKey] ?? 0)")
+        try w.attribute("pk", String(r.primaryKey))
+        try w.attribute("gid", r.globalID.uuidString)
+        for (i, a) in entity.attributes.enumerated() {
+            let value = r.attributes[i]
+            if value.isNull { continue }
+            guard value.fits(a.type) else {
+                throw StoreError.typeMismatch(entity: entity.name, property: a.name, expected: a.type, got: "\(value.type?.rawValue ?? "nil") value \(value)")
+            }
+            try w.startElement("attribute")
+            try w.attribute("name", a.name)
+            try w.attribute("type", plan.typeNames[i])
+            if case .string(let s) = value, XMLTextEscaping.needsEscaping(s) {
+                try w.attribute("enc", "escaped")
+                try w.text(XMLTextEscaping.escape(s))
+            } else {
+                try w.text(XMLValueText.text(for: value))
+            }
+            try w.endElement()
+        }
+        for (i, rel) in entity.relationships.enumerated() {
+            let value = r.relationships[i]
+            switch value {
+            case .toOne where rel.isToMany, .toMany where !rel.isToMany:
+                throw StoreError.invalidRelationshipTarget(entity: entity.name, relationship: rel.name,
+                                                           reason: "record \(r.key) holds a \(rel.isToMany ? "to-one" : "to-many") value")
+            default: break
+            }
+            let keys = value.keys
+            if keys.isEmpty { continue }
+            try w.startElement("relationship")
+            try w.attribute("name", rel.name)
+            try w.attribute("type", plan.cardinalities[i])
+            try w.attribute("destination", rel.destination)
+            let targets = ids[plan.destinationRoots[i]]
+            var idrefs = ""
+            var bytes = 0
+            for k in keys {
+                guard let n = targets[k] else { continue }  // a record that no longer exists: content keeps it
+                if !idrefs.isEmpty { idrefs += " " }
+                idrefs += "z"
+                idrefs += String(n)
+                bytes = idrefs.utf8.count
+                if bytes > XMLStoreFormat.maxIDRefsBytes { break }
+            }
+            if bytes <= XMLStoreFormat.maxIDRefsBytes { try w.attribute("idrefs", idrefs) }
+            var text = ""
+            for k in keys {
+                if !text.isEmpty { text += " " }
+                text += String(k)
+            }
+            try w.text(text)
+            try w.endElement()
+        }
+        try w.endElement(container: true)
+    }
+
+    private static func plans(for schema: Schema) throws -> [String: EntityPlan] {
+        var rootIndex: [String: Int] = [:]
+        for (i, e) in schema.rootEntities.enumerated() { rootIndex[e.name] = i }
+        var plans: [String: EntityPlan] = [:]
+        for e in schema.entities {
+            guard let ri = rootIndex[e.rootName] else { throw StoreError.unknownEntity(e.rootName) }
+            var destinations: [Int] = []
+            for r in e.relationships {
+                let dest = try schema.requireEntity(r.destination)
+                guard let di = rootIndex[dest.rootName] else { throw StoreError.unknownEntity(dest.rootName) }
+                destinations.append(di)
+            }
+            plans[e.name] = EntityPlan(
+                entity: e, rootIndex: ri, typeNames: e.attributes.map { XMLStoreFormat.typeName($0.type) },
+                cardinalities: e.relationships.map(XMLStoreFormat.cardinality), destinationRoots: destinations)
+        }
+        return plans
+    }
+
+    /// Entity and property names go into XML attributes, which cannot carry what XML 1.0 cannot.
+    private static func checkNames(in schema: Schema) throws {
+        for e in schema.entities {
+            try checkName(e.name)
+            for a in e.attributes { try checkName(a.name) }
+            for r in e.relationships { try checkName(r.name) }
+        }
+    }
+
+    static func checkName(_ name: String) throws {
+        if XMLTextEscaping.needsEscaping(name) {
+            throw StoreError.unsupported("XML stores cannot hold the name \(String(reflecting: name)): it contains characters XML 1.0 cannot represent")
+        }
+    }
+
+    static func textElement(_ w: LibXMLWriter, _ name: String, _ text: String) throws {
+        try w.startElement(name)
+        try w.text(text)
+        try w.endElement()
+    }
+
+    /// An element holding `text`, marked `enc="escaped"` and escaped when XML cannot carry it as is.
+    static func escapableTextElement(_ w: LibXMLWriter, _ name: String, _ text: String, attributes: [(String, String)] = []) throws {
+        try w.startElement(name)
+        for (n, v) in attributes { try w.attribute(n, v) }
+        if XMLTextEscaping.needsEscaping(text) {
+            try w.attribute("enc", "escaped")
+            try w.text(XMLTextEscaping.escape(text))
+        } else {
+            try w.text(text)
+        }
+        try w.endElement()
+    }
+}

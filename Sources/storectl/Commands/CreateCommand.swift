@@ -1,0 +1,96 @@
+import ArgumentParser
+import Foundation
+import StoreAPI
+
+struct CreateCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "create",
+        abstract: "Create a new store from a schema, optionally filled from an NDJSON file.",
+        discussion: """
+            The schema is an Xcode model (.xcdatamodeld, .xcdatamodel) or the framework's JSON schema form (see \
+            'storectl schema --json'). The store type comes from the store's extension unless --type names one.
+
+            The store is built beside its destination and moved into place only when it is complete, so a failed \
+            import leaves nothing behind.
+
+            Examples:
+              storectl create library.sqlite --model Library.xcdatamodeld
+              storectl create library.lmdb --model schema.json --import library.ndjson
+              storectl create data.db --type sqlite --model Model.xcdatamodel --metadata owner=alice --metadata version=3
+              storectl create library.sqlite --model Library.xcdatamodeld --force
+            """
+    )
+
+    @Argument(help: "Path of the new store.")
+    var store: String
+
+    @Option(name: [.customLong("model"), .customLong("schema"), .customShort("m")],
+            help: ArgumentHelp("The schema: an Xcode model or a JSON schema file.", valueName: "path"))
+    var model: String
+
+    @Option(name: .long, help: ArgumentHelp("Store type (default: from the store's extension).", valueName: "type"))
+    var type: String?
+
+    @Option(name: .long, help: ArgumentHelp("Hold only this configuration's entities.", valueName: "name"))
+    var configuration: String?
+
+    @Option(name: [.customLong("import"), .customShort("i")],
+            help: ArgumentHelp("Fill the new store from this NDJSON file.", valueName: "file"))
+    var importFile: String?
+
+    @Option(name: .long, parsing: .singleValue,
+            help: ArgumentHelp("Custom metadata key=value (value read as JSON when valid, else a string). Repeatable.",
+                               valueName: "key=value"))
+    var metadata: [String] = []
+
+    @Flag(name: .long, help: "Replace a store that already exists at the path.")
+    var force = false
+
+    @OptionGroup var common: CommonOptions
+
+    func run() throws {
+        try runCommand("create") {
+            let start = Date()
+            let url = URL(fileURLWithPath: store)
+            let schema = try SchemaFiles.load(URL(fileURLWithPath: model))
+            if let configuration { _ = try schema.entities(inConfiguration: configuration) }
+            let backend = try Backends.forNewStore(at: url, type: type, option: "--type")
+            let custom = try MetadataArguments.parse(metadata)
+            if !force, FileManager.default.fileExists(atPath: url.path) || (try? Backends.registry.detectBackend(at: url)) != nil {
+                throw StoreError.storeExists(url)
+            }
+            try AtomicFile.checkDirectory(of: url)
+            let meta = StoreMetadata(storeType: backend.typeIdentifier, schema: schema, configuration: configuration, custom: custom)
+
+            // Build the store in a staging directory beside the destination (a store's own name inside it, so the
+            // backend treats it as any store), then place it with the operations' atomic copy.
+            AtomicFile.removeStaleStaging(near: url)
+            let workspace = URL(fileURLWithPath: AtomicFile.stagingURL(for: url).path + ".d", isDirectory: true)
+            let staged = workspace.appendingPathComponent(url.lastPathComponent)
+            var summary: NDJSONImporter.Summary?
+            defer { try? FileManager.default.removeItem(at: workspace) }
+            do {
+                try FileManager.default.createDirectory(at: workspace, withIntermediateDirectories: false)
+            } catch {
+                throw StoreError.io(workspace, operation: "creating a staging directory", reason: error.localizedDescription)
+            }
+            let store = try backend.open(at: staged, options: StoreOptions(), creating: meta)
+            do {
+                if let importFile {
+                    let bar = ProgressBar("importing", quiet: common.quiet)
+                    defer { bar.finish() }
+                    summary = try ImportCommand.importRecords(from: importFile, into: store, historyAuthor: nil, progress: bar.handler)
+                }
+                try store.close()
+            } catch {
+                try? store.close()
+                throw error
+            }
+            try Backends.operations.copyStore(from: staged, type: backend.typeIdentifier, to: url, type: backend.typeIdentifier,
+                                              options: .init(replacingExisting: force))
+            var line = "created \(url.path) (\(backend.typeIdentifier), \(schema.entities.count) entities, store UUID \(meta.storeUUID.uuidString))"
+            if let summary { line += " with \(Console.count(summary.inserted)) records" }
+            Console.note(line + " in \(Console.seconds(since: start))", quiet: common.quiet)
+        }
+    }
+}

@@ -1,0 +1,159 @@
+import ArgumentParser
+import Foundation
+import StoreAPI
+
+struct InfoCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "info",
+        abstract: "Show a store's type, identity, schema, record counts, metadata and files.",
+        discussion: """
+            Reads the store without writing to it. --json prints the same facts as a JSON object for scripts.
+
+            Examples:
+              storectl info library.sqlite
+              storectl info library.lmdb --json | jq '.entities[] | {name, records}'
+            """
+    )
+
+    @Argument(help: "The store to describe.")
+    var store: String
+
+    @Option(name: .long, help: ArgumentHelp("The store's type, when detection cannot tell.", valueName: "type"))
+    var type: String?
+
+    @Flag(name: .long, help: "Print JSON.")
+    var json = false
+
+    struct Report: Encodable {
+        struct EntityInfo: Encodable {
+            var name: String
+            var parent: String?
+            var abstract: Bool
+            var attributes: Int
+            var relationships: Int
+            /// Records of exactly this entity; for an abstract entity, of its whole hierarchy.
+            var records: Int
+        }
+        struct FileInfo: Encodable {
+            var path: String
+            var size: Int64
+        }
+        var path: String
+        var type: String
+        var storeUUID: String
+        var formatVersion: Int
+        var configuration: String?
+        var syncOptions: SyncOptions?
+        var custom: [String: MetadataValue]
+        var records: Int
+        var historyTransactions: Int
+        var entities: [EntityInfo]
+        var files: [FileInfo]
+        var totalSize: Int64
+    }
+
+    func run() throws {
+        try runCommand("info") {
+            let url = URL(fileURLWithPath: store)
+            let (backend, opened) = try Backends.open(url, type: type, readOnly: true)
+            defer { try? opened.close() }
+            let metadata = opened.metadata
+            let schema = metadata.schema
+            let members = try schema.entities(inConfiguration: metadata.configuration)
+            var own: [String: Int] = [:]
+            for e in members where !e.isAbstract {
+                own[e.name] = try opened.count(FetchRequest(entity: e.name, includesSubentities: false))
+            }
+            let entities = members.map { e in
+                Report.EntityInfo(name: e.name, parent: e.definition.parent, abstract: e.isAbstract,
+                                  attributes: e.attributes.count, relationships: e.relationships.count,
+                                  records: e.isAbstract ? e.hierarchyNames.reduce(0) { $0 + (own[$1] ?? 0) } : own[e.name] ?? 0)
+            }
+            let files = backend.ownedFiles(ofStoreAt: url).map { Report.FileInfo(path: $0.path, size: Self.size(of: $0)) }
+            let report = Report(
+                path: url.path, type: backend.typeIdentifier, storeUUID: metadata.storeUUID.uuidString,
+                formatVersion: metadata.formatVersion, configuration: metadata.configuration, syncOptions: metadata.syncOptions,
+                custom: metadata.custom, records: own.values.reduce(0, +), historyTransactions: try opened.history(after: nil).count,
+                entities: entities, files: files, totalSize: files.reduce(0) { $0 + $1.size })
+            if json { try JSONOutput.print(report) } else { Console.output(Self.text(report)) }
+        }
+    }
+
+    static func text(_ r: Report) -> String {
+        var lines = [
+            "Store:       \(r.path)",
+            "Type:        \(r.type)",
+            "Store UUID:  \(r.storeUUID)",
+            "Format:      version \(r.formatVersion)",
+        ]
+        if let c = r.configuration { lines.append("Configuration: \(c)") }
+        if let s = r.syncOptions { lines.append("Sync:        \(s.remote.absoluteString) (\(s.containerIdentifier), \(s.scope.rawValue))") }
+        lines.append("Records:     \(Console.count(r.records)) in \(r.entities.filter { !$0.abstract }.count) entities")
+        lines.append("History:     \(Console.count(r.historyTransactions)) transactions")
+        lines.append("")
+        lines.append("Entities:")
+        let width = r.entities.map(\.name.count).max() ?? 0
+        for e in r.entities {
+            var line = "  " + e.name.padding(toLength: width, withPad: " ", startingAt: 0)
+            line += "  " + Console.count(e.records).leftPadded(to: 10) + " records"
+            line += "  \(e.attributes) attributes, \(e.relationships) relationships"
+            if e.abstract { line += ", abstract" }
+            if let p = e.parent { line += ", inherits from \(p)" }
+            lines.append(line)
+        }
+        if !r.custom.isEmpty {
+            lines.append("")
+            lines.append("Custom metadata:")
+            for (k, v) in r.custom.sorted(by: { $0.key < $1.key }) { lines.append("  \(k) = \(StoreValueText.metadata(v))") }
+        }
+        lines.append("")
+        lines.append("Files (\(Console.size(r.totalSize)) in all):")
+        for f in r.files { lines.append("  \(f.path)  \(Console.size(f.size))") }
+        return lines.joined(separator: "\n")
+    }
+
+    /// The size of a file, or of everything inside a directory.
+    static func size(of url: URL) -> Int64 {
+        let fm = FileManager.default
+        var isDirectory: ObjCBool = false
+        guard fm.fileExists(atPath: url.path, isDirectory: &isDirectory) else { return 0 }
+        guard isDirectory.boolValue else { return number((try? fm.attributesOfItem(atPath: url.path))?[.size]) }
+        var total: Int64 = 0
+        for name in (try? fm.subpathsOfDirectory(atPath: url.path)) ?? [] {
+            let path = url.appendingPathComponent(name).path
+            if let attributes = try? fm.attributesOfItem(atPath: path), attributes[.type] as? FileAttributeType == .typeRegular {
+                total += number(attributes[.size])
+            }
+        }
+        return total
+    }
+}
+
+extension InfoCommand {
+    /// File sizes arrive as NSNumber or a Swift integer depending on the platform.
+    static func number(_ value: Any?) -> Int64 {
+        switch value {
+        case let n as NSNumber: n.int64Value
+        case let i as Int: Int64(i)
+        case let i as Int64: i
+        case let u as UInt64: Int64(clamping: u)
+        default: 0
+        }
+    }
+}
+
+extension String {
+    func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: " ", count: width - count) + self
+    }
+}
+
+/// Short text forms of values for human-readable output.
+enum StoreValueText {
+    static func metadata(_ v: MetadataValue) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(v), let text = String(data: data, encoding: .utf8) else { return "\(v)" }
+        return text
+    }
+}

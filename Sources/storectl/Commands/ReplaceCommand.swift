@@ -1,0 +1,53 @@
+import ArgumentParser
+import Foundation
+import StoreAPI
+
+struct ReplaceCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "replace",
+        abstract: "Make a store an exact copy of another, atomically (restore a backup).",
+        discussion: """
+            DST becomes the same logical store as SRC: every old file of DST is gone afterwards, SRC is untouched. \
+            The new store is staged and swapped in only when complete; a missing or invalid SRC is an error and \
+            leaves DST as it was. DST keeps its type unless --type names another (SRC's type is used when DST does \
+            not exist yet).
+
+            Examples:
+              storectl replace library.sqlite --with backups/library-2024-05-01.sqlite
+              storectl replace library.sqlite --with library.xml
+            """
+    )
+
+    @Argument(help: "The store to replace.")
+    var destination: String
+
+    @Option(name: .long, help: ArgumentHelp("The store to copy from.", valueName: "src"))
+    var with: String
+
+    @Option(name: .long, help: ArgumentHelp("Destination type (default: DST's current type).", valueName: "type"))
+    var type: String?
+
+    @Option(name: .long, help: ArgumentHelp("Source type (default: detected).", valueName: "type"))
+    var from: String?
+
+    @OptionGroup var transfer: TransferOptions
+    @OptionGroup var common: CommonOptions
+
+    func run() throws {
+        try runCommand("replace") {
+            let start = Date()
+            let dst = URL(fileURLWithPath: destination)
+            let src = URL(fileURLWithPath: with)
+            _ = try Backends.existing(src, type: from)
+            AtomicFile.removeStaleStaging(near: dst)
+            let bar = ProgressBar("replacing", quiet: common.quiet)
+            let metadata: StoreMetadata
+            do {
+                defer { bar.finish() }
+                metadata = try Backends.operations.replaceStore(at: dst, type: type, with: src, type: from,
+                                                                batchSize: transfer.batchSize, progress: bar.handler)
+            }
+            Console.note("replaced \(dst.path) (\(metadata.storeType)) with \(src.path) in \(Console.seconds(since: start))", quiet: common.quiet)
+        }
+    }
+}

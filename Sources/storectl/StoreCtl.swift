@@ -1,0 +1,44 @@
+import ArgumentParser
+import Foundation
+
+/// `storectl`: inspect, convert, copy, import and export persistent stores of every registered type.
+@main
+struct StoreCtl: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "storectl",
+        abstract: "Create, inspect, convert, copy, verify and compare persistent stores (SQLite, LMDB, XML).",
+        discussion: """
+            Store types are detected from the files themselves; a new store's type comes from its file extension \
+            (.sqlite/.sqlite3/.db → sqlite, .lmdb/.mdb → lmdb, .xml/.storexml → xml) unless --type/--to says otherwise.
+
+            Every command that writes a store stages it beside the destination and moves it into place only when it \
+            is complete: a failed or interrupted command leaves the source untouched and no partial destination. \
+            An existing destination is never overwritten without --force, and then it is replaced atomically.
+
+            A progress bar is drawn on standard error when it is a terminal; --quiet silences it and the summaries.
+
+            Exit codes:
+              0   success (diff: the stores are identical; verify: no problems)
+              1   diff: the stores differ; verify: problems were found
+              2   the command failed (the message on standard error says why: missing file, not a store, \
+            existing destination, bad input line, …)
+              64  invalid command-line usage
+              130 interrupted (Ctrl-C); nothing partial is left behind
+
+            Examples:
+              storectl create library.sqlite --model Library.xcdatamodeld --import library.ndjson
+              storectl convert library.sqlite library.lmdb
+              storectl info library.lmdb
+              storectl diff library.sqlite library.lmdb
+
+            Shell completion: storectl --generate-completion-script bash (or zsh, fish), e.g.
+              storectl --generate-completion-script bash > /etc/bash_completion.d/storectl
+            """,
+        version: "1.0.0",
+        subcommands: [
+            CreateCommand.self, ImportCommand.self, ExportCommand.self, InfoCommand.self, SchemaCommand.self,
+            ConvertCommand.self, CopyCommand.self, ReplaceCommand.self, RelocateCommand.self, DestroyCommand.self,
+            VerifyCommand.self, DiffCommand.self,
+        ]
+    )
+}

@@ -1,0 +1,47 @@
+import Foundation
+import LMDBBackend
+import SQLiteBackend
+import StoreAPI
+import XMLBackend
+
+/// The backends storectl knows, registered once in the shared registry.
+enum Backends {
+    static let registry: BackendRegistry = {
+        let registry = BackendRegistry.shared
+        registry.register(SQLiteStoreBackend())
+        registry.register(LMDBStoreBackend())
+        registry.register(XMLStoreBackend())
+        return registry
+    }()
+
+    static var operations: StoreOperations { StoreOperations(registry: registry) }
+
+    /// The persistent types, for help texts and messages.
+    static var typeList: String {
+        registry.typeIdentifiers.filter { $0 != InMemoryBackend.typeIdentifier }.joined(separator: ", ")
+    }
+
+    /// The backend of the existing store at `url` (checked against `type` when given).
+    static func existing(_ url: URL, type: String?) throws -> any StoreBackend {
+        try operations.backend(ofStoreAt: url, type: type)
+    }
+
+    /// The backend a new store at `url` gets: `type`, or the one its extension names.
+    static func forNewStore(at url: URL, type: String?, option: String) throws -> any StoreBackend {
+        if let type { return try registry.backend(for: type) }
+        guard let backend = registry.backend(forExtensionOf: url) else {
+            let ext = url.pathExtension
+            throw CommandFailure(ext.isEmpty
+                ? "\(url.path): cannot tell the store type without a file extension; pass \(option) (\(typeList))"
+                : "\(url.path): no store type uses the extension '.\(ext)'; pass \(option) (\(typeList))")
+        }
+        return backend
+    }
+
+    /// Opens the existing store at `url`.
+    static func open(_ url: URL, type: String?, readOnly: Bool) throws -> (backend: any StoreBackend, store: any PersistentStore) {
+        let backend = try existing(url, type: type)
+        let store = try backend.open(at: url, options: StoreOptions(isReadOnly: readOnly, createIfMissing: false), creating: nil)
+        return (backend, store)
+    }
+}

@@ -1,0 +1,286 @@
+import Foundation
+import StoreAPI
+import Testing
+import XMLBackend
+
+/// A Core Data-style document around `objects`.
+func coreDataDocument(_ objects: String, doctype: String = "", info: String? = nil) -> String {
+    """
+    <?xml version="1.0" standalone="yes"?>
+    \(doctype)
+    <database>
+        <databaseInfo>
+            <version>134481920</version>
+            <UUID>D1E2667A-3268-45DB-8AA0-DF69A046A0F1</UUID>
+            <nextObjectID>10</nextObjectID>
+            <metadata></metadata>\(info ?? "")
+        </databaseInfo>
+    \(objects)
+    </database>
+    """
+}
+
+/// Reads `url` expecting ``StoreError/corruptStore(_:reason:)``; returns the reason.
+@discardableResult
+func expectCorrupt(_ url: URL, _ fragments: [String] = [], sourceLocation: SourceLocation = #_sourceLocation) -> String? {
+    do {
+        try XMLStoreBackend().readStore(at: url) { _ in }
+        Issue.record("reading \(url.lastPathComponent) should fail", sourceLocation: sourceLocation)
+    } catch StoreError.corruptStore(let u, let reason) {
+        #expect(u == url, sourceLocation: sourceLocation)
+        for f in fragments {
+            #expect(reason.contains(f), "reason '\(reason)' should mention '\(f)'", sourceLocation: sourceLocation)
+        }
+        return reason
+    } catch {
+        Issue.record("expected corruptStore, got \(error)", sourceLocation: sourceLocation)
+    }
+    return nil
+}
+
+/// Bad input of every kind is a typed error naming the file and line; nothing hostile is ever followed.
+@Suite struct XMLHostileInputTests {
+    @Test func everyTruncationOfAStoreIsReported() throws {
+        let dir = try TempDirectory()
+        let url = dir.file("full.xml")
+        let schema = try Fixture.schema()
+        let store = try openStore(url, creating: Fixture.metadata(schema))
+        try store.save(StoreChanges(inserted: [
+            Fixture.record(schema, "Author", 1, ["name": "Ann"], ["books": .toMany([2])]),
+            Fixture.record(schema, "Book", 2, ["title": "T\u{1}"], ["author": .toOne(1)]),
+        ], history: [HistoryTransaction(token: HistoryTransaction.assignToken, timestamp: Date(), author: "x", changes: [])]))
+        try store.close()
+        let data = try Data(contentsOf: url)
+        guard let end = data.range(of: Data("</database>".utf8))?.upperBound else {
+            Issue.record("no </database> in the written file")
+            return
+        }
+        let cut = dir.file("cut.xml")
+        for length in stride(from: 0, to: end, by: 41) {
+            try data.prefix(length).write(to: cut)
+            expectCorrupt(cut)
+        }
+        try data.prefix(end - 1).write(to: cut)
+        expectCorrupt(cut, ["line"])
+        // Through the framework too, and the damaged file is left alone.
+        let before = try Data(contentsOf: cut)
+        #expect(throws: StoreError.self) { _ = try openStore(cut) }
+        #expect(try Data(contentsOf: cut) == before)
+    }
+
+    @Test func malformedXMLIsReportedWithItsLine() throws {
+        let dir = try TempDirectory()
+        let url = try dir.write(coreDataDocument("""
+            <object type="A" id="z1">
+                <attribute name="x" type="string">ok</attribute>
+            </objekt>
+            """), to: "malformed.xml")
+        expectCorrupt(url, ["line 12"])
+    }
+
+    @Test func unknownAttributeTypeIsReported() throws {
+        let dir = try TempDirectory()
+        let url = try dir.write(coreDataDocument("""
+            <object type="A" id="z1">
+                <attribute name="x" type="complex">1+2i</attribute>
+            </object>
+            """), to: "type.xml")
+        expectCorrupt(url, ["unknown attribute type 'complex'", "line 11"])
+    }
+
+    @Test func invalidValuesAreReported() throws {
+        let dir = try TempDirectory()
+        for (type, text) in [("int16", "40000"), ("int32", "1.5"), ("bool", "maybe"), ("binary", "!!!"), ("double", "0x1p3"),
+                             ("date", "yesterday"), ("decimal", "12,5"), ("uuid", "not-a-uuid")] {
+            let url = try dir.write(coreDataDocument("""
+                <object type="A" id="z1">
+                    <attribute name="x" type="\(type)">\(text)</attribute>
+                </object>
+                """), to: "value-\(type).xml")
+            expectCorrupt(url, ["is not a valid \(type)", "line 11"])
+        }
+    }
+
+    @Test func danglingIDRefsAreReported() throws {
+        let dir = try TempDirectory()
+        let url = try dir.write(coreDataDocument("""
+            <object type="A" id="z1">
+                <relationship name="b" type="0/0" destination="B" idrefs="z2 z99"></relationship>
+            </object>
+            <object type="B" id="z2"></object>
+            """), to: "dangling.xml")
+        expectCorrupt(url, ["'z99'", "line 11"])
+        // A to-one naming two objects is as wrong.
+        let two = try dir.write(coreDataDocument("""
+            <object type="A" id="z1">
+                <relationship name="b" type="0/1" destination="B" idrefs="z2 z3"></relationship>
+            </object>
+            <object type="B" id="z2"></object>
+            <object type="B" id="z3"></object>
+            """), to: "two.xml")
+        expectCorrupt(two, ["to-one"])
+    }
+
+    @Test func wrongElementOrderIsReported() throws {
+        let dir = try TempDirectory()
+        let objectFirst = try dir.write("""
+            <?xml version="1.0"?>
+            <database>
+                <object type="A" id="z1"></object>
+                <databaseInfo></databaseInfo>
+            </database>
+            """, to: "order1.xml")
+        expectCorrupt(objectFirst, ["<databaseInfo> must come first", "line 3"])
+
+        // In our own layout, objects after the history are refused.
+        let schema = try Fixture.schema()
+        let store = dir.file("ours.xml")
+        let s = try openStore(store, creating: Fixture.metadata(schema))
+        try s.save(StoreChanges(inserted: [Fixture.record(schema, "Tag", 1)], history: [
+            HistoryTransaction(token: HistoryTransaction.assignToken, timestamp: Date(), author: nil, changes: []),
+        ]))
+        try s.close()
+        var text = try String(contentsOf: store, encoding: .utf8)
+        text = text.replacingOccurrences(of: "</database>", with: "<object type=\"Tag\" id=\"z9\" pk=\"9\" gid=\"\(UUID().uuidString)\"></object></database>")
+        let late = try dir.write(text, to: "order2.xml")
+        expectCorrupt(late, ["after <history>"])
+
+        let nested = try dir.write(coreDataDocument("""
+            <object type="A" id="z1"><object type="A" id="z2"></object></object>
+            """), to: "order3.xml")
+        expectCorrupt(nested, ["unexpected <object> in <object>"])
+
+        let stray = try dir.write(coreDataDocument("text between objects"), to: "order4.xml")
+        expectCorrupt(stray, ["unexpected text"])
+    }
+
+    @Test func externalEntitiesAreNeverRead() throws {
+        let dir = try TempDirectory()
+        let secret = "TOP-SECRET-\(UUID().uuidString)"
+        let secretFile = try dir.write(secret, to: "secret.txt")
+        let dtdFile = try dir.write("<!ENTITY leak \"\(secret)\">", to: "leak.dtd")
+        let cases = [
+            // A general entity in element content.
+            coreDataDocument("""
+                <object type="A" id="z1"><attribute name="x" type="string">&xxe;</attribute></object>
+                """, doctype: "<!DOCTYPE database [<!ENTITY xxe SYSTEM \"\(secretFile.absoluteString)\">]>"),
+            // In an attribute value.
+            coreDataDocument("<object type=\"&xxe;\" id=\"z1\"></object>",
+                             doctype: "<!DOCTYPE database [<!ENTITY xxe SYSTEM \"\(secretFile.absoluteString)\">]>"),
+            // A parameter entity pulling in a DTD that defines an entity holding the secret.
+            coreDataDocument("""
+                <object type="A" id="z1"><attribute name="x" type="string">&leak;</attribute></object>
+                """, doctype: "<!DOCTYPE database [<!ENTITY % p SYSTEM \"\(dtdFile.absoluteString)\"> %p;]>"),
+            // An external DTD subset.
+            coreDataDocument("""
+                <object type="A" id="z1"><attribute name="x" type="string">&leak;</attribute></object>
+                """, doctype: "<!DOCTYPE database SYSTEM \"\(dtdFile.absoluteString)\">"),
+        ]
+        for (i, doc) in cases.enumerated() {
+            let url = try dir.write(doc, to: "xxe\(i).xml")
+            var seen: [String] = []
+            do {
+                try XMLStoreBackend().readStore(at: url) { element in seen.append("\(element)") }
+                Issue.record("case \(i): a document with entity references must be refused")
+            } catch let error as StoreError {
+                guard case .corruptStore = error else {
+                    Issue.record("case \(i): expected corruptStore, got \(error)")
+                    continue
+                }
+                #expect(!error.description.contains(secret), "case \(i): the secret leaked into the error")
+            }
+            #expect(!seen.joined().contains(secret), "case \(i): the secret leaked into the records")
+        }
+    }
+
+    @Test func billionLaughsIsRefused() throws {
+        let dir = try TempDirectory()
+        var entities = ["<!ENTITY lol0 \"lollollollollollollollollollol\">"]
+        for i in 1...12 {
+            entities.append("<!ENTITY lol\(i) \"\(String(repeating: "&lol\(i - 1);", count: 10))\">")
+        }
+        let doctype = "<!DOCTYPE database [\n\(entities.joined(separator: "\n"))\n]>"
+        let inContent = try dir.write(coreDataDocument("""
+            <object type="A" id="z1"><attribute name="x" type="string">&lol12;</attribute></object>
+            """, doctype: doctype), to: "laughs1.xml")
+        expectCorrupt(inContent)
+        let inAttribute = try dir.write(coreDataDocument("<object type=\"&lol12;\" id=\"z1\"></object>", doctype: doctype),
+                                        to: "laughs2.xml")
+        expectCorrupt(inAttribute)
+        // A single internal entity is still an entity: stores never contain them.
+        let plain = try dir.write(coreDataDocument("""
+            <object type="A" id="z1"><attribute name="x" type="string">&e;</attribute></object>
+            """, doctype: "<!DOCTYPE database [<!ENTITY e \"x\">]>"), to: "entity.xml")
+        expectCorrupt(plain, ["entity references are not allowed"])
+    }
+
+    @Test func deepNestingIsRefused() throws {
+        let dir = try TempDirectory()
+        let depth = 1_000_000
+        var doc = "<database><databaseInfo></databaseInfo><object type=\"A\" id=\"z1\">"
+        doc += String(repeating: "<a>", count: depth) + String(repeating: "</a>", count: depth)
+        doc += "</object></database>"
+        let url = try dir.write(doc, to: "deep.xml")
+        expectCorrupt(url, ["line 1"])
+        // Deep nesting inside the metadata property list hits our own limit, with its message.
+        let plist = String(repeating: "<array>", count: 100) + String(repeating: "</array>", count: 100)
+        let deepPlist = try dir.write("""
+            <database><databaseInfo><metadata><plist version="1.0">\(plist)</plist></metadata></databaseInfo></database>
+            """, to: "deep-plist.xml")
+        expectCorrupt(deepPlist, ["nested deeper than 64"])
+    }
+
+    @Test func garbageAndWrongRootsAreReported() throws {
+        let dir = try TempDirectory()
+        expectCorrupt(try dir.write("", to: "empty.xml"))
+        expectCorrupt(try dir.write("just text", to: "text.xml"))
+        expectCorrupt(try dir.write("<root><database/></root>", to: "root.xml"), ["<root>"])
+        expectCorrupt(try dir.write("<database/>", to: "bare.xml"), ["no <databaseInfo>"])
+        var binary = Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        binary[0] = UInt8(ascii: "<")
+        let garbage = dir.file("garbage.xml")
+        try binary.write(to: garbage)
+        expectCorrupt(garbage)
+        // Our layout with a broken metadata document.
+        let badMeta = try dir.write(coreDataDocument("", info: "<storeMetadata format=\"storeapi-json\">{not json</storeMetadata>"),
+                                    to: "meta.xml")
+        expectCorrupt(badMeta, ["storeMetadata", "line"])
+        let newer = try dir.write(coreDataDocument("", info: "<storeMetadata formatVersion=\"99\">{}</storeMetadata>"), to: "newer.xml")
+        expectCorrupt(newer, ["format 99"])
+        #expect(throws: StoreError.self) { try XMLStoreBackend().readStore(at: dir.file("missing.xml")) { _ in } }
+    }
+
+    @Test func libxml2PrintsNothing() throws {
+        let dir = try TempDirectory()
+        let files = [
+            try dir.write("<database><databaseInfo></databaseInfo><object type=\"A\" id=\"z1\"></database>", to: "a.xml"),
+            try dir.write(coreDataDocument("<object type=\"&e;\" id=\"z1\"/>", doctype: "<!DOCTYPE database [<!ENTITY e SYSTEM \"file:///nonexistent\">]>"), to: "b.xml"),
+            try dir.write("<database>&undefined;</database>", to: "c.xml"),
+        ]
+        let captured = try captureStandardError {
+            for f in files { _ = try? XMLStoreBackend().readStore(at: f) { _ in } }
+            for f in files { _ = XMLStoreBackend().sniff(f) }
+        }
+        #expect(captured.isEmpty, "libxml2 wrote to stderr: \(captured)")
+    }
+}
+
+/// Runs `body` with file descriptor 2 redirected to a temporary file and returns what was written there.
+func captureStandardError(_ body: () throws -> Void) throws -> String {
+    let dir = try TempDirectory()
+    let path = dir.file("stderr.txt").path
+    fflush(nil)
+    let saved = dup(2)
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    guard saved >= 0, fd >= 0 else { throw StoreError.io(nil, operation: "redirect stderr", reason: "dup/open failed") }
+    dup2(fd, 2)
+    close(fd)
+    defer {
+        fflush(nil)
+        dup2(saved, 2)
+        close(saved)
+    }
+    try body()
+    fflush(nil)
+    return (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+}

@@ -51,6 +51,15 @@ let package = Package(
         .testTarget(name: "SQLiteBackendTests", dependencies: ["StoreAPI", "SQLiteBackend", "StoreConformance", "CSQLite"]),
         .testTarget(name: "LMDBBackendTests", dependencies: ["StoreAPI", "LMDBBackend", "StoreConformance", "CLMDB"]),
         .testTarget(name: "XMLBackendTests", dependencies: ["StoreAPI", "XMLBackend", "StoreConformance"]),
+        // Every backend together: the operations matrix across types, and the storectl binary end to end.
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: ["StoreAPI", "SQLiteBackend", "LMDBBackend", "XMLBackend", "StoreConformance"]
+        ),
+        .testTarget(
+            name: "StorectlTests",
+            dependencies: ["StoreAPI", "SQLiteBackend", "LMDBBackend", "XMLBackend", "storectl"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

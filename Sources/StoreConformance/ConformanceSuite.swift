@@ -69,6 +69,7 @@ public struct ConformanceSuite: Sendable {
         case .badInput: try checkBadInput(harness)
         case .readOnly: try checkReadOnly(harness)
         case .concurrentReaders: try checkConcurrentReaders(harness)
+        case .operations: try checkOperations(harness)
         }
     }
 
@@ -111,6 +112,10 @@ public enum ConformanceGroup: String, CaseIterable, Sendable, CustomStringConver
     case readOnly
     /// Readers on other threads see consistent data while a writer saves.
     case concurrentReaders
+    /// Convert to every peer type and back, replace, migrate through a coordinator, backup while writing and
+    /// restore, relocate (including a resumed one): identities, metadata, history and sync options preserved,
+    /// sources untouched, nothing left behind.
+    case operations
 
     public var description: String { rawValue }
 

@@ -1,11 +1,7 @@
+import Foundation
 import StoreAPI
 import Testing
 
-import struct Foundation.Data
-import struct Foundation.Date
-import struct Foundation.Decimal
-import struct Foundation.URL
-import struct Foundation.UUID
 
 /// Expects the built predicate to equal the parsed string.
 private func same(

@@ -1,11 +1,7 @@
+import Foundation
 import StoreAPI
 import Testing
 
-import struct Foundation.Data
-import struct Foundation.Date
-import struct Foundation.Decimal
-import struct Foundation.URL
-import struct Foundation.UUID
 
 @Suite("FetchPredicate description")
 struct PredicateDescriptionTests {
@@ -118,7 +114,7 @@ struct PredicateGenerator {
         case 5: return .integer16(Int16(truncatingIfNeeded: rng.next()))
         case 6: return .integer32(Int32(truncatingIfNeeded: rng.next()))
         case 7: return .float(Float(bitPattern: UInt32(truncatingIfNeeded: rng.next()) & 0x7F7F_FFFF))
-        case 8: return .decimal(Decimal(Int64(truncatingIfNeeded: rng.next() % 1_000_000)) / 100)
+        case 8: return .decimal(Decimal(string: "\(rng.next() % 1_000_000).\(rng.next() % 100)") ?? 0)
         case 9:
             let seconds = Double(Int64(truncatingIfNeeded: rng.next() % 4_000_000_000_000)) / 1000 - 2e9
             return .date(Date(timeIntervalSinceReferenceDate: seconds))

@@ -1,10 +1,7 @@
+import Foundation
 import StoreAPI
 import Testing
 
-import struct Foundation.Data
-import struct Foundation.Date
-import struct Foundation.Decimal
-import struct Foundation.UUID
 
 /// Runs `body` and checks that it throws a ``StoreError`` the predicate accepts.
 private func expectStoreError(
@@ -105,8 +102,8 @@ struct PredicateEvaluatorTests {
         #expect(try lib.books("'00000000-0000-0000-0000-000000000001' == isbn") == [1])
         #expect(try lib.books("isbn == 'not-a-uuid'") == [])
         #expect(try lib.books("isbn != 'not-a-uuid'") == [1, 2, 3, 4, 5])
-        #expect(try lib.keys("Author", where: Predicate("code == 'e621e1f8-c36c-495a-93fc-0c247a3e6e5f'")) == [1])
-        #expect(try lib.keys("Author", where: Predicate("code IN {'x', 'E621E1F8-C36C-495A-93FC-0C247A3E6E5F'}")) == [1])
+        #expect(try lib.keys("Author", where: FetchPredicate("code == 'e621e1f8-c36c-495a-93fc-0c247a3e6e5f'")) == [1])
+        #expect(try lib.keys("Author", where: FetchPredicate("code IN {'x', 'E621E1F8-C36C-495A-93FC-0C247A3E6E5F'}")) == [1])
         #expect(try lib.books("cover == CAST('AQID', 'binary')") == [1])
         #expect(try lib.books("cover < CAST('AQID', 'binary')") == [2])
         #expect(try lib.books("site == 'https://example.com/dispossessed'") == [1])
@@ -182,9 +179,9 @@ struct PredicateEvaluatorTests {
         #expect(try lib.books("self IN {1, 5}") == [1, 5])
         #expect(try lib.books("#in == 'stock'") == [1])
         #expect(try lib.books("%K == %@", "in", "stock") == [1])
-        #expect(try lib.keys("Author", where: Predicate("books.@count == 0")) == [3])
-        #expect(try lib.keys("Author", where: Predicate("name == nil")) == [3])
-        #expect(try lib.keys("Novel", where: Predicate("genre == 'sf' AND author.name == 'Frank Herbert'")) == [5])
+        #expect(try lib.keys("Author", where: FetchPredicate("books.@count == 0")) == [3])
+        #expect(try lib.keys("Author", where: FetchPredicate("name == nil")) == [3])
+        #expect(try lib.keys("Novel", where: FetchPredicate("genre == 'sf' AND author.name == 'Frank Herbert'")) == [5])
     }
 
     @Test("ANY, ALL and NONE over to-many relationships, including empty ones")
@@ -202,9 +199,9 @@ struct PredicateEvaluatorTests {
         #expect(try lib.books("ANY tags == 3") == [2])
         #expect(try lib.books("ANY tags.name == title") == [])
         #expect(try lib.books("ANY author.books.title == 'Dune'") == [3, 5])
-        #expect(try lib.keys("Author", where: Predicate("ANY books.tags.name == 'fantasy'")) == [1])
-        #expect(try lib.keys("Author", where: Predicate("ALL books.pages > 400")) == [2, 3])
-        #expect(try lib.keys("Tag", where: Predicate("ANY books.author.name == 'Frank Herbert'")) == [1])
+        #expect(try lib.keys("Author", where: FetchPredicate("ANY books.tags.name == 'fantasy'")) == [1])
+        #expect(try lib.keys("Author", where: FetchPredicate("ALL books.pages > 400")) == [2, 3])
+        #expect(try lib.keys("Tag", where: FetchPredicate("ANY books.author.name == 'Frank Herbert'")) == [1])
     }
 
     @Test("IN and CONTAINS over the values a to-many key path reaches")
@@ -217,7 +214,7 @@ struct PredicateEvaluatorTests {
         #expect(try lib.books("1 IN tags") == [1, 3, 5])
         #expect(try lib.books("tags CONTAINS 2") == [1, 2])
         #expect(try lib.books("{183, 412} CONTAINS pages") == [2, 3])
-        #expect(try lib.keys("Author", where: Predicate("'Dune' IN books.title")) == [2])
+        #expect(try lib.keys("Author", where: FetchPredicate("'Dune' IN books.title")) == [2])
     }
 
     @Test("logic, TRUEPREDICATE and FALSEPREDICATE")
@@ -245,26 +242,26 @@ struct PredicateEvaluatorTests {
     @Test("unknown keys throw unknownProperty naming entity and key, even with no records")
     func unknownKeys() throws {
         let ev = lib.evaluator
-        func run(_ entity: String, _ p: Predicate, sort: [SortDescriptor] = []) throws {
+        func run(_ entity: String, _ p: FetchPredicate, sort: [SortKey] = []) throws {
             _ = try ev.execute(FetchRequest(entity: entity, predicate: p, sortDescriptors: sort), candidates: [])
         }
-        expectStoreError("nope", { try run("Book", Predicate("nope == 1")) }) {
+        expectStoreError("nope", { try run("Book", FetchPredicate("nope == 1")) }) {
             if case .unknownProperty("Book", "nope") = $0 { return true }
             return false
         }
-        expectStoreError("author.nope", { try run("Book", Predicate("author.nope == 1")) }) {
+        expectStoreError("author.nope", { try run("Book", FetchPredicate("author.nope == 1")) }) {
             if case .unknownProperty("Author", "nope") = $0 { return true }
             return false
         }
-        expectStoreError("ANY tags.nope", { try run("Book", Predicate("ANY tags.nope == 1")) }) {
+        expectStoreError("ANY tags.nope", { try run("Book", FetchPredicate("ANY tags.nope == 1")) }) {
             if case .unknownProperty("Tag", "nope") = $0 { return true }
             return false
         }
-        expectStoreError("sub-entity key on the parent", { try run("Book", Predicate("genre == 'sf'")) }) {
+        expectStoreError("sub-entity key on the parent", { try run("Book", FetchPredicate("genre == 'sf'")) }) {
             if case .unknownProperty("Book", "genre") = $0 { return true }
             return false
         }
-        expectStoreError("unknown sort key", { try run("Book", .true, sort: [SortDescriptor("nope")]) }) {
+        expectStoreError("unknown sort key", { try run("Book", .true, sort: [SortKey("nope")]) }) {
             if case .unknownProperty("Book", "nope") = $0 { return true }
             return false
         }
@@ -277,7 +274,7 @@ struct PredicateEvaluatorTests {
     @Test("keys used the wrong way throw invalidPredicate naming entity and key")
     func misusedKeys() throws {
         let ev = lib.evaluator
-        func run(_ p: Predicate, sort: [SortDescriptor] = []) throws {
+        func run(_ p: FetchPredicate, sort: [SortKey] = []) throws {
             _ = try ev.execute(FetchRequest(entity: "Book", predicate: p, sortDescriptors: sort), candidates: [])
         }
         func invalid(_ fragments: String...) -> (StoreError) -> Bool {
@@ -286,36 +283,36 @@ struct PredicateEvaluatorTests {
                 return fragments.allSatisfy { m.contains($0) }
             }
         }
-        expectStoreError("through an attribute", { try run(Predicate("title.length == 1")) }, where: invalid("title", "Book"))
-        expectStoreError("to-many without ANY", { try run(Predicate("tags.name == 'x'")) }, where: invalid("Book.tags", "to-many"))
-        expectStoreError("to-many alone", { try run(Predicate("tags == 1")) }, where: invalid("Book.tags", "to-many"))
-        expectStoreError("@count on an attribute", { try run(Predicate("pages.@count == 1")) }, where: invalid("pages", "Book"))
+        expectStoreError("through an attribute", { try run(FetchPredicate("title.length == 1")) }, where: invalid("title", "Book"))
+        expectStoreError("to-many without ANY", { try run(FetchPredicate("tags.name == 'x'")) }, where: invalid("Book.tags", "to-many"))
+        expectStoreError("to-many alone", { try run(FetchPredicate("tags == 1")) }, where: invalid("Book.tags", "to-many"))
+        expectStoreError("@count on an attribute", { try run(FetchPredicate("pages.@count == 1")) }, where: invalid("pages", "Book"))
         expectStoreError("@count first", { try run(.comparison(.keyPath(["@count"]), .equal, .constant(1), [])) },
                          where: invalid("@count", "Book"))
         expectStoreError("empty key path", { try run(.comparison(.keyPath([]), .equal, .constant(1), [])) },
                          where: invalid("empty key path", "Book"))
-        expectStoreError("sort on to-many", { try run(.true, sort: [SortDescriptor("tags")]) }, where: invalid("Book.tags"))
+        expectStoreError("sort on to-many", { try run(.true, sort: [SortKey("tags")]) }, where: invalid("Book.tags"))
         expectStoreError("IN a constant", { try run(.comparison(.keyPath(["pages"]), .in, .constant(1), [])) },
                          where: invalid("IN needs a list"))
         expectStoreError("BETWEEN three", { try run(.comparison(.keyPath(["pages"]), .between, .list([1, 2, 3]), [])) },
                          where: invalid("BETWEEN needs a list of two"))
-        expectStoreError("bad regex", { try run(Predicate("title MATCHES '('")) }, where: invalid("MATCHES pattern", "("))
+        expectStoreError("bad regex", { try run(FetchPredicate("title MATCHES '('")) }, where: invalid("MATCHES pattern", "("))
     }
 
     @Test("malformed records and trees give errors, never crashes")
     func robustness() throws {
         let ev = lib.evaluator
         let misaligned = Record(entity: "Book", primaryKey: 9, globalID: UUID(), attributes: [], relationships: [])
-        expectStoreError("misaligned attributes", { _ = try ev.evaluate(Predicate("pages == 1"), on: misaligned) }) {
+        expectStoreError("misaligned attributes", { _ = try ev.evaluate(FetchPredicate("pages == 1"), on: misaligned) }) {
             if case .invalidPredicate(let m) = $0 { return m.contains("Book/p9") }
             return false
         }
-        expectStoreError("misaligned relationships", { _ = try ev.evaluate(Predicate("tags.@count == 1"), on: misaligned) }) {
+        expectStoreError("misaligned relationships", { _ = try ev.evaluate(FetchPredicate("tags.@count == 1"), on: misaligned) }) {
             if case .invalidPredicate = $0 { return true }
             return false
         }
         let stranger = Record(entity: "Ghost", primaryKey: 1, globalID: UUID(), attributes: [], relationships: [])
-        expectStoreError("unknown record entity", { _ = try ev.evaluate(Predicate("a == 1"), on: stranger) }) {
+        expectStoreError("unknown record entity", { _ = try ev.evaluate(FetchPredicate("a == 1"), on: stranger) }) {
             if case .unknownEntity("Ghost") = $0 { return true }
             return false
         }
@@ -330,7 +327,7 @@ struct PredicateEvaluatorTests {
         var dangling = book
         let authorIndex = try #require(try lib.entity("Book").relationshipIndex("author"))
         dangling.relationships[authorIndex] = .toOne(999)
-        #expect(try ev.evaluate(Predicate("author.name == nil"), on: dangling))
-        #expect(try ev.evaluate(Predicate("author == 999"), on: dangling))
+        #expect(try ev.evaluate(FetchPredicate("author.name == nil"), on: dangling))
+        #expect(try ev.evaluate(FetchPredicate("author == 999"), on: dangling))
     }
 }

@@ -1,11 +1,7 @@
+import Foundation
 import StoreAPI
 import Testing
 
-import struct Foundation.Data
-import struct Foundation.Date
-import struct Foundation.Decimal
-import struct Foundation.URL
-import struct Foundation.UUID
 
 // Foundation also declares `FetchPredicate` and `FetchExpression`; importing only the Foundation types the tests need keeps
 // the StoreAPI names unambiguous.

@@ -1,11 +1,7 @@
+import Foundation
 import StoreAPI
 import Testing
 
-import struct Foundation.Data
-import struct Foundation.Date
-import struct Foundation.Decimal
-import struct Foundation.URL
-import struct Foundation.UUID
 
 private func cmp(
     _ key: String, _ op: ComparisonOperator, _ value: StoreValue, _ options: ComparisonOptions = []

@@ -1,7 +1,7 @@
+import Foundation
 import StoreAPI
 import Testing
 
-import struct Foundation.UUID
 
 /// Items with awkward sort keys: nil, NaN, infinities, ties, case and accents.
 private struct SortFixture {
@@ -55,7 +55,7 @@ private struct SortFixture {
     }
 
     func fetch(
-        _ predicate: Predicate? = nil, _ sort: [SortDescriptor], offset: Int = 0, limit: Int? = nil
+        _ predicate: FetchPredicate? = nil, _ sort: [SortKey], offset: Int = 0, limit: Int? = nil
     ) throws -> [Int64] {
         let request = FetchRequest(
             entity: "Item", predicate: predicate, sortDescriptors: sort, offset: offset, limit: limit)
@@ -68,43 +68,43 @@ struct PredicateSortTests {
     @Test("ascending: nil first, then NaN, then values; ties by primary key")
     func ascending() throws {
         let f = try SortFixture()
-        #expect(try f.fetch([SortDescriptor("score")]) == [2, 6, 3, 7, 4, 8, 1, 5])
+        #expect(try f.fetch([SortKey("score")]) == [2, 6, 3, 7, 4, 8, 1, 5])
     }
 
     @Test("descending reverses the values, puts nil last, and still breaks ties by ascending key")
     func descending() throws {
         let f = try SortFixture()
-        #expect(try f.fetch([SortDescriptor("score", ascending: false)]) == [1, 5, 8, 4, 3, 7, 2, 6])
+        #expect(try f.fetch([SortKey("score", ascending: false)]) == [1, 5, 8, 4, 3, 7, 2, 6])
     }
 
     @Test("strings sort by Unicode scalar value")
     func strings() throws {
         let f = try SortFixture()
-        #expect(try f.fetch([SortDescriptor("name")]) == [5, 6, 3, 2, 7, 1, 8, 4])
+        #expect(try f.fetch([SortKey("name")]) == [5, 6, 3, 2, 7, 1, 8, 4])
     }
 
     @Test("later descriptors order the ties of earlier ones")
     func multiple() throws {
         let f = try SortFixture()
         #expect(
-            try f.fetch([SortDescriptor("name", ascending: false), SortDescriptor("score")]) == [4, 8, 1, 2, 7, 3, 6, 5])
+            try f.fetch([SortKey("name", ascending: false), SortKey("score")]) == [4, 8, 1, 2, 7, 3, 6, 5])
     }
 
     @Test("sort keys may go through to-one relationships, and `self` is the primary key")
     func keyPaths() throws {
         let f = try SortFixture()
-        #expect(try f.fetch([SortDescriptor("owner.name")]) == [4, 5, 6, 7, 8, 3, 1, 2])
-        #expect(try f.fetch([SortDescriptor("self", ascending: false)]) == [8, 7, 6, 5, 4, 3, 2, 1])
+        #expect(try f.fetch([SortKey("owner.name")]) == [4, 5, 6, 7, 8, 3, 1, 2])
+        #expect(try f.fetch([SortKey("self", ascending: false)]) == [8, 7, 6, 5, 4, 3, 2, 1])
         #expect(try f.fetch([]) == [1, 2, 3, 4, 5, 6, 7, 8])
     }
 
     @Test("filter, then sort, then slice")
     func pipeline() throws {
         let f = try SortFixture()
-        let notNil = try Predicate("score != nil")
-        #expect(try f.fetch(notNil, [SortDescriptor("score", ascending: false)]) == [1, 5, 8, 4, 3, 7])
-        #expect(try f.fetch(notNil, [SortDescriptor("score", ascending: false)], offset: 1, limit: 3) == [5, 8, 4])
-        #expect(try f.fetch(notNil, [SortDescriptor("score", ascending: false)], offset: 5, limit: 3) == [7])
+        let notNil = try FetchPredicate("score != nil")
+        #expect(try f.fetch(notNil, [SortKey("score", ascending: false)]) == [1, 5, 8, 4, 3, 7])
+        #expect(try f.fetch(notNil, [SortKey("score", ascending: false)], offset: 1, limit: 3) == [5, 8, 4])
+        #expect(try f.fetch(notNil, [SortKey("score", ascending: false)], offset: 5, limit: 3) == [7])
     }
 
     @Test(

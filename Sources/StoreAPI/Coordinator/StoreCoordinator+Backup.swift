@@ -88,7 +88,7 @@ extension StoreCoordinator {
         let staged = AtomicFile.stagingURL(for: url)
         let strip = StoreOperations.CopyOptions(editMetadata: { m in for k in BackupInfo.Key.all { m.custom[k] = nil } })
         do {
-            _ = try operations.copyStore(from: backup, type: backupBackend.typeIdentifier, to: staged,
+            _ = try operations.copyStore(from: backup, sourceType: backupBackend.typeIdentifier, to: staged,
                                          type: destinationBackend.typeIdentifier, options: strip)
         } catch {
             StorePlacement.discard(staged: staged, backend: destinationBackend)

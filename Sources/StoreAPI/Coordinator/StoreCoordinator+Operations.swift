@@ -103,6 +103,6 @@ extension StoreOperations {
     /// Writes a complete copy of the store at `source` at the staging path `staged` (no placement at the final path).
     func stageCopy(from source: URL, backend sourceBackend: any StoreBackend, to staged: URL,
                    backend destinationBackend: any StoreBackend) throws -> StoreMetadata {
-        try copyStore(from: source, type: sourceBackend.typeIdentifier, to: staged, type: destinationBackend.typeIdentifier)
+        try copyStore(from: source, sourceType: sourceBackend.typeIdentifier, to: staged, type: destinationBackend.typeIdentifier)
     }
 }

@@ -43,7 +43,7 @@ extension StoreOperations {
             if FileManager.default.fileExists(atPath: new.path) {
                 throw StoreError.refused(new, reason: "exists and is not a store; not replacing it")
             }
-            try copyStore(from: old, type: from.typeIdentifier, to: new, type: from.typeIdentifier)
+            try copyStore(from: old, sourceType: from.typeIdentifier, to: new, type: from.typeIdentifier)
             try from.destroyStore(at: old)
             return .moved
         case (.some(let from), .some(let to)):
@@ -52,7 +52,7 @@ extension StoreOperations {
             guard a.storeUUID == b.storeUUID else {
                 throw StoreError.refused(new, reason: "both paths hold a store, and they are different stores (UUIDs \(a.storeUUID) and \(b.storeUUID)); resolve this by hand")
             }
-            try copyStore(from: old, type: from.typeIdentifier, to: new, type: from.typeIdentifier,
+            try copyStore(from: old, sourceType: from.typeIdentifier, to: new, type: from.typeIdentifier,
                           options: CopyOptions(replacingExisting: true))
             try from.destroyStore(at: old)
             return .resumed

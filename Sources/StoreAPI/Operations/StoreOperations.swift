@@ -85,7 +85,7 @@ public struct StoreOperations: Sendable {
     ///
     /// - Returns: the destination's metadata.
     @discardableResult
-    public func copyStore(from source: URL, type sourceType: String? = nil, to destination: URL, type destinationType: String? = nil,
+    public func copyStore(from source: URL, sourceType: String? = nil, to destination: URL, type destinationType: String? = nil,
                           options: CopyOptions = CopyOptions()) throws -> StoreMetadata {
         let sourceBackend = try backend(ofStoreAt: source, type: sourceType)
         let destinationBackend = try registry.backend(for: destinationType ?? sourceBackend.typeIdentifier)
@@ -158,11 +158,11 @@ public struct StoreOperations: Sendable {
     /// is gone afterwards, the source is untouched. A missing or invalid source is an error and leaves the
     /// destination as it was. The destination keeps its type unless `destinationType` names another.
     @discardableResult
-    public func replaceStore(at destination: URL, type destinationType: String? = nil, with source: URL, type sourceType: String? = nil,
+    public func replaceStore(at destination: URL, type destinationType: String? = nil, with source: URL, sourceType: String? = nil,
                              batchSize: Int = 5_000, progress: ProgressHandler? = nil) throws -> StoreMetadata {
         let sourceBackend = try backend(ofStoreAt: source, type: sourceType)
         let existingType = (try? registry.detectBackend(at: destination))?.typeIdentifier
-        return try copyStore(from: source, type: sourceBackend.typeIdentifier, to: destination,
+        return try copyStore(from: source, sourceType: sourceBackend.typeIdentifier, to: destination,
                              type: destinationType ?? existingType ?? sourceBackend.typeIdentifier,
                              options: CopyOptions(replacingExisting: true, batchSize: batchSize, progress: progress))
     }

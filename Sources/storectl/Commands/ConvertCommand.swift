@@ -68,7 +68,7 @@ enum Transfers {
         let bar = ProgressBar(label, quiet: quiet)
         defer { bar.finish() }
         try Backends.operations.copyStore(
-            from: src, type: sourceType, to: dst, type: destinationType,
+            from: src, sourceType: sourceType, to: dst, type: destinationType,
             options: .init(replacingExisting: force, batchSize: batchSize, progress: bar.handler, allowFastCopy: allowFastCopy))
         return bar.recordsDone > 0 ? ": \(Console.count(bar.recordsDone)) records" : ""
     }

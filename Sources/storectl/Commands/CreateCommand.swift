@@ -62,18 +62,12 @@ struct CreateCommand: ParsableCommand {
             try AtomicFile.checkDirectory(of: url)
             let meta = StoreMetadata(storeType: backend.typeIdentifier, schema: schema, configuration: configuration, custom: custom)
 
-            // Build the store in a staging directory beside the destination (a store's own name inside it, so the
-            // backend treats it as any store), then place it with the operations' atomic copy.
-            AtomicFile.removeStaleStaging(near: url)
-            let workspace = URL(fileURLWithPath: AtomicFile.stagingURL(for: url).path + ".d", isDirectory: true)
+            // Build the store in a work directory beside the destination (under the store's own name, so the
+            // backend treats it as any store), then place it with the operations' staged, atomic copy.
+            let workspace = try Self.workspace(for: url)
             let staged = workspace.appendingPathComponent(url.lastPathComponent)
             var summary: NDJSONImporter.Summary?
             defer { try? FileManager.default.removeItem(at: workspace) }
-            do {
-                try FileManager.default.createDirectory(at: workspace, withIntermediateDirectories: false)
-            } catch {
-                throw StoreError.io(workspace, operation: "creating a staging directory", reason: error.localizedDescription)
-            }
             let store = try backend.open(at: staged, options: StoreOptions(), creating: meta)
             do {
                 if let importFile {
@@ -86,11 +80,30 @@ struct CreateCommand: ParsableCommand {
                 try? store.close()
                 throw error
             }
-            try Backends.operations.copyStore(from: staged, type: backend.typeIdentifier, to: url, type: backend.typeIdentifier,
+            try Backends.operations.copyStore(from: staged, sourceType: backend.typeIdentifier, to: url, type: backend.typeIdentifier,
                                               options: .init(replacingExisting: force))
             var line = "created \(url.path) (\(backend.typeIdentifier), \(schema.entities.count) entities, store UUID \(meta.storeUUID.uuidString))"
             if let summary { line += " with \(Console.count(summary.inserted)) records" }
             Console.note(line + " in \(Console.seconds(since: start))", quiet: common.quiet)
         }
+    }
+
+    static let workspacePrefix = ".storectl-create-"
+
+    /// A fresh work directory beside `url`, after removing those an interrupted `create` of the same path left.
+    static func workspace(for url: URL) throws -> URL {
+        let directory = url.deletingLastPathComponent()
+        let suffix = "-" + url.lastPathComponent + ".d"
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        where entry.hasPrefix(workspacePrefix) && entry.hasSuffix(suffix) {
+            try? FileManager.default.removeItem(at: directory.appendingPathComponent(entry))
+        }
+        let workspace = directory.appendingPathComponent(workspacePrefix + UUID().uuidString + suffix, isDirectory: true)
+        do {
+            try FileManager.default.createDirectory(at: workspace, withIntermediateDirectories: false)
+        } catch {
+            throw StoreError.io(workspace, operation: "creating a work directory", reason: error.localizedDescription)
+        }
+        return workspace
     }
 }

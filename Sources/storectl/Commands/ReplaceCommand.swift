@@ -44,7 +44,7 @@ struct ReplaceCommand: ParsableCommand {
             let metadata: StoreMetadata
             do {
                 defer { bar.finish() }
-                metadata = try Backends.operations.replaceStore(at: dst, type: type, with: src, type: from,
+                metadata = try Backends.operations.replaceStore(at: dst, type: type, with: src, sourceType: from,
                                                                 batchSize: transfer.batchSize, progress: bar.handler)
             }
             Console.note("replaced \(dst.path) (\(metadata.storeType)) with \(src.path) in \(Console.seconds(since: start))", quiet: common.quiet)

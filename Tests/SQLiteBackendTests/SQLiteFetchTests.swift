@@ -1,0 +1,259 @@
+import Foundation
+import StoreAPI
+import Testing
+@testable import SQLiteBackend
+
+/// Fetches, counts, sorts and slices give exactly the in-memory reference's results on the same data, both when
+/// the predicate is translated to SQL and when it is evaluated in memory.
+@Suite struct SQLiteFetchTests {
+    static func kp(_ path: String) -> FetchExpression { .keyPath(path.split(separator: ".").map(String.init)) }
+
+    static func cmp(_ path: String, _ op: ComparisonOperator, _ value: StoreValue, _ options: ComparisonOptions = [])
+        -> FetchPredicate
+    {
+        .comparison(kp(path), op, .constant(value), options)
+    }
+
+    static let uuids = (0..<5).map { i in UUID(uuid: (UInt8(i), 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, UInt8(15 * i))) }
+    static let day: TimeInterval = 86_400
+
+    /// Books whose attributes cycle through awkward values (nil, NaN, ±0, infinities, NUL characters, non-ASCII),
+    /// with authors, tags and chapters.
+    static func dataset(_ schema: Schema) -> [Record] {
+        let titles: [StoreValue] = [nil, "", "Alpha", "alpha", "Beta", "Ärger", "Zeta", "a\u{0}b", "🎉 party", "Al",
+                                    "Alphabet", "beta", "Æon", "e\u{301}", "Al\u{0}pha"]
+        let prices: [StoreValue] = [nil, .double(-0.0), .double(0.0), .double(.nan), .double(.infinity),
+                                    .double(-.infinity), .double(1.5), .double(10), .double(10.000_000_1), .double(-3),
+                                    .double(1e300)]
+        let dates: [StoreValue] = [nil, .date(Date(timeIntervalSinceReferenceDate: .nan)),
+                                   .date(Date(timeIntervalSinceReferenceDate: 0)),
+                                   .date(Date(timeIntervalSinceReferenceDate: 568_080_000)),  // 2019-01-01
+                                   .date(Date(timeIntervalSinceReferenceDate: 568_080_000 + day / 3)),
+                                   .date(Date(timeIntervalSinceReferenceDate: -1e9))]
+        let pages: [StoreValue] = [nil, .integer16(100), .integer16(150), .integer16(200), .integer16(-5),
+                                   .integer16(.max), .integer16(300)]
+        let costs: [StoreValue] = [nil, .decimal(Decimal(string: "2.5")!), .decimal(1), .decimal(.nan),
+                                   .decimal(Decimal(string: "-0.1")!)]
+        let idents: [StoreValue] = [nil] + uuids.map { .uuid($0) }
+        let links: [StoreValue] = [nil, .uri(URL(string: "https://a.example/x")!), .uri(URL(string: "file:///b")!)]
+        let covers: [StoreValue] = [nil, .binary(Data()), .binary(Data([1])), .binary(Data([0, 255])), .binary(Data([1, 0]))]
+        let flags: [StoreValue] = [nil, true, false]
+        let weights: [StoreValue] = [nil, .float(0.25), .float(.nan), .float(-0.0), .float(3)]
+        func pick(_ values: [StoreValue], _ i: Int) -> StoreValue { values[i % values.count] }
+
+        var g = Graph(schema: schema)
+        g.add("Author", 1, ["name": "Ada", "rank": .integer16(3)])
+        g.add("Author", 2, ["name": "Bea", "rank": .integer16(-2)])
+        g.add("Author", 3, ["name": "Al", "rank": nil])
+        g.add("Reader", 4, ["name": "Cy"])
+        g.link("Author", 2, "mentor", 1)
+        g.link("Author", 3, "mentor", 2)
+        for t in Int64(1)...4 { g.add("Tag", t, ["name": .string("tag\(t)")]) }
+        var chapter: Int64 = 0
+        for i in 0..<64 {
+            let pk = Int64(i + 1)
+            g.add("Book", pk, [
+                "title": pick(titles, i), "price": pick(prices, i), "published": pick(dates, i),
+                "isbn": i % 4 == 0 ? nil : .string("isbn-\(i)"), "pages": pick(pages, i), "cost": pick(costs, i),
+                "ident": pick(idents, i), "link": pick(links, i), "cover": pick(covers, i), "inPrint": pick(flags, i),
+                "weight": pick(weights, i),
+            ])
+            if i % 5 != 4 { g.link("Book", pk, "author", Int64(i % 3 + 1)) }
+            for t in 0..<(i % 4) { g.link("Book", pk, "tags", Int64((i + t) % 4 + 1)) }
+            for _ in 0..<(i % 3) {
+                chapter += 1
+                g.add("Chapter", chapter, ["number": .integer32(Int32(chapter))])
+                g.link("Chapter", chapter, "book", pk)
+            }
+            if i % 7 == 0, i > 0 { g.link("Book", pk, "related", Int64(i)) }
+        }
+        return g.all
+    }
+
+    /// Predicates the translator must turn into SQL.
+    static let translatable: [FetchPredicate] = {
+        let u = uuids[2]
+        return [
+            .true, .false, .and([]), .or([]),
+            cmp("price", .greater, .double(1)), cmp("price", .greaterOrEqual, .double(0)),
+            cmp("price", .less, .double(10)), cmp("price", .lessOrEqual, .double(0)), cmp("price", .equal, .double(0)),
+            cmp("price", .notEqual, .double(10)), cmp("price", .equal, nil), cmp("price", .notEqual, nil),
+            cmp("price", .greater, .integer64(1)), cmp("price", .equal, .float(1.5)), cmp("price", .less, .decimal(2)),
+            cmp("price", .equal, .double(.nan)), cmp("price", .notEqual, .double(.nan)), cmp("price", .less, .double(.infinity)),
+            cmp("price", .equal, "10"), cmp("price", .notEqual, "10"),
+            cmp("pages", .greater, .integer64(100)), cmp("pages", .equal, .double(150)),
+            cmp("pages", .less, .double(150.5)), cmp("pages", .equal, .decimal(150)), cmp("pages", .greater, .boolean(true)),
+            .comparison(kp("pages"), .between, .list([.integer64(100), .integer64(200)]), []),
+            .comparison(kp("pages"), .between, .list([.double(99.5), nil]), []),
+            .comparison(kp("pages"), .in, .list([.integer64(100), .integer64(300), nil]), []),
+            .comparison(kp("pages"), .in, .list([]), []),
+            cmp("title", .equal, "Alpha"), cmp("title", .notEqual, "Alpha"), cmp("title", .less, "B"),
+            cmp("title", .greaterOrEqual, "alpha"), cmp("title", .beginsWith, "Al"), cmp("title", .endsWith, "ta"),
+            cmp("title", .contains, "ph"), cmp("title", .contains, ""), cmp("title", .beginsWith, "a\u{0}"),
+            cmp("title", .contains, "\u{0}"), cmp("title", .endsWith, "\u{301}"), cmp("title", .beginsWith, ""),
+            cmp("title", .equal, nil), cmp("title", .equal, .integer64(1)), cmp("title", .notEqual, .integer64(1)),
+            cmp("title", .beginsWith, .integer64(1)), cmp("title", .equal, .uri(URL(string: "Alpha")!)),
+            .comparison(kp("title"), .in, .list(["Alpha", "Beta", nil]), []),
+            cmp("published", .greater, .date(Date(timeIntervalSinceReferenceDate: 1))),
+            cmp("published", .lessOrEqual, .date(Date(timeIntervalSinceReferenceDate: 568_080_000))),
+            cmp("published", .equal, nil), cmp("published", .greater, "2019-01-01T00:00:00Z"),
+            cmp("published", .greater, .double(0)), cmp("published", .notEqual, .double(0)),
+            cmp("ident", .equal, .uuid(u)), cmp("ident", .equal, .string(u.uuidString.lowercased())),
+            cmp("ident", .less, .uuid(u)), cmp("ident", .equal, "not a uuid"),
+            cmp("link", .equal, .uri(URL(string: "file:///b")!)), cmp("link", .equal, "https://a.example/x"),
+            cmp("link", .greater, "g"), cmp("link", .beginsWith, "file"),
+            cmp("cover", .equal, .binary(Data())), cmp("cover", .greater, .binary(Data([1]))), cmp("cover", .equal, nil),
+            cmp("inPrint", .equal, true), cmp("inPrint", .equal, .integer64(1)), cmp("inPrint", .notEqual, false),
+            cmp("weight", .greater, .double(0.2)), cmp("weight", .greaterOrEqual, .double(-1)), cmp("weight", .equal, .double(0)),
+            cmp("author", .equal, nil), cmp("author", .equal, .integer64(1)), cmp("author.name", .equal, "Ada"),
+            cmp("author.name", .beginsWith, "A"), cmp("author.rank", .greater, .integer64(0)),
+            cmp("author.mentor.name", .equal, "Ada"), cmp("author.mentor", .equal, nil),
+            cmp("chapters.@count", .greater, .integer64(1)), cmp("tags.@count", .equal, .integer64(0)),
+            cmp("author.@count", .equal, .integer64(1)), cmp("related.@count", .greaterOrEqual, .integer64(1)),
+            cmp("self", .equal, .integer64(3)), .comparison(kp("self"), .in, .list([1, 2, 3]), []),
+            .not(cmp("price", .less, .double(5))), .not(cmp("title", .beginsWith, "A")),
+            .not(cmp("author.name", .equal, "Ada")), .not(cmp("price", .greater, .double(1))),
+            .and([.or([cmp("price", .greater, .double(1)), cmp("title", .beginsWith, "A")]), .not(cmp("pages", .equal, nil))]),
+            .or([.not(.and([cmp("weight", .greater, .double(0)), cmp("inPrint", .equal, true)])), cmp("pages", .less, .integer64(0))]),
+            .comparison(.constant(.double(5)), .less, kp("price"), []),
+            .comparison(.constant("Alpha"), .equal, kp("title"), []),
+        ]
+    }()
+
+    /// Predicates the translator must leave to the evaluator.
+    static let untranslatable: [FetchPredicate] = [
+        cmp("cost", .greater, .integer64(1)), cmp("cost", .equal, nil), cmp("title", .equal, "alpha", .caseInsensitive),
+        cmp("title", .like, "A*"), cmp("title", .matches, "A.*"), cmp("title", .equal, .uuid(uuids[1])),
+        .comparison(.any(["tags", "name"]), .equal, .constant("tag2"), []),
+        .comparison(.all(["chapters", "number"]), .greater, .constant(.integer64(1)), []),
+        .comparison(.constant("tag2"), .in, kp("tags.name"), []),
+        cmp("pages", .equal, .decimal(Decimal(string: "150.5")!)),
+        .comparison(kp("price"), .less, kp("pages"), []),
+        .not(cmp("cost", .less, .integer64(2))),
+    ]
+
+    static let sorts: [[SortKey]] = [
+        [], [SortKey("price")], [SortKey("price", ascending: false)], [SortKey("title")],
+        [SortKey("title", ascending: false), SortKey("pages")], [SortKey("published")], [SortKey("author.name")],
+        [SortKey("cost")], [SortKey("weight", ascending: false)], [SortKey("ident")], [SortKey("cover")],
+        [SortKey("inPrint", ascending: false), SortKey("title")], [SortKey("chapters.@count", ascending: false)],
+        [SortKey("author.mentor.name"), SortKey("price")], [SortKey("link", ascending: false)],
+    ]
+
+    static let slices: [(Int, Int?)] = [(0, nil), (2, 5), (0, 0), (100, 3), (3, nil), (0, -1)]
+
+    /// Forces the in-memory path without changing the meaning (`self == self` compares two key paths).
+    static func forceFallback(_ p: FetchPredicate) -> FetchPredicate {
+        .and([p, .comparison(kp("self"), .equal, kp("self"), [])])
+    }
+
+    @Test func translationCoversWhatItShould() throws {
+        let schema = try Fixture.schema()
+        let layout = StoreLayout(schema: schema)
+        let book = try #require(schema.entity(named: "Book"))
+        for p in Self.translatable {
+            var q = QueryTranslator(layout: layout)
+            #expect(q.translate(p, entity: book) != nil, "should translate: \(p)")
+        }
+        for p in Self.untranslatable {
+            var q = QueryTranslator(layout: layout)
+            #expect(q.translate(p, entity: book) == nil, "should not translate: \(p)")
+        }
+        for sort in Self.sorts {
+            var q = QueryTranslator(layout: layout)
+            let expected = !sort.contains { $0.keyPath == "cost" }
+            #expect((q.orderBy(sort, entity: book) != nil) == expected, "sort \(sort.map(\.keyPath))")
+        }
+    }
+
+    @Test func resultsEqualTheReferenceOnBothPaths() throws {
+        let dir = try TempDirectory()
+        let schema = try Fixture.schema()
+        let store = try Fixture.open(dir.file("fetch.sqlite"), schema: schema)
+        defer { try? store.close() }
+        let reference = MemoryStore(url: nil, metadata: Fixture.metadata(schema))
+        let records = Self.dataset(schema)
+        try store.save(StoreChanges(inserted: records))
+        try reference.save(StoreChanges(inserted: records))
+
+        var checked = 0
+        var nonEmpty = 0
+        for p in Self.translatable + Self.untranslatable {
+            for variant in [p, Self.forceFallback(p)] {
+                for (si, sort) in Self.sorts.enumerated() {
+                    let slices = si < 3 ? Self.slices : [(0, nil)]
+                    for (offset, limit) in slices {
+                        let request = FetchRequest(
+                            entity: "Book", predicate: variant, sortDescriptors: sort, offset: offset, limit: limit)
+                        let expected = try reference.fetch(request)
+                        let actual = try store.fetch(request)
+                        if !sameRecords(actual, expected, schema) {
+                            Issue.record("\(p) sorted by \(sort.map { "\($0.keyPath) \($0.ascending)" }) [\(offset), \(String(describing: limit))]: got \(actual.map(\.primaryKey)), expected \(expected.map(\.primaryKey)); \(firstDifference(actual, expected, schema))")
+                        }
+                        let expectedCount = try reference.count(request)
+                        #expect(try store.count(request) == expectedCount, "count of \(p) [\(offset), \(String(describing: limit))]")
+                        checked += 1
+                        if !expected.isEmpty { nonEmpty += 1 }
+                    }
+                }
+            }
+        }
+        // The data must actually exercise the predicates: most requests select something.
+        #expect(nonEmpty > checked / 2, "\(nonEmpty) of \(checked) requests matched records")
+    }
+
+    @Test func otherEntitiesAndKeyPathsEqualTheReference() throws {
+        let dir = try TempDirectory()
+        let schema = try Fixture.schema()
+        let store = try Fixture.open(dir.file("fetch2.sqlite"), schema: schema)
+        defer { try? store.close() }
+        let reference = MemoryStore(url: nil, metadata: Fixture.metadata(schema))
+        let records = Self.dataset(schema)
+        try store.save(StoreChanges(inserted: records))
+        try reference.save(StoreChanges(inserted: records))
+        let requests: [FetchRequest] = [
+            FetchRequest(entity: "Person", predicate: Self.cmp("books.@count", .greater, .integer64(20))),
+            FetchRequest(entity: "Person", predicate: Self.cmp("mentees.@count", .equal, .integer64(1)),
+                         sortDescriptors: [SortKey("name", ascending: false)]),
+            FetchRequest(entity: "Author", predicate: Self.cmp("mentor.mentor.name", .equal, "Ada")),
+            FetchRequest(entity: "Person", predicate: Self.cmp("rank", .greater, .integer64(0))),  // Author-only key
+            FetchRequest(entity: "Chapter", predicate: Self.cmp("book.author.name", .beginsWith, "A"),
+                         sortDescriptors: [SortKey("book.title"), SortKey("number", ascending: false)], offset: 1, limit: 7),
+            FetchRequest(entity: "Tag", predicate: Self.cmp("books.@count", .greaterOrEqual, .integer64(10))),
+            FetchRequest(entity: "Person", includesSubentities: false),
+        ]
+        for request in requests {
+            for r in [request, { var f = request; f.predicate = f.predicate.map(Self.forceFallback); return f }()] {
+                let expected: Result<[Record], Error> = Result { try reference.fetch(r) }
+                let actual: Result<[Record], Error> = Result { try store.fetch(r) }
+                switch (actual, expected) {
+                case (.success(let a), .success(let b)):
+                    #expect(sameRecords(a, b, schema), "\(r): \(firstDifference(a, b, schema))")
+                case (.failure(let a), .failure(let b)):
+                    #expect("\(a)" == "\(b)", "both fail, with the same error")
+                default:
+                    Issue.record("\(r): SQLite \(actual) vs reference \(expected)")
+                }
+            }
+        }
+    }
+
+    @Test func invalidRequestsFailTheSameWayWhateverTheData() throws {
+        let dir = try TempDirectory()
+        let schema = try Fixture.schema()
+        let store = try Fixture.open(dir.file("invalid.sqlite"), schema: schema)
+        defer { try? store.close() }
+        let bad: [FetchRequest] = [
+            FetchRequest(entity: "Nope"),
+            FetchRequest(entity: "Book", predicate: Self.cmp("nope", .equal, 1)),
+            FetchRequest(entity: "Book", sortDescriptors: [SortKey("nope")]),
+            FetchRequest(entity: "Book", predicate: Self.cmp("tags", .equal, 1)),
+            FetchRequest(entity: "Book", predicate: Self.cmp("title", .matches, "(")),
+        ]
+        for r in bad {
+            // An empty store must still refuse, as the reference does.
+            #expect(throws: (any Error).self, "\(r)") { try store.fetch(r) }
+            #expect(throws: (any Error).self, "\(r)") { try store.count(r) }
+        }
+    }
+}

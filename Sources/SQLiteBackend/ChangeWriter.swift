@@ -93,38 +93,18 @@ struct ChangeWriter {
 
     // MARK: Rows
 
-    /// The table columns a record of `el` writes: its attributes, then its foreign keys.
-    private func writeColumns(_ el: EntityLayout) -> [Int] {
-        var cols = el.attributeColumns
-        for storage in el.relationships {
-            if case .foreignKey(let col) = storage { cols.append(col) }
-        }
-        return cols
-    }
-
     private mutating func write(_ r: Record, insert: Bool) throws {
         let el = try entityLayout(r.entity)
-        let t = try table(el)
         let entity = el.entity
         guard r.attributes.count == entity.attributes.count, r.relationships.count == entity.relationships.count else {
             throw StoreError.io(
                 url, operation: "saving \(r.key)",
                 reason: "the record has \(r.attributes.count) attribute and \(r.relationships.count) relationship values; \(entity.name) has \(entity.attributes.count) and \(entity.relationships.count)")
         }
-        let cols = writeColumns(el)
-        guard !cols.contains(where: { $0 < 0 }) else {
+        guard el.isComplete else {
             throw StoreError.corruptStore(url, reason: "the layout has no column for a property of \(entity.name)")
         }
-        let names = cols.map { StoreLayout.quote(t.columns[$0].name) }
-        let sql: String
-        if insert {
-            let all = ["_pk", "_ent", "_gid"] + names
-            sql = "INSERT INTO \(StoreLayout.quote(t.name)) (\(all.joined(separator: ", "))) VALUES (\(RecordReader.placeholders(all.count)))"
-        } else {
-            let sets = (["_ent", "_gid"] + names).map { "\($0) = ?" }
-            sql = "UPDATE \(StoreLayout.quote(t.name)) SET \(sets.joined(separator: ", ")) WHERE _pk = ?"
-        }
-        try connection.withStatement(sql) { s in
+        try connection.withStatement(insert ? el.insertSQL : el.updateSQL) { s in
             var i: Int32 = 1
             if insert {
                 s.bind(i, r.primaryKey)
@@ -148,10 +128,10 @@ struct ChangeWriter {
             }
             if !insert { s.bind(i, r.primaryKey) }
             let rc = sqlite3_step(s.handle)
-            guard rc == SQLITE_DONE else { throw try constraintError(rc, r, el, t, insert: insert) }
+            guard rc == SQLITE_DONE else { throw try constraintError(rc, r, el, table(el), insert: insert) }
         }
         if insert {
-            maxInserted[t.root] = max(maxInserted[t.root] ?? .min, r.primaryKey)
+            maxInserted[el.root] = max(maxInserted[el.root] ?? .min, r.primaryKey)
         } else if connection.changes == 0 {
             throw StoreError.objectNotFound(ObjectID(storeUUID: storeUUID, entity: r.entity, primaryKey: r.primaryKey))
         }

@@ -4,7 +4,7 @@ import StoreAPI
 
 /// Turns rows of entity tables into ``Record``s, both sides of every relationship included.
 ///
-/// Rows are decoded from the select list ``TableLayout/selectList(alias:)``; to-many values are then filled with
+/// Rows are decoded from the select list ``TableLayout/selectList``; to-many values are then filled with
 /// one query per relationship per batch of records (a key-range query when the batch's keys are dense, as a scan
 /// page's are; `IN` lists otherwise), never one query per record.
 struct RecordReader {
@@ -30,7 +30,7 @@ struct RecordReader {
     func records(withKeys keys: [Int64], root: String) throws -> [Record] {
         guard let table = layout.tables[root], !keys.isEmpty else { return [] }
         let sorted = Array(Set(keys)).sorted()
-        let select = "SELECT \(table.selectList(alias: "t")) FROM \(StoreLayout.quote(table.name)) AS t WHERE "
+        let select = "SELECT \(table.selectList) FROM \(StoreLayout.quote(table.name)) AS t WHERE "
         var result: [Record] = []
         try forEachKeyBatch(sorted) { batch in
             switch batch {

@@ -167,10 +167,10 @@ final class SQLiteConnection: @unchecked Sendable {
     /// writers never deadlock upgrading), a deferred `BEGIN` for reads (one consistent snapshot for every query of
     /// the call). Rolls back when `body` throws.
     func transaction<T>(write: Bool, _ body: () throws -> T) throws -> T {
-        try exec(write ? "BEGIN IMMEDIATE" : "BEGIN", write ? "starting a write transaction" : "starting a read")
+        try withStatement(write ? "BEGIN IMMEDIATE" : "BEGIN") { try $0.step() }
         do {
             let result = try body()
-            try exec("COMMIT", "committing")
+            try withStatement("COMMIT") { try $0.step() }
             return result
         } catch {
             if sqlite3_get_autocommit(db) == 0 { _ = sqlite3_exec(db, "ROLLBACK", nil, nil, nil) }

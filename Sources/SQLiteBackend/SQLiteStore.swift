@@ -20,14 +20,20 @@ final class SQLiteStore: PersistentStore, Sendable {
     let fileURL: URL
     let layout: StoreLayout
     let isReadOnly: Bool
+    /// Whether closing removes the `-wal`/`-shm` files this read-only open made SQLite create.
+    private let cleansSidecarsOnClose: Bool
     private let state: Mutex<State>
 
     var url: URL? { fileURL }
 
-    init(url: URL, connection: SQLiteConnection, metadata: StoreMetadata, metadataJSON: Data, layout: StoreLayout) {
+    init(
+        url: URL, connection: SQLiteConnection, metadata: StoreMetadata, metadataJSON: Data, layout: StoreLayout,
+        cleansSidecarsOnClose: Bool
+    ) {
         self.fileURL = url
         self.layout = layout
         self.isReadOnly = connection.isReadOnly
+        self.cleansSidecarsOnClose = cleansSidecarsOnClose
         self.state = Mutex(State(connection: connection, metadata: metadata, metadataJSON: metadataJSON))
     }
 
@@ -122,7 +128,7 @@ final class SQLiteStore: PersistentStore, Sendable {
                 throw missingTable(entity.rootName)
             }
             let filter = table.hasSubentities ? "t._ent = \(el.code) AND " : ""
-            let sql = "SELECT \(table.selectList(alias: "t")) FROM \(StoreLayout.quote(table.name)) AS t WHERE \(filter)t._pk > ? ORDER BY t._pk LIMIT ?"
+            let sql = "SELECT \(table.selectList) FROM \(StoreLayout.quote(table.name)) AS t WHERE \(filter)t._pk > ? ORDER BY t._pk LIMIT ?"
             return try c.transaction(write: false) {
                 try reader(c).records(sql, bindings: [.integer(primaryKey ?? .min), .integer(Int64(limit))], table: table)
             }
@@ -161,7 +167,7 @@ final class SQLiteStore: PersistentStore, Sendable {
         } else {
             fragment = .alwaysTrue
         }
-        let select = "SELECT \(table.selectList(alias: "t")) FROM \(StoreLayout.quote(table.name)) AS t"
+        let select = "SELECT \(table.selectList) FROM \(StoreLayout.quote(table.name)) AS t"
         guard let fragment else {
             // Not translatable: load the candidates and let the reference evaluator do everything.
             let (whereSQL, bindings) = whereClause(entity: entity, request: request, table: table, .alwaysTrue)
@@ -288,7 +294,10 @@ final class SQLiteStore: PersistentStore, Sendable {
             s.connection = nil
             return true
         }
-        if wasOpen { OpenStores.unregister(self) }
+        if wasOpen {
+            OpenStores.unregister(self)
+            if cleansSidecarsOnClose { SQLiteStoreBackend.removeSidecarsIfUnused(fileURL) }
+        }
     }
 
     /// Closes the connection because the store's files are going away (destroy); later calls fail.

@@ -98,10 +98,10 @@ public struct SQLiteStoreBackend: StoreBackend {
 
     public func readMetadata(at url: URL) throws -> StoreMetadata {
         try requireStore(url)
-        let c = try openForReading(url)
-        defer { c.close() }
-        try requireMetadataTable(c)
-        return try StoreMetadata.decode(SQLiteStore.readMetadataJSON(c), url: url)
+        return try withReadConnection(url) { c in
+            try requireMetadataTable(c)
+            return try StoreMetadata.decode(SQLiteStore.readMetadataJSON(c), url: url)
+        }
     }
 
     public func writeMetadata(_ metadata: StoreMetadata, at url: URL) throws {
@@ -117,6 +117,33 @@ public struct SQLiteStoreBackend: StoreBackend {
             try checkLayoutCompatible(metadata, url: url, current: StoreLayout(schema: current.schema))
             try SQLiteStore.writeMetadataJSON(metadata.encoded(), c)
         }
+    }
+
+    /// Runs `body` with a read-only connection, then closes it and removes the `-wal`/`-shm` files the read created
+    /// (SQLite creates them even for readers of a WAL database), so reading leaves no trace.
+    func withReadConnection<T>(_ url: URL, timeout: Double = StoreOptions().timeout, _ body: (SQLiteConnection) throws -> T)
+        throws -> T
+    {
+        let hadSidecars = Self.hasWALSidecars(url)
+        let c = try openForReading(url, timeout: timeout)
+        defer {
+            c.close()
+            if !hadSidecars { Self.removeSidecarsIfUnused(url) }
+        }
+        return try body(c)
+    }
+
+    static func hasWALSidecars(_ url: URL) -> Bool {
+        ["-wal", "-shm"].contains { FileManager.default.fileExists(atPath: sidecar(url, $0).path) }
+    }
+
+    /// Deletes `-wal` and `-shm` if no connection uses them, the way SQLite itself does: the last read-write
+    /// connection to close checkpoints (a no-op for an empty log, leaving the database file untouched) and removes
+    /// them. Another open connection keeps them; a file that cannot be written keeps them too.
+    static func removeSidecarsIfUnused(_ url: URL) {
+        guard hasWALSidecars(url), let c = try? SQLiteConnection.open(url, readOnly: false, timeout: 0) else { return }
+        if sqlite3_db_readonly(c.db, "main") == 0 { _ = try? c.int64("SELECT count(*) FROM sqlite_schema") }
+        c.close()
     }
 
     /// A read-only connection; on read-only media without a `-shm`, falls back to an immutable open when no
@@ -171,16 +198,15 @@ public struct SQLiteStoreBackend: StoreBackend {
 
     private func openExisting(_ url: URL, options: StoreOptions, settings: ConnectionSettings) throws -> SQLiteStore {
         try requireStore(url)
+        let hadSidecars = Self.hasWALSidecars(url)
         let c = options.isReadOnly
             ? try openForReading(url, timeout: options.timeout)
             : try SQLiteConnection.open(url, readOnly: false, timeout: options.timeout)
         do {
-            if !options.isReadOnly {
-                if sqlite3_db_readonly(c.db, "main") == 1 {
-                    throw StoreError.readOnly(url, reason: "the file is not writable (open it read-only to read it)")
-                }
-                try settings.apply(to: c)
+            if !options.isReadOnly, sqlite3_db_readonly(c.db, "main") == 1 {
+                throw StoreError.readOnly(url, reason: "the file is not writable (open it read-only to read it)")
             }
+            // Check everything before the first write (the journal mode switch), so a damaged file is not touched.
             try requireMetadataTable(c)
             let json = try SQLiteStore.readMetadataJSON(c)
             let metadata = try StoreMetadata.decode(json, url: url)
@@ -189,11 +215,15 @@ public struct SQLiteStoreBackend: StoreBackend {
             guard problems.isEmpty else {
                 throw StoreError.corruptStore(url, reason: problems.joined(separator: "; "))
             }
-            let store = SQLiteStore(url: url, connection: c, metadata: metadata, metadataJSON: json, layout: layout)
+            if !options.isReadOnly { try settings.apply(to: c) }
+            let store = SQLiteStore(
+                url: url, connection: c, metadata: metadata, metadataJSON: json, layout: layout,
+                cleansSidecarsOnClose: options.isReadOnly && !hadSidecars)
             OpenStores.register(store)
             return store
         } catch {
             c.close()
+            if options.isReadOnly, !hadSidecars { Self.removeSidecarsIfUnused(url) }
             throw error
         }
     }
@@ -243,8 +273,10 @@ public struct SQLiteStoreBackend: StoreBackend {
 
     public func checkIntegrity(at url: URL) throws -> [String] {
         try requireStore(url)
-        let c = try openForReading(url)
-        defer { c.close() }
+        return try withReadConnection(url) { c in try integrityProblems(c, url) }
+    }
+
+    private func integrityProblems(_ c: SQLiteConnection, _ url: URL) throws -> [String] {
         var problems: [String] = []
         do {
             let rows = try c.textRows("PRAGMA integrity_check")

@@ -92,8 +92,12 @@ struct StoreCopier {
         try AtomicFile.checkDirectory(of: destination)
         let staging = AtomicFile.stagingURL(for: destination)
         do {
+            let hadSidecars = SQLiteStoreBackend.hasWALSidecars(source)
             let src = try SQLiteStoreBackend().openForReading(source, timeout: timeout)
-            defer { src.close() }
+            defer {
+                src.close()
+                if !hadSidecars { SQLiteStoreBackend.removeSidecarsIfUnused(source) }
+            }
             let dst = try SQLiteConnection.open(staging, readOnly: false, create: true, timeout: timeout)
             do {
                 try dst.exec("PRAGMA journal_mode = MEMORY")

@@ -37,9 +37,11 @@ import StoreAPI
 /// - To-many whose inverse is to-one: not stored; derived from the inverse's foreign-key column. When ordered, the
 ///   position lives in an order column `_ord.<fk column>` next to that foreign key, written from the to-many side.
 /// - Many-to-many: one join table per relationship pair, named after the side whose `(entity, name)` sorts first
-///   (`src`: that side's record, `dst`: the other), with `src_ord` / `dst_ord` order columns for ordered sides.
+///   (`src`: that side's record, `dst`: the other), with `src_ord` / `dst_ord` holding each side's positions.
 /// - To-many without an inverse (or whose inverse does not name it back, or that is its own inverse): its own join
 ///   table `(src, dst, src_ord)` holding exactly that side.
+/// Join tables record positions for unordered relationships too (it costs one integer), so every to-many read
+/// from a join table comes back in the order it was saved; derived unordered ones come back in key order.
 /// Join tables are `WITHOUT ROWID` with primary key `(src, dst)`; shared ones also index `dst`. Foreign-key columns
 /// are indexed (with their order column when there is one).
 ///
@@ -158,9 +160,7 @@ struct StoreLayout: Sendable {
         // Join tables.
         var joinTables: [String: JoinTableLayout] = [:]
         var joinOrder: [String] = []
-        func joinTable(owner: String, relationship r: RelationshipDescription, shared: Bool, srcOrdered: Bool, dstOrdered: Bool)
-            -> String
-        {
+        func joinTable(owner: String, relationship r: RelationshipDescription, shared: Bool) -> String {
             var name = "J_\(owner).\(r.name)"
             var n = 2
             while let existing = joinTables[name], existing.owner != PropertyKeyString(owner, r.name) {
@@ -168,9 +168,7 @@ struct StoreLayout: Sendable {
                 n += 1
             }
             if joinTables[name] == nil {
-                joinTables[name] = JoinTableLayout(
-                    name: name, owner: PropertyKeyString(owner, r.name), isShared: shared, hasSourceOrder: srcOrdered,
-                    hasDestinationOrder: dstOrdered)
+                joinTables[name] = JoinTableLayout(name: name, owner: PropertyKeyString(owner, r.name), isShared: shared)
                 joinOrder.append(name)
             }
             return name
@@ -209,23 +207,21 @@ struct StoreLayout: Sendable {
                         let theirs = PropertyKeyString(invDecl, inv.name)
                         let iAmSource = mine < theirs
                         let name = iAmSource
-                            ? joinTable(owner: decl, relationship: r, shared: true, srcOrdered: r.isOrdered, dstOrdered: inv.isOrdered)
-                            : joinTable(owner: invDecl, relationship: inv, shared: true, srcOrdered: inv.isOrdered, dstOrdered: r.isOrdered)
+                            ? joinTable(owner: decl, relationship: r, shared: true)
+                            : joinTable(owner: invDecl, relationship: inv, shared: true)
                         storages.append(.joinTable(JoinStorage(
                             table: name, ownColumn: iAmSource ? "src" : "dst", otherColumn: iAmSource ? "dst" : "src",
-                            ownOrderColumn: r.isOrdered ? (iAmSource ? "src_ord" : "dst_ord") : nil,
-                            otherRoot: destRoot, isShared: true)))
+                            ownOrderColumn: iAmSource ? "src_ord" : "dst_ord", otherRoot: destRoot, isShared: true)))
                     }
                 } else {
-                    let name = joinTable(owner: decl, relationship: r, shared: false, srcOrdered: r.isOrdered, dstOrdered: false)
+                    let name = joinTable(owner: decl, relationship: r, shared: false)
                     storages.append(.joinTable(JoinStorage(
-                        table: name, ownColumn: "src", otherColumn: "dst", ownOrderColumn: r.isOrdered ? "src_ord" : nil,
-                        otherRoot: destRoot, isShared: false)))
+                        table: name, ownColumn: "src", otherColumn: "dst", ownOrderColumn: "src_ord", otherRoot: destRoot,
+                        isShared: false)))
                 }
             }
             let layout = EntityLayout(
-                entity: entity, name: entity.name, code: codes[entity.name] ?? 0, root: entity.rootName,
-                tableName: table?.name ?? "E_" + entity.rootName, attributeColumns: attributeColumns,
+                entity: entity, code: codes[entity.name] ?? 0, table: table, attributeColumns: attributeColumns,
                 relationships: storages)
             entities[entity.name] = layout
         }
@@ -301,9 +297,8 @@ struct StoreLayout: Sendable {
             }
         }
         for j in joinTables {
-            var cols = ["src INTEGER NOT NULL", "dst INTEGER NOT NULL"]
-            if j.hasSourceOrder { cols.append("src_ord INTEGER") }
-            if j.hasDestinationOrder { cols.append("dst_ord INTEGER") }
+            var cols = ["src INTEGER NOT NULL", "dst INTEGER NOT NULL", "src_ord INTEGER"]
+            if j.isShared { cols.append("dst_ord INTEGER") }
             cols.append("PRIMARY KEY (src, dst)")
             s.append("CREATE TABLE \(Self.quote(j.name)) (\(cols.joined(separator: ", "))) WITHOUT ROWID")
             if j.isShared {
@@ -367,11 +362,17 @@ struct TableLayout: Sendable {
     let entityCodes: [Int64]
     /// Whether more than one entity shares the table (then `_ent` is indexed).
     let hasSubentities: Bool
+    /// `t._pk, t._ent, t._gid, t."col", …` — the select list every record read uses (alias `t`).
+    let selectList: String
 
-    /// `t._pk, t._ent, t._gid, t."col", …` — the select list every record read uses.
-    func selectList(alias: String) -> String {
-        (["_pk", "_ent", "_gid"].map { "\(alias).\($0)" }
-            + columns.map { "\(alias).\(StoreLayout.quote($0.name))" }).joined(separator: ", ")
+    init(root: String, name: String, columns: [ColumnLayout], entityCodes: [Int64], hasSubentities: Bool) {
+        self.root = root
+        self.name = name
+        self.columns = columns
+        self.entityCodes = entityCodes
+        self.hasSubentities = hasSubentities
+        selectList = (["_pk", "_ent", "_gid"].map { "t.\($0)" } + columns.map { "t.\(StoreLayout.quote($0.name))" })
+            .joined(separator: ", ")
     }
 }
 
@@ -380,10 +381,9 @@ struct JoinTableLayout: Sendable {
     let name: String
     /// The declared relationship the table is named after.
     let owner: String
-    /// Whether both sides of a many-to-many read it (then `dst` is indexed too).
+    /// Whether both sides of a many-to-many read it (then `dst` is indexed, and `dst_ord` holds the other side's
+    /// positions).
     let isShared: Bool
-    let hasSourceOrder: Bool
-    let hasDestinationOrder: Bool
 }
 
 /// Where one entity's values live.
@@ -398,6 +398,33 @@ struct EntityLayout: Sendable {
     let attributeColumns: [Int]
     /// For each of ``Entity/relationships``: how it is stored.
     let relationships: [RelationshipStorage]
+    /// `INSERT` of a record's row: `_pk, _ent, _gid`, the attributes in order, then the foreign keys in order.
+    let insertSQL: String
+    /// `UPDATE` of a record's row: `_ent, _gid`, attributes, foreign keys, then `_pk` in the `WHERE` clause.
+    let updateSQL: String
+    /// Whether every property has a column (a layout built from a schema always does).
+    let isComplete: Bool
+
+    init(entity: Entity, code: Int64, table: TableLayout?, attributeColumns: [Int], relationships: [RelationshipStorage]) {
+        self.entity = entity
+        self.name = entity.name
+        self.code = code
+        self.root = entity.rootName
+        self.tableName = table?.name ?? "E_" + entity.rootName
+        self.attributeColumns = attributeColumns
+        self.relationships = relationships
+        var cols = attributeColumns
+        for storage in relationships {
+            if case .foreignKey(let col) = storage { cols.append(col) }
+        }
+        let columnCount = table?.columns.count ?? 0
+        isComplete = table != nil && cols.allSatisfy { $0 >= 0 && $0 < columnCount }
+        let names = isComplete ? cols.map { StoreLayout.quote(table?.columns[$0].name ?? "") } : []
+        let quoted = StoreLayout.quote(tableName)
+        let all = ["_pk", "_ent", "_gid"] + names
+        insertSQL = "INSERT INTO \(quoted) (\(all.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: all.count).joined(separator: ", ")))"
+        updateSQL = "UPDATE \(quoted) SET \((["_ent", "_gid"] + names).map { "\($0) = ?" }.joined(separator: ", ")) WHERE _pk = ?"
+    }
 }
 
 /// How one relationship of an entity is stored.
@@ -429,7 +456,7 @@ struct JoinStorage: Sendable, Hashable {
     let ownColumn: String
     /// The column holding the related record.
     let otherColumn: String
-    /// This side's order column, for ordered relationships.
+    /// This side's position column (`src_ord` or `dst_ord`).
     let ownOrderColumn: String?
     /// The related hierarchy's root entity.
     let otherRoot: String

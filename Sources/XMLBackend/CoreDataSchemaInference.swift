@@ -10,7 +10,8 @@ import StoreAPI
 ///   `destination` and `type="min/max"` (max 1 is to-one; 0 is unbounded). Every property is optional unless
 ///   its minimum says otherwise, and order of to-many values is kept as written.
 /// - **Inheritance**: an object that a relationship reaches but whose type is not the destination must be of a
-///   sub-entity of it, so its type is made one; properties both share move to the parent.
+///   sub-entity of it, so its type is made one; properties both share move to the parent, and a parent without
+///   objects of its own (an abstract entity, typically) takes the properties every sub-entity has alike.
 /// - **Inverses** are paired when exactly one relationship on the destination leads back and the data agrees —
 ///   every link one way is present the other way — and the same holds from the other side.
 /// - **Identity**: primary keys are the numbers of `z` ids; other ids (hand-edited files) get fresh keys above
@@ -41,6 +42,7 @@ struct CoreDataSchemaInference {
     private struct EntityDraft {
         var name: String
         var parent: String?
+        var hasObjects = false
         var attributes: [AttributeDraft] = []
         var relationships: [RelationshipDraft] = []
         func attribute(_ n: String) -> Int? { attributes.firstIndex { $0.name == n } }
@@ -57,6 +59,7 @@ struct CoreDataSchemaInference {
         let targets = try resolveTargets()
         try inferInheritance(&drafts, targets: targets)
         try hoistInheritedProperties(&drafts)
+        hoistSharedPropertiesToEmptyParents(&drafts)
         inferInverses(&drafts, targets: targets)
         let rename = recoveredNames(drafts)
         let schema = try makeSchema(drafts, rename: rename)
@@ -95,6 +98,7 @@ struct CoreDataSchemaInference {
         var drafts: [String: EntityDraft] = [:]
         for o in objects {
             var d = drafts[o.type] ?? EntityDraft(name: o.type)
+            d.hasObjects = true
             for a in o.attributes {
                 if let j = d.relationship(a.name) {
                     throw corrupt("'\(a.name)' of \(o.type) is an attribute here and a relationship at line \(d.relationships[j].line)", line: a.line)
@@ -287,6 +291,48 @@ struct CoreDataSchemaInference {
                 }
             }
             drafts[name] = d
+        }
+    }
+
+    /// A parent without objects of its own knows no properties; the ones all its sub-entities have alike (same
+    /// name, type, destination and cardinality) are its own, so they move up — deepest parents first.
+    private func hoistSharedPropertiesToEmptyParents(_ drafts: inout [String: EntityDraft]) {
+        func depth(_ name: String) -> Int {
+            var n = 0
+            var cursor = drafts[name]?.parent
+            while let p = cursor, n <= drafts.count { n += 1; cursor = drafts[p]?.parent }
+            return n
+        }
+        let parents = entityOrder.filter { name in
+            drafts[name]?.hasObjects == false && drafts.values.contains { $0.parent == name }
+        }.sorted { depth($0) > depth($1) }
+        for parent in parents {
+            let children = entityOrder.filter { drafts[$0]?.parent == parent }
+            guard let first = children.first.flatMap({ drafts[$0] }) else { continue }
+            let shared = first.attributes.filter { a in
+                children.allSatisfy { c in drafts[c]?.attributes.contains { $0.name == a.name && $0.type == a.type } == true }
+            }
+            let sharedRelationships = first.relationships.filter { r in
+                children.allSatisfy { c in
+                    drafts[c]?.relationships.contains { $0.name == r.name && $0.destination == r.destination && $0.isToMany == r.isToMany } == true
+                }
+            }
+            for a in shared where drafts[parent]?.attribute(a.name) == nil { drafts[parent]?.attributes.append(a) }
+            for r in sharedRelationships where drafts[parent]?.relationship(r.name) == nil {
+                var merged = r
+                for c in children {
+                    guard let other = drafts[c]?.relationships.first(where: { $0.name == r.name }) else { continue }
+                    merged.minCount = min(merged.minCount, other.minCount)
+                    merged.maxCount = merged.maxCount == 0 || other.maxCount == 0 ? 0 : max(merged.maxCount, other.maxCount)
+                }
+                drafts[parent]?.relationships.append(merged)
+            }
+            let attributeNames = Set(shared.map(\.name))
+            let relationshipNames = Set(sharedRelationships.map(\.name))
+            for c in children {
+                drafts[c]?.attributes.removeAll { attributeNames.contains($0.name) }
+                drafts[c]?.relationships.removeAll { relationshipNames.contains($0.name) }
+            }
         }
     }
 

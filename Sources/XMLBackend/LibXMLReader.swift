@@ -57,15 +57,23 @@ final class LibXMLReader {
     private let reader: OpaquePointer
     private let sink = LibXMLErrorSink()
     private var memory: UnsafeMutableBufferPointer<CChar>?
+    private var fd: Int32 = -1
     private var textBuffer: [UInt8] = []
 
     /// Opens `url` for reading.
     init(fileAt url: URL) throws {
         LibXML.initialize()
         self.url = url
-        guard let r = xmlReaderForFile(url.path, nil, secureParseOptions) else {
-            throw StoreError.corruptStore(url, reason: "cannot open the file for XML reading")
+        // Opened here rather than by libxml2, so an unreadable file is a clear error and libxml2 prints nothing.
+        let fd = open(url.path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw StoreError.io(url, operation: "open for reading", reason: String(cString: strerror(errno)))
         }
+        guard let r = xmlReaderForFd(fd, url.path, nil, secureParseOptions) else {
+            close(fd)
+            throw StoreError.corruptStore(url, reason: "cannot start an XML reader")
+        }
+        self.fd = fd
         reader = r
         xmlTextReaderSetStructuredErrorHandler(r, structuredErrorHandler, Unmanaged.passUnretained(sink).toOpaque())
     }
@@ -91,6 +99,7 @@ final class LibXMLReader {
     deinit {
         xmlFreeTextReader(reader)
         memory?.deallocate()
+        if fd >= 0 { close(fd) }
     }
 
     // MARK: Position
@@ -129,6 +138,40 @@ final class LibXMLReader {
     func intern(_ name: String) -> UnsafePointer<xmlChar>? {
         name.withCString { p in
             p.withMemoryRebound(to: xmlChar.self, capacity: name.utf8.count + 1) { xmlTextReaderConstString(reader, $0) }
+        }
+    }
+
+    /// Whether the current node's name is `s`, without making a string.
+    func nameIs(_ s: StaticString) -> Bool {
+        guard let p = namePointer else { return false }
+        return Self.equals(p, s)
+    }
+
+    /// Whether the C string at `p` is `s`.
+    @inline(__always)
+    static func equals(_ p: UnsafePointer<xmlChar>, _ s: StaticString) -> Bool {
+        let n = s.utf8CodeUnitCount
+        return memcmp(p, s.utf8Start, n) == 0 && p[n] == 0
+    }
+
+    /// Whether the C string at `p` equals the NUL-terminated bytes `bytes`.
+    @inline(__always)
+    static func equals(_ p: UnsafePointer<xmlChar>, _ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBufferPointer { b in
+            guard let base = b.baseAddress else { return false }
+            return memcmp(p, base, b.count) == 0
+        }
+    }
+
+    /// Calls `body` with the name and value of each attribute of the current element. The pointers are valid only
+    /// during the call.
+    func forEachAttribute(_ body: (UnsafePointer<xmlChar>, UnsafePointer<xmlChar>) throws -> Void) throws {
+        guard xmlTextReaderHasAttributes(reader) == 1 else { return }
+        defer { xmlTextReaderMoveToElement(reader) }
+        var rc = xmlTextReaderMoveToFirstAttribute(reader)
+        while rc == 1 {
+            if let n = xmlTextReaderConstName(reader), let v = xmlTextReaderConstValue(reader) { try body(n, v) }
+            rc = xmlTextReaderMoveToNextAttribute(reader)
         }
     }
 
@@ -208,9 +251,13 @@ final class LibXMLReader {
 
     /// The text content of the current element (which must contain only text), pieces split by comments joined.
     func readText() throws -> String {
-        guard !isEmptyElement else { return "" }
+        try readTextBytes { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// Calls `body` with the UTF-8 bytes of the current element's text content (valid only during the call).
+    func readTextBytes<T>(_ body: (UnsafeBufferPointer<UInt8>) throws -> T) throws -> T {
+        guard !isEmptyElement else { return try body(UnsafeBufferPointer(start: nil, count: 0)) }
         let d = depth
-        let element = name
         textBuffer.removeAll(keepingCapacity: true)
         while try read() {
             switch nodeType {
@@ -221,16 +268,16 @@ final class LibXMLReader {
             case .comment, .processingInstruction:
                 continue
             case .endElement where depth == d:
-                return String(decoding: textBuffer, as: UTF8.self)
+                return try textBuffer.withUnsafeBufferPointer(body)
             case .element:
-                throw corrupt("unexpected element <\(name)> inside <\(element)>")
+                throw corrupt("unexpected element <\(name)> inside a value")
             case .entityReference, .entity, .endEntity:
                 throw corrupt("entity references are not allowed in stores ('&\(name);')")
             default:
-                throw corrupt("unexpected \(nodeType) node inside <\(element)>")
+                throw corrupt("unexpected \(nodeType) node inside a value")
             }
         }
-        throw corrupt("the file ends inside <\(element)> (truncated?)")
+        throw corrupt("the file ends inside a value (truncated?)")
     }
 
     /// After the root element closed: refuses anything but comments and whitespace up to the end.

@@ -28,6 +28,7 @@ final class XMLFileSink {
     deinit { if fd >= 0 { close(fd) } }
 
     func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        if bytes.isEmpty { return true }  // libxml2 flushes empty buffers on close
         guard failure == nil, fd >= 0 else { return false }
         buffer.append(contentsOf: bytes)
         return buffer.count < flushThreshold || flush()
@@ -114,33 +115,35 @@ final class LibXMLWriter {
         try check(xmlTextWriterStartDocument(writer, "1.0", nil, "yes"), "prologue")
     }
 
-    func doctype(_ root: String, systemID: String) throws {
-        let rc = withXML(root) { r in withXML(systemID) { s in xmlTextWriterWriteDTD(writer, r, nil, s, nil) } }
-        try check(rc, "DOCTYPE")
-        try newline()
-    }
-
-    private func newline() throws {
+    func doctype(_ root: StaticString, systemID: String) throws {
+        try check(withXML(systemID) { xmlTextWriterWriteDTD(writer, root.utf8Start, nil, $0, nil) }, "DOCTYPE")
         try check(xmlTextWriterWriteRaw(writer, "\n"), "whitespace")
     }
 
-    private static let indents: [String] = (0..<16).map { "\n" + String(repeating: "    ", count: $0) }
+    private static let indents: [[UInt8]] = (0..<16).map { Array(("\n" + String(repeating: "    ", count: $0)).utf8) + [0] }
 
     private func indent(_ level: Int) throws {
-        let s = Self.indents[min(level, Self.indents.count - 1)]
-        try check(withXML(s) { xmlTextWriterWriteRaw(writer, $0) }, "whitespace")
+        let rc = Self.indents[min(level, Self.indents.count - 1)].withUnsafeBufferPointer { b in
+            xmlTextWriterWriteRaw(writer, b.baseAddress)
+        }
+        try check(rc, "whitespace")
     }
 
     /// Opens element `name` on its own indented line.
-    func startElement(_ name: String) throws {
+    func startElement(_ name: StaticString) throws {
         if depth > 0 { try indent(depth) }
-        try check(withXML(name) { xmlTextWriterStartElement(writer, $0) }, "<\(name)>")
+        try check(xmlTextWriterStartElement(writer, name.utf8Start), "<\(name)>")
         depth += 1
     }
 
     /// Adds an attribute to the element just opened.
-    func attribute(_ name: String, _ value: String) throws {
-        let rc = withXML(name) { n in withXML(value) { v in xmlTextWriterWriteAttribute(writer, n, v) } }
+    func attribute(_ name: StaticString, _ value: String) throws {
+        try check(withXML(value) { xmlTextWriterWriteAttribute(writer, name.utf8Start, $0) }, "attribute \(name)")
+    }
+
+    /// Adds an attribute whose value is the NUL-terminated UTF-8 `value` (precomputed names).
+    func attribute(_ name: StaticString, cString value: [UInt8]) throws {
+        let rc = value.withUnsafeBufferPointer { xmlTextWriterWriteAttribute(writer, name.utf8Start, $0.baseAddress) }
         try check(rc, "attribute \(name)")
     }
 

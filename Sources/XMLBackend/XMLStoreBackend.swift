@@ -11,8 +11,9 @@ import StoreAPI
 /// ``StoreError/corruptStore(_:reason:)`` with its line number.
 ///
 /// Stores written by Core Data (`NSXMLStoreType`) open too: their schema, primary keys and global IDs are inferred
-/// from the file, the same way every time (see ``CoreDataSchemaInference``); saving rewrites them in this
-/// framework's layout.
+/// from the file, the same way every time (entities from object types, attribute types from `type`, relationship
+/// cardinality from `min/max`, inverses where the data pairs them unambiguously, primary keys from `z` ids, global
+/// IDs derived from the store UUID and the id); saving rewrites them in this framework's layout.
 ///
 /// ```swift
 /// let registry = BackendRegistry()
@@ -25,8 +26,12 @@ public struct XMLStoreBackend: AtomicStoreBackend {
     /// Creates the backend. It holds no state.
     public init() {}
 
+    /// `xml`.
     public var typeIdentifier: String { Self.typeIdentifier }
+    /// `xml` (what Core Data's XML stores usually use) and `storexml`.
     public var fileExtensions: [String] { ["xml", "storexml"] }
+    /// Persistent, transactional (a failed save leaves the file as it was), with history, ordered relationships,
+    /// a file-copy fast path, and atomic (the whole store lives in memory while open).
     public var capabilities: BackendCapabilities {
         [.persistent, .transactions, .history, .orderedRelationships, .fastCopy, .atomic]
     }
@@ -51,10 +56,13 @@ public struct XMLStoreBackend: AtomicStoreBackend {
         return reader.name == "database" ? .store : .foreign("XML document, but not a store")
     }
 
+    /// Streams the file: metadata, then records, then history. A Core Data file's records come after the whole
+    /// file was read, since its schema is inferred from them.
     public func readStore(at url: URL, _ body: (AtomicStoreElement) throws -> Void) throws {
         try XMLStoreReader(url: url).read(body)
     }
 
+    /// Writes the whole store to `url` (a fresh staging path) in the layout of ``XMLStoreFormat``.
     public func writeStore(_ contents: any AtomicStoreContents, to url: URL) throws {
         try XMLStoreWriter(url: url).write(contents)
     }

@@ -83,6 +83,10 @@ struct XMLStoreReader {
 }
 
 /// Reads the objects and history of a store written by this framework, whose schema is in its metadata.
+///
+/// This is the hot path of every load, so names are compared as C strings (element and attribute names against
+/// static strings, property names against the schema's, trying the next one in write order first) and keys and
+/// UUIDs are parsed from bytes.
 struct OwnStoreBodyReader {
     let reader: LibXMLReader
     let metadata: StoreMetadata
@@ -90,8 +94,15 @@ struct OwnStoreBodyReader {
     private struct EntityPlan {
         let entity: Entity
         let rootIndex: Int
-        let typeNames: [String]
+        let typeNames: [[UInt8]]
+        let attributeNames: [[UInt8]]
+        let relationshipNames: [[UInt8]]
+        /// A record's starting values: every attribute nil, every relationship empty.
+        let emptyAttributes: [StoreValue]
+        let emptyRelationships: [RelationshipValue]
     }
+
+    private static func cString(_ s: String) -> [UInt8] { Array(s.utf8) + [0] }
 
     func read(_ body: (AtomicStoreElement) throws -> Void) throws {
         let r = reader
@@ -101,26 +112,52 @@ struct OwnStoreBodyReader {
         for (i, e) in schema.rootEntities.enumerated() { rootIndex[e.name] = i }
         var plans: [String: EntityPlan] = [:]
         for e in schema.entities {
-            plans[e.name] = EntityPlan(entity: e, rootIndex: rootIndex[e.rootName] ?? 0,
-                                       typeNames: e.attributes.map { XMLStoreFormat.typeName($0.type) })
+            plans[e.name] = EntityPlan(
+                entity: e, rootIndex: rootIndex[e.rootName] ?? 0,
+                typeNames: e.attributes.map { Self.cString(XMLStoreFormat.typeName($0.type)) },
+                attributeNames: e.attributes.map { Self.cString($0.name) },
+                relationshipNames: e.relationships.map { Self.cString($0.name) },
+                emptyAttributes: Array(repeating: .null, count: e.attributes.count),
+                emptyRelationships: e.relationships.map { $0.isToMany ? .toMany([]) : .toOne(nil) })
         }
         var keys = [Set<Int64>](repeating: [], count: rootIndex.count)
-        let objectName = r.intern("object")
         var seenHistory = false
         var plan: EntityPlan?
+        var planName: [UInt8] = []
         while try r.nextChildElement(parentDepth: 0) {
-            if r.namePointer == objectName {
+            if r.nameIs("object") {
                 guard !seenHistory else { throw r.corrupt("<object> after <history>: objects must come first") }
-                guard let type = r.attribute("type") else { throw r.corrupt("<object> without a type") }
-                if plan?.entity.name != type { plan = plans[type] }
-                guard let plan else { throw r.corrupt("<object> of unknown entity '\(type)'") }
-                guard !plan.entity.isAbstract else { throw r.corrupt("<object> of abstract entity '\(type)'") }
-                let record = try readObject(plan)
-                guard keys[plan.rootIndex].insert(record.primaryKey).inserted else {
-                    throw r.corrupt("primary key \(record.primaryKey) is used twice in \(plan.entity.rootName)")
+                var pk: Int64?
+                var gid: UUID?
+                var typeFound = false
+                var badValue: String?
+                try r.forEachAttribute { name, value in
+                    if LibXMLReader.equals(name, "type") {
+                        typeFound = true
+                        if plan == nil || !LibXMLReader.equals(value, planName) {
+                            let type = String(cString: value)
+                            guard let p = plans[type] else { throw r.corrupt("<object> of unknown entity '\(type)'") }
+                            plan = p
+                            planName = Self.cString(type)
+                        }
+                    } else if LibXMLReader.equals(name, "pk") {
+                        pk = XMLBytes.int64(cString: value)
+                        if pk == nil { badValue = "pk '\(String(cString: value))'" }
+                    } else if LibXMLReader.equals(name, "gid") {
+                        gid = XMLBytes.uuid(cString: value) ?? UUID(uuidString: String(cString: value))
+                        if gid == nil { badValue = "gid '\(String(cString: value))'" }
+                    }
                 }
-                try body(.record(record))
-            } else if r.name == "history" {
+                guard typeFound, let plan else { throw r.corrupt("<object> without a type") }
+                guard !plan.entity.isAbstract else { throw r.corrupt("<object> of abstract entity '\(plan.entity.name)'") }
+                if let badValue { throw r.corrupt("<object> of \(plan.entity.name) with invalid \(badValue)") }
+                guard let pk else { throw r.corrupt("<object> of \(plan.entity.name) without a pk") }
+                guard let gid else { throw r.corrupt("<object> \(plan.entity.name)/p\(pk) without a gid") }
+                guard keys[plan.rootIndex].insert(pk).inserted else {
+                    throw r.corrupt("primary key \(pk) is used twice in \(plan.entity.rootName)")
+                }
+                try body(.record(try readObject(plan, pk: pk, gid: gid)))
+            } else if r.nameIs("history") {
                 guard !seenHistory else { throw r.corrupt("a second <history>") }
                 seenHistory = true
                 try XMLHistoryCoding.read(r) { try body(.history($0)) }
@@ -130,61 +167,99 @@ struct OwnStoreBodyReader {
         }
     }
 
-    private func readObject(_ plan: EntityPlan) throws -> Record {
+    /// The index of the property whose name is at `p`: `guess` if it matches, else a lookup.
+    private static func index(of p: UnsafePointer<UInt8>, in names: [[UInt8]], guess: Int, lookup: (String) -> Int?) -> Int? {
+        if guess < names.count, LibXMLReader.equals(p, names[guess]) { return guess }
+        return lookup(String(cString: p))
+    }
+
+    private func readObject(_ plan: EntityPlan, pk: Int64, gid: UUID) throws -> Record {
         let r = reader
         let entity = plan.entity
-        guard let pkText = r.attribute("pk"), let pk = Int64(pkText) else {
-            throw r.corrupt("<object> of \(entity.name) without a valid pk")
-        }
-        guard let gidText = r.attribute("gid"), let gid = UUID(uuidString: gidText) else {
-            throw r.corrupt("<object> \(entity.name)/p\(pk) without a valid gid")
-        }
-        var record = entity.newRecord(primaryKey: pk, globalID: gid)
-        for i in record.attributes.indices { record.attributes[i] = .null }
+        var record = Record(entity: entity.name, primaryKey: pk, globalID: gid, attributes: plan.emptyAttributes,
+                            relationships: plan.emptyRelationships)
         guard !r.isEmptyElement else { return record }
-        var seenAttributes = [Bool](repeating: false, count: entity.attributes.count)
-        var seenRelationships = [Bool](repeating: false, count: entity.relationships.count)
+        var seenAttributes = SeenSet(count: entity.attributes.count)
+        var seenRelationships = SeenSet(count: entity.relationships.count)
+        var nextAttribute = 0
+        var nextRelationship = 0
         let depth = r.depth
         while try r.nextChildElement(parentDepth: depth) {
-            switch r.name {
-            case "attribute":
-                guard let name = r.attribute("name") else { throw r.corrupt("<attribute> without a name in \(entity.name)/p\(pk)") }
-                guard let i = entity.attributeIndex(name) else { throw r.corrupt("entity \(entity.name) has no attribute '\(name)'") }
-                guard !seenAttributes[i] else { throw r.corrupt("attribute '\(name)' appears twice in \(entity.name)/p\(pk)") }
-                seenAttributes[i] = true
-                let typeName = r.attribute("type") ?? ""
-                guard typeName == plan.typeNames[i] else {
+            if r.nameIs("attribute") {
+                var index: Int?
+                var unknownName: String?
+                var typeName = ""
+                var escaped = false
+                var badEncoding: String?
+                try r.forEachAttribute { name, value in
+                    if LibXMLReader.equals(name, "name") {
+                        index = Self.index(of: value, in: plan.attributeNames, guess: nextAttribute) { entity.attributeIndex($0) }
+                        if index == nil { unknownName = String(cString: value) }
+                    } else if LibXMLReader.equals(name, "type") {
+                        typeName = String(cString: value)
+                    } else if LibXMLReader.equals(name, "enc") {
+                        escaped = LibXMLReader.equals(value, "escaped")
+                        if !escaped { badEncoding = String(cString: value) }
+                    }
+                }
+                if let unknownName { throw r.corrupt("entity \(entity.name) has no attribute '\(unknownName)'") }
+                guard let i = index else { throw r.corrupt("<attribute> without a name in \(entity.name)/p\(pk)") }
+                let name = entity.attributes[i].name
+                guard seenAttributes.insert(i) else { throw r.corrupt("attribute '\(name)' appears twice in \(entity.name)/p\(pk)") }
+                nextAttribute = i + 1
+                guard typeName.utf8.elementsEqual(plan.typeNames[i].dropLast()) else {
                     if XMLStoreFormat.attributeType(named: typeName) == nil {
                         throw r.corrupt("unknown attribute type '\(typeName)' for '\(entity.name).\(name)'")
                     }
-                    throw r.corrupt("attribute '\(entity.name).\(name)' is stored as '\(typeName)', the schema says '\(plan.typeNames[i])'")
+                    throw r.corrupt("attribute '\(entity.name).\(name)' is stored as '\(typeName)', the schema says '\(XMLStoreFormat.typeName(entity.attributes[i].type))'")
                 }
+                if let badEncoding { throw r.corrupt("unknown text encoding enc=\"\(badEncoding)\"") }
                 let type = entity.attributes[i].type
-                let text = type == .string ? try XMLHistoryCoding.readEscapableText(r) : try r.readText()
-                guard let value = XMLValueText.value(from: text, type: type) else {
-                    throw r.corrupt("'\(Self.excerpt(text))' is not a valid \(typeName) for '\(entity.name).\(name)'")
+                var invalid = ""
+                let value: StoreValue? = try r.readTextBytes { bytes in
+                    let v: StoreValue?
+                    if escaped {
+                        v = type == .string ? XMLTextEscaping.unescape(String(decoding: bytes, as: UTF8.self)).map { .string($0) } : nil
+                    } else {
+                        v = XMLValueText.value(from: bytes, type: type)
+                    }
+                    if v == nil { invalid = String(decoding: bytes.prefix(60), as: UTF8.self) }
+                    return v
+                }
+                guard let value else {
+                    throw r.corrupt("'\(Self.excerpt(invalid))' is not a valid \(typeName)\(escaped ? " (escaped)" : "") for '\(entity.name).\(name)'")
                 }
                 record.attributes[i] = value
-            case "relationship":
-                guard let name = r.attribute("name") else { throw r.corrupt("<relationship> without a name in \(entity.name)/p\(pk)") }
-                guard let i = entity.relationshipIndex(name) else { throw r.corrupt("entity \(entity.name) has no relationship '\(name)'") }
-                guard !seenRelationships[i] else { throw r.corrupt("relationship '\(name)' appears twice in \(entity.name)/p\(pk)") }
-                seenRelationships[i] = true
-                let text = try r.readText()
-                var keys: [Int64] = []
-                for part in text.utf8.split(whereSeparator: { $0 == 0x20 || $0 == 0x0A || $0 == 0x09 || $0 == 0x0D }) {
-                    guard let k = Int64(String(decoding: part, as: UTF8.self)) else {
-                        throw r.corrupt("relationship '\(entity.name).\(name)' holds '\(Self.excerpt(String(decoding: part, as: UTF8.self)))', not a primary key")
+            } else if r.nameIs("relationship") {
+                var index: Int?
+                var unknownName: String?
+                try r.forEachAttribute { name, value in
+                    if LibXMLReader.equals(name, "name") {
+                        index = Self.index(of: value, in: plan.relationshipNames, guess: nextRelationship) { entity.relationshipIndex($0) }
+                        if index == nil { unknownName = String(cString: value) }
                     }
-                    keys.append(k)
                 }
+                if let unknownName { throw r.corrupt("entity \(entity.name) has no relationship '\(unknownName)'") }
+                guard let i = index else { throw r.corrupt("<relationship> without a name in \(entity.name)/p\(pk)") }
+                let name = entity.relationships[i].name
+                guard seenRelationships.insert(i) else { throw r.corrupt("relationship '\(name)' appears twice in \(entity.name)/p\(pk)") }
+                nextRelationship = i + 1
+                let keys: [Int64]? = try r.readTextBytes { bytes in
+                    var keys: [Int64] = []
+                    for part in bytes.split(whereSeparator: { $0 == 0x20 || $0 == 0x0A || $0 == 0x09 || $0 == 0x0D }) {
+                        guard let k = XMLBytes.int64(part) else { return nil }
+                        keys.append(k)
+                    }
+                    return keys
+                }
+                guard let keys else { throw r.corrupt("relationship '\(entity.name).\(name)' holds something other than primary keys") }
                 if entity.relationships[i].isToMany {
                     record.relationships[i] = .toMany(keys)
                 } else {
                     guard keys.count <= 1 else { throw r.corrupt("to-one relationship '\(entity.name).\(name)' holds \(keys.count) keys") }
                     record.relationships[i] = .toOne(keys.first)
                 }
-            default:
+            } else {
                 throw r.corrupt("unexpected <\(r.name)> in <object>")
             }
         }
@@ -192,4 +267,24 @@ struct OwnStoreBodyReader {
     }
 
     static func excerpt(_ s: String) -> String { s.count > 40 ? String(s.prefix(40)) + "…" : s }
+}
+
+/// Which properties of one object were seen: a bit mask for up to 64, an array beyond (no allocation per object
+/// in the common case).
+private struct SeenSet {
+    private var bits: UInt64 = 0
+    private var overflow: [Bool]
+
+    init(count: Int) { overflow = count > 64 ? [Bool](repeating: false, count: count) : [] }
+
+    /// Marks `i`; `false` if it was already marked.
+    mutating func insert(_ i: Int) -> Bool {
+        if overflow.isEmpty {
+            let mask: UInt64 = 1 << UInt64(i)
+            defer { bits |= mask }
+            return bits & mask == 0
+        }
+        defer { overflow[i] = true }
+        return !overflow[i]
+    }
 }

@@ -10,14 +10,20 @@ import StoreAPI
 struct XMLStoreWriter {
     let url: URL
 
-    /// What the writer needs per entity, computed once per write.
+    /// What the writer needs per entity, computed once per write (names as C strings, ready for libxml2).
     private struct EntityPlan {
         let entity: Entity
         let rootIndex: Int
-        let typeNames: [String]
-        let cardinalities: [String]
+        let name: [UInt8]
+        let attributeNames: [[UInt8]]
+        let typeNames: [[UInt8]]
+        let relationshipNames: [[UInt8]]
+        let cardinalities: [[UInt8]]
+        let destinations: [[UInt8]]
         let destinationRoots: [Int]
     }
+
+    private static func cString(_ s: String) -> [UInt8] { Array(s.utf8) + [0] }
 
     func write(_ contents: any AtomicStoreContents) throws {
         let metadata = contents.metadata
@@ -25,13 +31,17 @@ struct XMLStoreWriter {
         try Self.checkNames(in: schema)
         let plans = try Self.plans(for: schema)
 
-        // Document ids, per hierarchy root and primary key.
+        // Document ids (`z1`, `z2`, … in write order). `idrefs` must name records written later, so the ids of
+        // records in hierarchies some relationship leads to are collected first.
+        let referenced = Set(plans.values.flatMap(\.destinationRoots))
         var ids = [[Int64: Int]](repeating: [:], count: schema.rootEntities.count)
         var nextID = 1
         try contents.forEachRecord { r in
             guard let plan = plans[r.entity] else { throw StoreError.unknownEntity(r.entity) }
-            guard ids[plan.rootIndex].updateValue(nextID, forKey: r.primaryKey) == nil else {
-                throw StoreError.io(url, operation: "writing \(r.key)", reason: "two records share primary key \(r.primaryKey) in \(plan.entity.rootName)")
+            if referenced.contains(plan.rootIndex) {
+                guard ids[plan.rootIndex].updateValue(nextID, forKey: r.primaryKey) == nil else {
+                    throw StoreError.io(url, operation: "writing \(r.key)", reason: "two records share primary key \(r.primaryKey) in \(plan.entity.rootName)")
+                }
             }
             nextID += 1
         }
@@ -43,10 +53,15 @@ struct XMLStoreWriter {
         try writeDatabaseInfo(w, metadata: metadata, nextObjectID: nextID)
 
         var plan: EntityPlan?
+        var objectID = 1
         try contents.forEachRecord { r in
             if plan?.entity.name != r.entity { plan = plans[r.entity] }
             guard let plan else { throw StoreError.unknownEntity(r.entity) }
-            try writeObject(r, plan: plan, ids: ids, writer: w)
+            if referenced.contains(plan.rootIndex), ids[plan.rootIndex][r.primaryKey] != objectID {
+                throw StoreError.io(url, operation: "writing \(r.key)", reason: "the records were handed over in a different order the second time")
+            }
+            try writeObject(r, objectID: objectID, plan: plan, ids: ids, writer: w)
+            objectID += 1
         }
 
         var wroteHistoryStart = false
@@ -86,16 +101,16 @@ struct XMLStoreWriter {
         try w.endElement(container: true)
     }
 
-    private func writeObject(_ r: Record, plan: EntityPlan, ids: [[Int64: Int]], writer w: LibXMLWriter) throws {
+    private func writeObject(_ r: Record, objectID: Int, plan: EntityPlan, ids: [[Int64: Int]], writer w: LibXMLWriter) throws {
         let entity = plan.entity
         guard r.attributes.count == entity.attributes.count, r.relationships.count == entity.relationships.count else {
             throw StoreError.io(url, operation: "writing \(r.key)", reason: "the record has \(r.attributes.count) attribute and \(r.relationships.count) relationship values; \(entity.name) has \(entity.attributes.count) and \(entity.relationships.count)")
         }
         try w.startElement("object")
-        try w.attribute("type", entity.name)
-        try w.attribute("id", "z\(ids[plan.rootIndex][r.primaryKey] ?? 0)")
+        try w.attribute("type", cString: plan.name)
+        try w.attribute("id", "z" + String(objectID))
         try w.attribute("pk", String(r.primaryKey))
-        try w.attribute("gid", r.globalID.uuidString)
+        try w.attribute("gid", XMLBytes.string(r.globalID))
         for (i, a) in entity.attributes.enumerated() {
             let value = r.attributes[i]
             if value.isNull { continue }
@@ -103,8 +118,8 @@ struct XMLStoreWriter {
                 throw StoreError.typeMismatch(entity: entity.name, property: a.name, expected: a.type, got: "\(value.type?.rawValue ?? "nil") value \(value)")
             }
             try w.startElement("attribute")
-            try w.attribute("name", a.name)
-            try w.attribute("type", plan.typeNames[i])
+            try w.attribute("name", cString: plan.attributeNames[i])
+            try w.attribute("type", cString: plan.typeNames[i])
             if case .string(let s) = value, XMLTextEscaping.needsEscaping(s) {
                 try w.attribute("enc", "escaped")
                 try w.text(XMLTextEscaping.escape(s))
@@ -124,9 +139,9 @@ struct XMLStoreWriter {
             let keys = value.keys
             if keys.isEmpty { continue }
             try w.startElement("relationship")
-            try w.attribute("name", rel.name)
-            try w.attribute("type", plan.cardinalities[i])
-            try w.attribute("destination", rel.destination)
+            try w.attribute("name", cString: plan.relationshipNames[i])
+            try w.attribute("type", cString: plan.cardinalities[i])
+            try w.attribute("destination", cString: plan.destinations[i])
             let targets = ids[plan.destinationRoots[i]]
             var idrefs = ""
             var bytes = 0
@@ -163,8 +178,11 @@ struct XMLStoreWriter {
                 destinations.append(di)
             }
             plans[e.name] = EntityPlan(
-                entity: e, rootIndex: ri, typeNames: e.attributes.map { XMLStoreFormat.typeName($0.type) },
-                cardinalities: e.relationships.map(XMLStoreFormat.cardinality), destinationRoots: destinations)
+                entity: e, rootIndex: ri, name: cString(e.name), attributeNames: e.attributes.map { cString($0.name) },
+                typeNames: e.attributes.map { cString(XMLStoreFormat.typeName($0.type)) },
+                relationshipNames: e.relationships.map { cString($0.name) },
+                cardinalities: e.relationships.map { cString(XMLStoreFormat.cardinality($0)) },
+                destinations: e.relationships.map { cString($0.destination) }, destinationRoots: destinations)
         }
         return plans
     }
@@ -184,14 +202,14 @@ struct XMLStoreWriter {
         }
     }
 
-    static func textElement(_ w: LibXMLWriter, _ name: String, _ text: String) throws {
+    static func textElement(_ w: LibXMLWriter, _ name: StaticString, _ text: String) throws {
         try w.startElement(name)
         try w.text(text)
         try w.endElement()
     }
 
     /// An element holding `text`, marked `enc="escaped"` and escaped when XML cannot carry it as is.
-    static func escapableTextElement(_ w: LibXMLWriter, _ name: String, _ text: String, attributes: [(String, String)] = []) throws {
+    static func escapableTextElement(_ w: LibXMLWriter, _ name: StaticString, _ text: String, attributes: [(StaticString, String)] = []) throws {
         try w.startElement(name)
         for (n, v) in attributes { try w.attribute(n, v) }
         if XMLTextEscaping.needsEscaping(text) {

@@ -67,6 +67,28 @@ enum XMLValueText {
         }
     }
 
+    /// Reads a value of `type` from the UTF-8 bytes of its text; integers and booleans without making a string.
+    static func value(from bytes: UnsafeBufferPointer<UInt8>, type: AttributeType) -> StoreValue? {
+        switch type {
+        case .integer16, .integer32, .integer64:
+            if let v = XMLBytes.int64(bytes) {
+                switch type {
+                case .integer16: return Int16(exactly: v).map { .integer16($0) }
+                case .integer32: return Int32(exactly: v).map { .integer32($0) }
+                default: return .integer64(v)
+                }
+            }
+        case .boolean:
+            if bytes.count == 1 {
+                if bytes[0] == UInt8(ascii: "1") { return .boolean(true) }
+                if bytes[0] == UInt8(ascii: "0") { return .boolean(false) }
+            }
+        default:
+            break
+        }
+        return value(from: String(decoding: bytes, as: UTF8.self), type: type)
+    }
+
     static func double(_ s: String) -> Double? {
         if let bits = nanPayload(s) {
             let d = Double(bitPattern: bits)

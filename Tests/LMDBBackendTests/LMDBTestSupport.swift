@@ -94,7 +94,7 @@ enum LMDBFixture {
 
     /// The corpus directory (`../shared/corpus` from the package root), or `nil` when it is absent.
     static func corpus(_ path: String) -> URL? {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).resolvingSymlinksInPath().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let url = root.deletingLastPathComponent().appendingPathComponent("shared/corpus").appendingPathComponent(path)
         return FileManager.default.fileExists(atPath: url.path) ? url : nil
     }

@@ -89,6 +89,20 @@ import Testing
         try reopened.close()
     }
 
+    @Test func interleavedInsertsIntoOneHierarchyAllLand() throws {
+        let dir = try TemporaryDirectory()
+        let schema = try LMDBFixture.schema()
+        let store = try LMDBFixture.create(dir.path("interleaved.lmdb"), schema: schema)
+        defer { try? store.close() }
+        let plan: [(String, Int64)] = [("Book", 1), ("Novel", 5), ("Book", 3), ("Article", 4), ("Novel", 2), ("Book", 9), ("Book", 7), ("Novel", 8), ("Article", 6)]
+        let records = try plan.map { try LMDBFixture.record(schema, $0.0, $0.1, ["title": .string("w\($0.1)")]) }
+        try store.save(StoreChanges(inserted: records))
+        #expect(try store.fetch(FetchRequest(entity: "Work")) == records.sorted { $0.primaryKey < $1.primaryKey })
+        try store.save(StoreChanges(inserted: [try LMDBFixture.record(schema, "Novel", 10, ["title": "w10"]), try LMDBFixture.record(schema, "Book", 0, ["title": "w0"])]))
+        #expect(try store.fetch(FetchRequest(entity: "Work")).map(\.primaryKey) == Array(0...10))
+        #expect(try store.allocatePrimaryKeys(root: "Work", count: 1) == 11)
+    }
+
     @Test func malformedRecordsAreRefusedBeforeWriting() throws {
         let dir = try TemporaryDirectory()
         let schema = try LMDBFixture.schema()

@@ -179,9 +179,11 @@ import Testing
         var checked = 0
         var nonEmpty = 0
         for p in Self.translatable + Self.untranslatable {
-            for variant in [p, Self.forceFallback(p)] {
-                for (si, sort) in Self.sorts.enumerated() {
-                    let slices = si < 3 ? Self.slices : [(0, nil)]
+            for (vi, variant) in [p, Self.forceFallback(p)].enumerated() {
+                // Every sort on the SQL path; the in-memory path is the reference's own code, so fewer suffice.
+                let sorts = vi == 0 ? Self.sorts : [Self.sorts[0], Self.sorts[2], Self.sorts[7]]
+                for (si, sort) in sorts.enumerated() {
+                    let slices = si < 2 ? Self.slices : [(0, nil)]
                     for (offset, limit) in slices {
                         let request = FetchRequest(
                             entity: "Book", predicate: variant, sortDescriptors: sort, offset: offset, limit: limit)
@@ -190,8 +192,10 @@ import Testing
                         if !sameRecords(actual, expected, schema) {
                             Issue.record("\(p) sorted by \(sort.map { "\($0.keyPath) \($0.ascending)" }) [\(offset), \(String(describing: limit))]: got \(actual.map(\.primaryKey)), expected \(expected.map(\.primaryKey)); \(firstDifference(actual, expected, schema))")
                         }
-                        let expectedCount = try reference.count(request)
-                        #expect(try store.count(request) == expectedCount, "count of \(p) [\(offset), \(String(describing: limit))]")
+                        if si == 0 {
+                            let expectedCount = try reference.count(request)
+                            #expect(try store.count(request) == expectedCount, "count of \(p) [\(offset), \(String(describing: limit))]")
+                        }
                         checked += 1
                         if !expected.isEmpty { nonEmpty += 1 }
                     }

@@ -2,7 +2,6 @@ import Foundation
 import StoreAPI
 import Testing
 
-
 /// Expects the built predicate to equal the parsed string.
 private func same(
     _ built: FetchPredicate, _ source: String, _ arguments: StoreValue..., sourceLocation: SourceLocation = #_sourceLocation
@@ -11,7 +10,7 @@ private func same(
     #expect(built == parsed, "\(built) vs \(source)", sourceLocation: sourceLocation)
 }
 
-@Suite("FetchPredicate builder DSL")
+@Suite("Predicate builder DSL")
 struct PredicateBuilderTests {
     @Test("operators and methods build the tree the string form parses to")
     func sameAsString() throws {
@@ -54,10 +53,11 @@ struct PredicateBuilderTests {
             (Key("tags").any("name").beginsWith("s", options: .caseInsensitive), "ANY tags.name BEGINSWITH[c] 's'"),
             (Key("tags").any("rank").in([1, 2]), "ANY tags.rank IN {1, 2}"),
             (Key("in") == "stock", "#in == 'stock'"),
-            (Key(components: ["a.b"]) == 1, "%K == 1"),
+            (Key(components: ["my key"]) == 1, "%K == 1"),
+            (Key(components: ["author", "my key"]) == 1, "author.%K == 1"),
         ]
         for (built, source) in pairs {
-            let args: [StoreValue] = source.contains("%K") ? ["a.b"] : []
+            let args: [StoreValue] = source.contains("%K") ? ["my key"] : []
             #expect(built == (try FetchPredicate(source, arguments: args)), "\(source)")
         }
     }

@@ -2,8 +2,7 @@ import Foundation
 import StoreAPI
 import Testing
 
-
-@Suite("FetchPredicate description")
+@Suite("Predicate description")
 struct PredicateDescriptionTests {
     static let sources: [String] = [
         "TRUEPREDICATE", "FALSEPREDICATE", "title == 'Dune'", "pages > 300", "pages >= -1", "rating < 4.5",
@@ -79,9 +78,9 @@ struct PredicateDescriptionTests {
 
 /// Builds random predicates of the shapes the parser produces.
 struct PredicateGenerator {
-    var rng: SplitMix64
+    var rng: PredicateRandom
 
-    init(seed: UInt64) { rng = SplitMix64(seed: seed) }
+    init(seed: UInt64) { rng = PredicateRandom(seed: seed) }
 
     mutating func pick<T>(_ items: [T]) -> T { items[Int(rng.next() % UInt64(items.count))] }
 

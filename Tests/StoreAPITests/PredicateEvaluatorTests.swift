@@ -2,7 +2,6 @@ import Foundation
 import StoreAPI
 import Testing
 
-
 /// Runs `body` and checks that it throws a ``StoreError`` the predicate accepts.
 private func expectStoreError(
     _ what: String, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void,

@@ -2,10 +2,6 @@ import Foundation
 import StoreAPI
 import Testing
 
-
-// Foundation also declares `FetchPredicate` and `FetchExpression`; importing only the Foundation types the tests need keeps
-// the StoreAPI names unambiguous.
-
 /// The syntax error a predicate string gives, or `nil` when it parses.
 func predicateSyntaxError(_ source: String, _ arguments: [StoreValue] = []) -> (message: String, position: Int)? {
     do {

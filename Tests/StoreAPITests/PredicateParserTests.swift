@@ -2,7 +2,6 @@ import Foundation
 import StoreAPI
 import Testing
 
-
 private func cmp(
     _ key: String, _ op: ComparisonOperator, _ value: StoreValue, _ options: ComparisonOptions = []
 ) -> FetchPredicate {
@@ -19,7 +18,7 @@ private func literal(_ text: String, _ arguments: StoreValue...) throws -> Store
     return v
 }
 
-@Suite("FetchPredicate parser")
+@Suite("Predicate parser")
 struct PredicateParserTests {
     @Test(
         "every comparison symbol",

@@ -2,7 +2,6 @@ import Foundation
 import StoreAPI
 import Testing
 
-
 /// Items with awkward sort keys: nil, NaN, infinities, ties, case and accents.
 private struct SortFixture {
     let schema: Schema
@@ -55,7 +54,7 @@ private struct SortFixture {
     }
 
     func fetch(
-        _ predicate: FetchPredicate? = nil, _ sort: [SortKey], offset: Int = 0, limit: Int? = nil
+        _ sort: [SortKey], where predicate: FetchPredicate? = nil, offset: Int = 0, limit: Int? = nil
     ) throws -> [Int64] {
         let request = FetchRequest(
             entity: "Item", predicate: predicate, sortDescriptors: sort, offset: offset, limit: limit)
@@ -102,9 +101,9 @@ struct PredicateSortTests {
     func pipeline() throws {
         let f = try SortFixture()
         let notNil = try FetchPredicate("score != nil")
-        #expect(try f.fetch(notNil, [SortKey("score", ascending: false)]) == [1, 5, 8, 4, 3, 7])
-        #expect(try f.fetch(notNil, [SortKey("score", ascending: false)], offset: 1, limit: 3) == [5, 8, 4])
-        #expect(try f.fetch(notNil, [SortKey("score", ascending: false)], offset: 5, limit: 3) == [7])
+        #expect(try f.fetch([SortKey("score", ascending: false)], where: notNil) == [1, 5, 8, 4, 3, 7])
+        #expect(try f.fetch([SortKey("score", ascending: false)], where: notNil, offset: 1, limit: 3) == [5, 8, 4])
+        #expect(try f.fetch([SortKey("score", ascending: false)], where: notNil, offset: 5, limit: 3) == [7])
     }
 
     @Test(

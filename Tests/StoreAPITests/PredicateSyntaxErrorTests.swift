@@ -19,7 +19,7 @@ struct PredicateSyntaxCase: Sendable, CustomTestStringConvertible {
     var testDescription: String { source }
 }
 
-@Suite("FetchPredicate syntax errors")
+@Suite("Predicate syntax errors")
 struct PredicateSyntaxErrorTests {
     static let cases: [PredicateSyntaxCase] = [
         // Missing operands and operators.
@@ -143,7 +143,7 @@ struct PredicateSyntaxErrorTests {
 
     @Test("garbage of every byte never crashes")
     func garbage() {
-        var rng = SplitMix64(seed: 7)
+        var rng = PredicateRandom(seed: 7)
         let alphabet = Array("ab.@#%'\"\\{}()[],=<>!&|-0123456789eExKd cANDORNOTINY日\u{301}")
         for _ in 0..<3000 {
             let length = Int(rng.next() % 24)
@@ -164,7 +164,7 @@ struct PredicateSyntaxErrorTests {
 }
 
 /// A small deterministic generator, so fuzz-style tests are repeatable.
-struct SplitMix64 {
+struct PredicateRandom {
     private var state: UInt64
     init(seed: UInt64) { state = seed }
     mutating func next() -> UInt64 {

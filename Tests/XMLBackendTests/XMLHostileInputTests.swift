@@ -256,10 +256,21 @@ func expectCorrupt(_ url: URL, _ fragments: [String] = [], sourceLocation: Sourc
             try dir.write("<database><databaseInfo></databaseInfo><object type=\"A\" id=\"z1\"></database>", to: "a.xml"),
             try dir.write(coreDataDocument("<object type=\"&e;\" id=\"z1\"/>", doctype: "<!DOCTYPE database [<!ENTITY e SYSTEM \"file:///nonexistent\">]>"), to: "b.xml"),
             try dir.write("<database>&undefined;</database>", to: "c.xml"),
+            try dir.write("<?xml version=\"1.0\" encoding=\"bogus-8\"?><database/>", to: "d.xml"),
+            try dir.write(coreDataDocument("<object type=\"A\" id=\"z1\"/>").replacingOccurrences(of: "D1E2667A", with: "\u{FFFF}"), to: "e.xml"),
         ]
+        let invalidUTF8 = dir.file("f.xml")
+        try (Data("<database><databaseInfo/><object type=\"".utf8) + Data([0xC3, 0x28, 0xFF]) + Data("\" id=\"z1\"/></database>".utf8)).write(to: invalidUTF8)
+        let schema = try Fixture.schema()
         let captured = try captureStandardError {
-            for f in files { _ = try? XMLStoreBackend().readStore(at: f) { _ in } }
-            for f in files { _ = XMLStoreBackend().sniff(f) }
+            for f in files + [invalidUTF8] { _ = try? XMLStoreBackend().readStore(at: f) { _ in } }
+            for f in files + [invalidUTF8] { _ = XMLStoreBackend().sniff(f) }
+            // Writing too: a whole store with every kind of value, then reading it back.
+            if let store = try? openStore(dir.file("w.xml"), creating: Fixture.metadata(schema)) {
+                _ = try? store.save(StoreChanges(inserted: [Fixture.record(schema, "Item", 1, ["str": "\u{0}x", "blob": .binary(Data([1]))])]))
+                _ = try? store.close()
+            }
+            _ = try? XMLStoreBackend().readStore(at: dir.file("w.xml")) { _ in }
         }
         #expect(captured.isEmpty, "libxml2 wrote to stderr: \(captured)")
     }

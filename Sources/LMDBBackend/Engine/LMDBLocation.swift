@@ -15,14 +15,19 @@ struct LMDBLocation: Sendable, Hashable {
     let url: URL
     /// Whether the URL is a directory holding `data.mdb` and `lock.mdb`.
     let isDirectory: Bool
-
     /// The data file.
-    var dataFile: URL { isDirectory ? url.appendingPathComponent("data.mdb") : url }
+    let dataFile: URL
     /// The lock file.
-    var lockFile: URL {
-        isDirectory
-            ? url.appendingPathComponent("lock.mdb")
-            : url.deletingLastPathComponent().appendingPathComponent(url.lastPathComponent + "-lock")
+    let lockFile: URL
+
+    init(url: URL, isDirectory: Bool) {
+        self.url = url
+        self.isDirectory = isDirectory
+        // Built once: appending a path component may ask the file system whether it is a directory.
+        dataFile = isDirectory ? url.appendingPathComponent("data.mdb", isDirectory: false) : url
+        lockFile = isDirectory
+            ? url.appendingPathComponent("lock.mdb", isDirectory: false)
+            : url.deletingLastPathComponent().appendingPathComponent(url.lastPathComponent + "-lock", isDirectory: false)
     }
     /// The path given to `mdb_env_open` and `mdb_env_copy`.
     var environmentPath: String { url.path }

@@ -82,6 +82,17 @@ struct LMDBCursor {
         return (UnsafeRawBufferPointer(k), UnsafeRawBufferPointer(v))
     }
 
+    /// Stores `value` under `key` through the cursor (cheap when the key is near the cursor's position). Returns
+    /// `false` when `MDB_NOOVERWRITE` or `MDB_APPEND` refused the key.
+    func put(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, flags: UInt32) throws -> Bool {
+        var k = MDB_val(key)
+        var v = MDB_val(value)
+        let rc = mdb_cursor_put(handle, &k, &v, flags)
+        if rc == MDB_KEYEXIST { return false }
+        try check(rc, "writing through a cursor")
+        return true
+    }
+
     /// Deletes the entry under the cursor.
     func deleteCurrent() throws {
         try check(mdb_cursor_del(handle, 0), "deleting through a cursor")

@@ -38,10 +38,10 @@ struct ByteWriter {
         withUnsafeBytes(of: u.uuid) { bytes.append(contentsOf: $0) }
     }
 
-    /// A length-prefixed byte string.
-    mutating func lengthPrefixed<C: Collection>(_ data: C) where C.Element == UInt8 {
+    /// A length-prefixed byte string (copied as one block, not byte by byte).
+    mutating func lengthPrefixed(_ data: Data) {
         varint(UInt64(data.count))
-        bytes.append(contentsOf: data)
+        data.withUnsafeBytes { bytes.append(contentsOf: $0) }
     }
 
     mutating func string(_ s: String) {

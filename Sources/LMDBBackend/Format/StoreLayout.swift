@@ -57,6 +57,31 @@ struct UniqueIndex: Sendable, Hashable {
     let databaseName: String
 }
 
+/// What reading and writing one entity's records needs, looked up once per run of records of the entity (a class,
+/// so passing it around costs one reference count, not one per field).
+final class EntityInfo: Sendable {
+    let entity: Entity
+    /// The entity's ID in record values and global-ID entries.
+    let id: UInt32
+    /// The name of its hierarchy's records database.
+    let recordsDatabase: String
+    /// The uniqueness indexes its records are entered in (own and inherited constraints).
+    let indexes: [UniqueIndex]
+    /// The stored attributes' types, aligned with ``Entity/attributes`` (checked for every saved value).
+    let attributeTypes: [AttributeType]
+    /// Whether each stored relationship is to-many, aligned with ``Entity/relationships``.
+    let toMany: [Bool]
+
+    init(entity: Entity, id: UInt32, recordsDatabase: String, indexes: [UniqueIndex]) {
+        self.entity = entity
+        self.id = id
+        self.recordsDatabase = recordsDatabase
+        self.indexes = indexes
+        self.attributeTypes = entity.attributes.map(\.type)
+        self.toMany = entity.relationships.map(\.isToMany)
+    }
+}
+
 /// Everything derived from a store's metadata that reading and writing records needs: entity IDs, database names,
 /// and which uniqueness indexes apply to which entity. Immutable and shared by every store open on the files.
 final class StoreLayout: Sendable {
@@ -68,6 +93,7 @@ final class StoreLayout: Sendable {
     let indexesByEntity: [String: [UniqueIndex]]
     /// Every uniqueness index.
     let indexes: [UniqueIndex]
+    private let infoByName: [String: EntityInfo]
 
     var schema: Schema { metadata.schema }
 
@@ -101,6 +127,18 @@ final class StoreLayout: Sendable {
         }
         indexes = all
         indexesByEntity = byEntity
+        var infos: [String: EntityInfo] = [:]
+        for e in metadata.schema.entities {
+            guard let id = ids[e.name] else { continue }
+            infos[e.name] = EntityInfo(entity: e, id: id, recordsDatabase: DatabaseName.records(e.rootName), indexes: byEntity[e.name] ?? [])
+        }
+        infoByName = infos
+    }
+
+    /// The facts of entity `name`, or ``StoreError/unknownEntity(_:)``.
+    func info(_ name: String) throws -> EntityInfo {
+        guard let info = infoByName[name] else { throw StoreError.unknownEntity(name) }
+        return info
     }
 
     func entity(id: UInt32) -> Entity? { entitiesByID[id] }

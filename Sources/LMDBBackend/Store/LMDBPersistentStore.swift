@@ -265,8 +265,20 @@ enum KeyAllocator {
 
 /// A global-ID index entry: entity ID (4 bytes, big-endian) + primary key (8 ordered bytes).
 enum GlobalIDEntry {
-    static func encode(entityID: UInt32, primaryKey: Int64) -> [UInt8] {
-        withUnsafeBytes(of: entityID.bigEndian) { Array($0) } + OrderedKey.bytes(primaryKey)
+    /// The 12 bytes of an entry, kept on the stack (the save path writes one per record).
+    struct Bytes {
+        private var storage: (UInt32, UInt32, UInt32) = (0, 0, 0)
+
+        init(entityID: UInt32, primaryKey: Int64) {
+            withUnsafeMutableBytes(of: &storage) { p in
+                p.storeBytes(of: entityID.bigEndian, toByteOffset: 0, as: UInt32.self)
+                p.storeBytes(of: OrderedKey.encode(primaryKey), toByteOffset: 4, as: UInt64.self)
+            }
+        }
+
+        mutating func withBytes<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
+            try withUnsafeBytes(of: &storage) { try body(UnsafeRawBufferPointer(rebasing: $0[0..<12])) }
+        }
     }
 
     static func decode(_ bytes: UnsafeRawBufferPointer, layout: StoreLayout) -> (entity: Entity, primaryKey: Int64)? {

@@ -8,7 +8,8 @@ import Foundation
 ///
 /// Every stored attribute is written, `null` included, in the JSON form of ``StoreValue/jsonObject`` (exact ISO 8601
 /// dates, base64 binary, decimals as strings, bit-exact doubles); every stored relationship is written as the global
-/// ID of its target (to-one, or `null`) or an array of them (to-many, in order). Both sides of a relationship appear,
+/// ID of its target (to-one, or `null`) or an array of them (to-many: in order for ordered relationships, sorted for
+/// unordered ones, so two stores holding the same records export the same bytes). Both sides of a relationship appear,
 /// so ``NDJSONImporter`` rebuilds the store's records exactly — global IDs, values, relationships and their order.
 /// Primary keys, metadata and history are not part of the format.
 ///
@@ -139,15 +140,26 @@ public struct NDJSONExporter {
             case .toOne(let key?):
                 out.uuid(try target(key, root: roots[i], of: record, relationship: relationship, resolver: resolver))
             case .toMany(let keys):
+                var ids = try keys.map { try target($0, root: roots[i], of: record, relationship: relationship, resolver: resolver) }
+                // An unordered relationship's order means nothing and differs between backends; sorting it makes
+                // exports of the same logical store byte-identical whatever its type.
+                if !relationship.isOrdered { ids.sort(by: Self.precedes) }
                 out.raw(0x5B)
-                for (j, key) in keys.enumerated() {
+                for (j, id) in ids.enumerated() {
                     if j > 0 { out.raw(0x2C) }
-                    out.uuid(try target(key, root: roots[i], of: record, relationship: relationship, resolver: resolver))
+                    out.uuid(id)
                 }
                 out.raw(0x5D)
             }
         }
         out.raw("}}\n")
+    }
+
+    /// UUID order by bytes (the order of their canonical strings).
+    static func precedes(_ a: UUID, _ b: UUID) -> Bool {
+        withUnsafeBytes(of: a.uuid) { x in
+            withUnsafeBytes(of: b.uuid) { y in x.lexicographicallyPrecedes(y) }
+        }
     }
 
     private static func target(_ key: Int64, root: String, of record: Record, relationship: RelationshipDescription,

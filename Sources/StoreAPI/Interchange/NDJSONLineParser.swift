@@ -24,24 +24,24 @@ struct NDJSONLineParser {
 
     /// Parses one line; returns `nil` and records problems when it is invalid.
     func parse(_ bytes: ArraySlice<UInt8>, line: Int, problems: inout ProblemList) -> ParsedRecord? {
-        let json: Any
+        let json: JSONValue
         do {
-            json = try JSONSerialization.jsonObject(with: Data(bytes), options: [])
+            json = try JSONParser.parse(bytes)
         } catch {
-            problems.add(line: line, "malformed JSON: \(Self.reason(error))")
+            problems.add(line: line, "malformed JSON at column \(error.offset + 1): \(error.message)")
             return nil
         }
-        guard let object = json as? [String: Any] else {
-            problems.add(line: line, "expected a JSON object with \"entity\", \"id\", \"attributes\" and \"relationships\"; got \(Self.describe(json))")
+        guard case .object(let object) = json else {
+            problems.add(line: line, "expected a JSON object with \"entity\", \"id\", \"attributes\" and \"relationships\"; got \(json.summary)")
             return nil
         }
         var ok = true
-        for key in object.keys where !Self.topLevelKeys.contains(key) {
+        for key in object.keys.sorted() where !Self.topLevelKeys.contains(key) {
             problems.add(line: line, "unknown key \"\(key)\" (a line has \"entity\", \"id\", \"attributes\" and \"relationships\")")
             ok = false
         }
-        guard let name = object["entity"] as? String else {
-            problems.add(line: line, object["entity"] == nil ? "missing \"entity\"" : "\"entity\" must be a string; got \(Self.describe(object["entity"]))")
+        guard case .string(let name)? = object["entity"] else {
+            problems.add(line: line, object["entity"].map { "\"entity\" must be a string; got \($0.summary)" } ?? "missing \"entity\"")
             return nil
         }
         guard let entity = schema.entity(named: name) else {
@@ -61,39 +61,39 @@ struct NDJSONLineParser {
 
         var globalID = UUID()
         switch object["id"] {
-        case nil, is NSNull: break
-        case let text as String:
+        case nil, .null?: break
+        case .string(let text)?:
             if let id = UUID(uuidString: text) { globalID = id } else {
-                problems.add(line: line, "\"id\" is not a UUID: \(Self.describe(text))")
+                problems.add(line: line, "\"id\" is not a UUID: \(JSONValue.string(text).summary)")
                 ok = false
             }
-        case let other:
-            problems.add(line: line, "\"id\" must be a UUID string; got \(Self.describe(other))")
+        case let other?:
+            problems.add(line: line, "\"id\" must be a UUID string; got \(other.summary)")
             ok = false
         }
 
         var attributes = entity.attributes.map { $0.defaultValue ?? .null }
         var given = [Bool](repeating: false, count: attributes.count)
         switch object["attributes"] {
-        case nil, is NSNull: break
-        case let values as [String: Any]:
-            for (key, raw) in values {
+        case nil, .null?: break
+        case .object(let values)?:
+            for (key, raw) in values.sorted(by: { $0.key < $1.key }) {
                 guard let index = entity.attributeIndex(key) else {
                     problems.add(line: line, unknownProperty(key, of: entity, expecting: "attribute"))
                     ok = false
                     continue
                 }
                 let attribute = entity.attributes[index]
-                guard let value = StoreValue(json: raw, type: attribute.type) else {
-                    problems.add(line: line, "attribute '\(key)' of \(entity.name) is \(Self.article(attribute.type)) \(attribute.type.rawValue); got \(Self.describe(raw))")
+                guard let value = raw.foundationObject(for: attribute.type).flatMap({ StoreValue(json: $0, type: attribute.type) }) else {
+                    problems.add(line: line, "attribute '\(key)' of \(entity.name) is \(Self.article(attribute.type)) \(attribute.type.rawValue); got \(raw.summary)")
                     ok = false
                     continue
                 }
                 attributes[index] = value
                 given[index] = true
             }
-        case let other:
-            problems.add(line: line, "\"attributes\" must be an object; got \(Self.describe(other))")
+        case let other?:
+            problems.add(line: line, "\"attributes\" must be an object; got \(other.summary)")
             ok = false
         }
         for (i, attribute) in entity.attributes.enumerated() where !attribute.isOptional && attributes[i].isNull {
@@ -107,9 +107,9 @@ struct NDJSONLineParser {
 
         var relationships = [[UUID]?](repeating: nil, count: entity.relationships.count)
         switch object["relationships"] {
-        case nil, is NSNull: break
-        case let values as [String: Any]:
-            for (key, raw) in values {
+        case nil, .null?: break
+        case .object(let values)?:
+            for (key, raw) in values.sorted(by: { $0.key < $1.key }) {
                 guard let index = entity.relationshipIndex(key) else {
                     problems.add(line: line, unknownProperty(key, of: entity, expecting: "relationship"))
                     ok = false
@@ -121,45 +121,45 @@ struct NDJSONLineParser {
                     ok = false
                 }
             }
-        case let other:
-            problems.add(line: line, "\"relationships\" must be an object; got \(Self.describe(other))")
+        case let other?:
+            problems.add(line: line, "\"relationships\" must be an object; got \(other.summary)")
             ok = false
         }
         guard ok else { return nil }
         return ParsedRecord(line: line, entity: entity, globalID: globalID, attributes: attributes, relationships: relationships)
     }
 
-    private func parseTargets(_ raw: Any, relationship r: RelationshipDescription, entity: Entity, line: Int,
+    private func parseTargets(_ raw: JSONValue, relationship r: RelationshipDescription, entity: Entity, line: Int,
                               problems: inout ProblemList) -> [UUID]? {
         let label = "relationship '\(r.name)' of \(entity.name)"
         if !r.isToMany {
             switch raw {
-            case is NSNull: return []
-            case let text as String:
+            case .null: return []
+            case .string(let text):
                 guard let id = UUID(uuidString: text) else {
-                    problems.add(line: line, "\(label) must be a UUID or null; got \(Self.describe(text))")
+                    problems.add(line: line, "\(label) must be a UUID or null; got \(raw.summary)")
                     return nil
                 }
                 return [id]
-            case is [Any]:
+            case .array:
                 problems.add(line: line, "\(label) is to-one; got an array (give one UUID or null)")
                 return nil
             default:
-                problems.add(line: line, "\(label) must be a UUID or null; got \(Self.describe(raw))")
+                problems.add(line: line, "\(label) must be a UUID or null; got \(raw.summary)")
                 return nil
             }
         }
-        if raw is NSNull { return [] }
-        guard let items = raw as? [Any] else {
-            problems.add(line: line, "\(label) is to-many; give an array of UUIDs, got \(Self.describe(raw))")
+        if case .null = raw { return [] }
+        guard case .array(let items) = raw else {
+            problems.add(line: line, "\(label) is to-many; give an array of UUIDs, got \(raw.summary)")
             return nil
         }
         var ids: [UUID] = []
         ids.reserveCapacity(items.count)
         var seen: Set<UUID> = []
         for (position, item) in items.enumerated() {
-            guard let text = item as? String, let id = UUID(uuidString: text) else {
-                problems.add(line: line, "\(label): element \(position + 1) is not a UUID: \(Self.describe(item))")
+            guard case .string(let text) = item, let id = UUID(uuidString: text) else {
+                problems.add(line: line, "\(label): element \(position + 1) is not a UUID: \(item.summary)")
                 return nil
             }
             guard seen.insert(id).inserted else {
@@ -187,31 +187,8 @@ struct NDJSONLineParser {
 
     static func article(_ type: AttributeType) -> String {
         switch type {
-        case .integer16, .integer32, .integer64, .uuid, .uri: "an"
+        case .integer16, .integer32, .integer64: "an"
         default: "a"
         }
-    }
-
-    /// A short description of a JSON value for error messages.
-    static func describe(_ value: Any?) -> String {
-        switch value {
-        case nil: return "nothing"
-        case is NSNull: return "null"
-        case let s as String:
-            let shown = s.count > 60 ? String(s.prefix(57)) + "…" : s
-            return "the string \"\(shown)\""
-        case let n as NSNumber:
-            if StoreValue.isBool(n) { return n.boolValue ? "true" : "false" }
-            return "the number \(n)"
-        case is [Any]: return "an array"
-        case is [String: Any]: return "an object"
-        default: return "\(value.map { "\(type(of: $0))" } ?? "a value")"
-        }
-    }
-
-    static func reason(_ error: Error) -> String {
-        let ns = error as NSError
-        if let debug = ns.userInfo[NSDebugDescriptionErrorKey] as? String, !debug.isEmpty { return debug }
-        return error.localizedDescription
     }
 }

@@ -95,7 +95,7 @@ public struct StoreVerifier {
         }
         for (i, a) in entity.attributes.enumerated() {
             let v = r.attributes[i]
-            if !v.fits(a.type) { add("\(name): attribute '\(a.name)' is a \(a.type.rawValue) but holds a \(v.type?.rawValue ?? "value") (\(v))") }
+            if !v.fits(a.type) { add("\(name): attribute '\(a.name)' is a \(a.type.rawValue) but holds a value of type \(v.type?.rawValue ?? "?") (\(v))") }
             if v.isNull && !a.isOptional { add("\(name): required attribute '\(a.name)' is empty") }
         }
         for (k, rel) in entity.relationships.enumerated() {
@@ -110,9 +110,11 @@ public struct StoreVerifier {
             if rel.isToMany, !keys.isEmpty, keys.count < rel.minCount || (rel.maxCount > 0 && keys.count > rel.maxCount) {
                 add("\(name): relationship '\(rel.name)' holds \(keys.count) records, outside its min/max count")
             }
-            if Set(keys).count != keys.count { add("\(name): relationship '\(rel.name)' lists a record twice") }
+            var seen: Set<Int64> = []
+            let distinct = keys.filter { seen.insert($0).inserted }
+            if distinct.count != keys.count { add("\(name): relationship '\(rel.name)' lists a record twice") }
             let inverse = rel.inverse
-            for key in keys {
+            for key in distinct {
                 guard let target = related[roots[k]]?[key] else {
                     add("\(name): relationship '\(rel.name)' points to \(roots[k])/p\(key), which does not exist")
                     continue

@@ -105,12 +105,13 @@ extension ConformanceSuite {
     private func checkCoordinatorOperations(_ h: Harness, source: (url: URL, metadata: StoreMetadata, records: [UUID: Record], history: [HistoryTransaction])) throws {
         let work = h.storeURL("work")
         try StoreOperations(registry: registry).copyStore(from: source.url, to: work)
+        // Compare the source closed before and closed after: an open SQLite store has transient -wal/-shm files.
+        let workPrint = Self.fingerprint(backend, work)
         let c = StoreCoordinator(schema: h.schema, registry: registry)
         let loaded = try c.addStore(h.description(work, options: StoreOptions(historyTracking: true)))
         let ctx = c.newContext()
         let book = try #require(try ctx.fetch(FetchRequest(entity: "Book", sortDescriptors: [SortKey("title")])).first)
         let id = book.objectID
-        let workPrint = Self.fingerprint(backend, work)
         for peer in peers + [backend] {
             let current = try #require(c.stores.first)
             let destination = h.directory.appendingPathComponent("migrated-\(peer.typeIdentifier)." + (peer.fileExtensions.first ?? "store"))

@@ -12,6 +12,12 @@ private let interruptRequested = Atomic<Bool>(false)
 /// removes what it staged); a second one ends the process at once.
 enum Interrupt {
     static func install() {
+        // A parent may have started us with SIGINT blocked (signal masks are inherited); unblock it so Ctrl-C and
+        // `kill -INT` reach the handler.
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGINT)
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
         signal(SIGINT) { _ in
             if interruptRequested.exchange(true, ordering: .relaxed) {
                 signal(SIGINT, SIG_DFL)

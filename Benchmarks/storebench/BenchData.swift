@@ -1,0 +1,34 @@
+import Foundation
+import StoreAPI
+
+/// The flat record shape the context benchmarks use: 8 mixed columns, like the reference measurements in
+/// `reference/build-and-limits.md` (integers, a real, a ~40-character text, a 64-byte blob, a date, a flag, a UUID).
+enum BenchData {
+    static func schema() throws -> Schema {
+        try Schema(entities: [
+            EntityDescription(name: "Item", attributes: [
+                AttributeDescription(name: "number", type: .integer64),
+                AttributeDescription(name: "code", type: .integer32),
+                AttributeDescription(name: "price", type: .double),
+                AttributeDescription(name: "title", type: .string),
+                AttributeDescription(name: "payload", type: .binary),
+                AttributeDescription(name: "created", type: .date),
+                AttributeDescription(name: "active", type: .boolean),
+                AttributeDescription(name: "ref", type: .uuid),
+            ]),
+        ])
+    }
+
+    /// The i-th row's values, deterministic.
+    static func title(_ i: Int) -> String { "item number \(i) with a forty-char title…".padding(toLength: 40, withPad: "x", startingAt: 0) }
+    static let payload = Data((0..<64).map { UInt8($0) })
+
+    static func values(_ i: Int) -> [String: StoreValue] {
+        [
+            "number": .integer64(Int64(i)), "code": .integer32(Int32(truncatingIfNeeded: i &* 7)), "price": .double(Double(i) * 0.25),
+            "title": .string(title(i)), "payload": .binary(payload),
+            "created": .date(Date(timeIntervalSinceReferenceDate: Double(i))), "active": .boolean(i % 2 == 0),
+            "ref": .uuid(UUID()),
+        ]
+    }
+}

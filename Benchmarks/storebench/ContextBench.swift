@@ -1,0 +1,61 @@
+import Foundation
+import StoreAPI
+
+/// Inserting through a context and fetching by object ID, on any backend — the figures the references are
+/// compared with.
+enum ContextBench {
+    /// Inserts `count` items through a context, saving (and resetting) every `batch` records. Returns the seconds
+    /// spent and the object IDs of a sample of the inserted records.
+    static func insert(into description: StoreDescription, count: Int, batch: Int = 10_000) throws -> (seconds: Double, sample: [ObjectID]) {
+        let coordinator = StoreCoordinator(schema: try BenchData.schema())
+        try coordinator.addStore(description)
+        defer { for s in coordinator.stores { try? coordinator.removeStore(s) } }
+        let context = coordinator.newContext()
+        var sample: [ObjectID] = []
+        let stride = max(1, count / 100_000)
+        let (_, seconds) = try Measure.time {
+            for i in 0..<count {
+                let o = try context.insert("Item", BenchData.values(i))
+                if i % stride == 0 { sample.append(o.objectID) }
+                if (i + 1) % batch == 0 {
+                    try context.save()
+                    context.reset()
+                }
+            }
+            try context.save()
+        }
+        return (seconds, sample)
+    }
+
+    /// Fetches each ID with a fresh lookup (`object(with:)`, no identity-map hits). Returns seconds.
+    static func fetchByID(_ description: StoreDescription, ids: [ObjectID]) throws -> Double {
+        let coordinator = StoreCoordinator(schema: try BenchData.schema())
+        var d = description
+        d.options.createIfMissing = false
+        try coordinator.addStore(d)
+        defer { for s in coordinator.stores { try? coordinator.removeStore(s) } }
+        let context = coordinator.newContext()
+        var checksum = 0
+        let (_, seconds) = try Measure.time {
+            for id in ids.shuffledDeterministically() {
+                let o = try context.object(with: id)
+                checksum &+= Int(truncatingIfNeeded: try o.value(forKey: "number").int64Value ?? 0)
+            }
+        }
+        if checksum == 42 { print("") }  // keep the reads from being optimised away
+        return seconds
+    }
+}
+
+extension Array {
+    /// A fixed permutation (a linear-congruential shuffle), so runs are comparable.
+    func shuffledDeterministically() -> [Element] {
+        var copy = self
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        for i in copy.indices.reversed() where i > 0 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            copy.swapAt(i, Int(state >> 33) % (i + 1))
+        }
+        return copy
+    }
+}

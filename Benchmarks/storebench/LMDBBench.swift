@@ -1,0 +1,196 @@
+import CLMDB
+import Foundation
+import LMDBBackend
+import StoreAPI
+
+/// The LMDB backend beside raw liblmdb, in the same run: bulk insert of `count` records through
+/// `PersistentStore.save` (one save, so one transaction) against `mdb_put` of values of the same size in one
+/// transaction, and fetch by primary key against `mdb_get`. Returns false when a sanity check fails.
+@discardableResult
+func runLMDBBenchmark(count: Int) throws -> Bool {
+    let dir = try Measure.temporaryDirectory("lmdb")
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let schema = try BenchData.schema()
+    let item = try schema.requireEntity("Item")
+    let oursURL = dir.appendingPathComponent("ours.lmdb")
+    let rawURL = dir.appendingPathComponent("raw.lmdb")
+
+    // Records are built before timing: the figure is the store's work, not the benchmark's.
+    var records: [Record] = []
+    records.reserveCapacity(count)
+    for i in 0..<count {
+        var r = item.newRecord(primaryKey: Int64(i + 1))
+        for (name, value) in BenchData.values(i) {
+            if let a = item.attributeIndex(name) { r.attributes[a] = value }
+        }
+        records.append(r)
+    }
+
+    let backend = LMDBStoreBackend()
+    let options = StoreOptions(backend: ["lmdb.mapSize": "1G"])
+    let store = try backend.open(at: oursURL, options: options, creating: StoreMetadata(storeType: "lmdb", schema: schema))
+    let cpuBefore = RawLMDBBench.cpuSeconds()
+    let (_, oursInsert) = try Measure.time { try store.save(StoreChanges(inserted: records)) }
+    let oursInsertCPU = RawLMDBBench.cpuSeconds() - cpuBefore
+    records = []
+
+    var generator = SystemRandomNumberGenerator()
+    let sample = (0..<min(count, 100_000)).map { _ in Int64.random(in: 1...Int64(count), using: &generator) }
+    let (oneByOne, oursGetEach) = try Measure.time { try sample.reduce(0) { $0 + (try store.records(withKeys: [$1], root: "Item").count) } }
+    let (batch, oursGetBatch) = try Measure.time { try store.records(withKeys: sample, root: "Item").count }
+    try store.close()
+
+    // The size of what the store wrote per record, read with liblmdb once the store is closed (never two handles
+    // on one environment in a process).
+    let (stored, valueBytes) = try RawLMDBBench.measure(oursURL, database: "records:Item")
+    let rawCPUBefore = RawLMDBBench.cpuSeconds()
+    let rawInsert = try RawLMDBBench.insert(at: rawURL, count: count, valueSize: max(1, valueBytes / max(1, stored)))
+    let rawInsertCPU = RawLMDBBench.cpuSeconds() - rawCPUBefore
+    let (rawEach, rawGetEach) = try RawLMDBBench.get(at: rawURL, keys: sample, transactionPerKey: true)
+    let (rawBatch, rawGetBatch) = try RawLMDBBench.get(at: rawURL, keys: sample, transactionPerKey: false)
+
+    Report.print([
+        BenchRow(name: "lmdb: insert through save (1 save)", count: count, ours: oursInsert, reference: rawInsert,
+                 referenceName: "mdb_put + MDB_APPEND, 1 txn", note: "\(valueBytes / max(1, stored)) B/record"),
+        BenchRow(name: "lmdb: fetch by key, one call each", count: sample.count, ours: oursGetEach, reference: rawGetEach,
+                 referenceName: "mdb_get, one read txn each"),
+        BenchRow(name: "lmdb: fetch by key, one call", count: sample.count, ours: oursGetBatch, reference: rawGetBatch,
+                 referenceName: "mdb_get, one read txn"),
+    ], title: "LMDB, \(count) records")
+    // Wall time swings on a shared machine; CPU time of the same phases is steadier.
+    print(String(format: "cpu: insert through save %.3fs, raw mdb_put %.3fs (%.2f×)", oursInsertCPU, rawInsertCPU,
+                 oursInsertCPU / max(rawInsertCPU, 1e-9)))
+
+    var ok = true
+    for (what, got, expected) in [("stored records", stored, count), ("fetched one by one", oneByOne, sample.count),
+                                  ("fetched in one call", batch, sample.count), ("raw gets", rawEach, sample.count),
+                                  ("raw gets in one txn", rawBatch, sample.count)] where got != expected {
+        print("error: \(what): \(got), expected \(expected)")
+        ok = false
+    }
+    return ok
+}
+
+/// liblmdb used directly, as the reference the backend is measured against.
+private enum RawLMDBBench {
+    struct Failure: Error, CustomStringConvertible {
+        let code: Int32
+        let what: String
+        var description: String { "\(what): \(String(cString: mdb_strerror(code)))" }
+    }
+
+    static func check(_ rc: Int32, _ what: String) throws {
+        if rc != 0 { throw Failure(code: rc, what: what) }
+    }
+
+    static func withEnvironment<T>(_ url: URL, readOnly: Bool, _ body: (OpaquePointer) throws -> T) throws -> T {
+        var env: OpaquePointer?
+        try check(mdb_env_create(&env), "mdb_env_create")
+        defer { mdb_env_close(env) }
+        try check(mdb_env_set_maxdbs(env, 64), "mdb_env_set_maxdbs")
+        try check(mdb_env_set_mapsize(env, 1 << 30), "mdb_env_set_mapsize")
+        try check(mdb_env_open(env, url.path, UInt32(MDB_NOTLS) | (readOnly ? UInt32(MDB_RDONLY) : 0), 0o644), "mdb_env_open")
+        guard let env else { throw Failure(code: EINVAL, what: "mdb_env_create") }
+        return try body(env)
+    }
+
+    /// CPU seconds this process has used (all threads).
+    static func cpuSeconds() -> Double {
+        var t = timespec()
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t)
+        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+    }
+
+    static func key(_ k: Int64) -> UInt64 { (UInt64(bitPattern: k) ^ 0x8000_0000_0000_0000).bigEndian }
+
+    /// Entries and total value bytes of a named database.
+    static func measure(_ url: URL, database: String) throws -> (Int, Int) {
+        try withEnvironment(url, readOnly: true) { env in
+            var txn: OpaquePointer?
+            try check(mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn), "mdb_txn_begin")
+            defer { mdb_txn_abort(txn) }
+            var dbi: MDB_dbi = 0
+            try check(mdb_dbi_open(txn, database, 0, &dbi), "mdb_dbi_open")
+            var cursor: OpaquePointer?
+            try check(mdb_cursor_open(txn, dbi, &cursor), "mdb_cursor_open")
+            defer { mdb_cursor_close(cursor) }
+            var k = MDB_val()
+            var v = MDB_val()
+            var entries = 0
+            var bytes = 0
+            var op = MDB_FIRST
+            while mdb_cursor_get(cursor, &k, &v, op) == 0 {
+                entries += 1
+                bytes += v.mv_size
+                op = MDB_NEXT
+            }
+            return (entries, bytes)
+        }
+    }
+
+    /// `count` puts of `valueSize`-byte values under ascending 8-byte keys, in one transaction.
+    static func insert(at url: URL, count: Int, valueSize: Int) throws -> Double {
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: false)
+        return try withEnvironment(url, readOnly: false) { env in
+            var value = [UInt8](repeating: 0x5A, count: valueSize)
+            let (_, seconds) = try Measure.time {
+                var txn: OpaquePointer?
+                try check(mdb_txn_begin(env, nil, 0, &txn), "mdb_txn_begin")
+                var dbi: MDB_dbi = 0
+                try check(mdb_dbi_open(txn, "records", UInt32(MDB_CREATE), &dbi), "mdb_dbi_open")
+                for i in 0..<count {
+                    var k = key(Int64(i + 1))
+                    value[0] = UInt8(truncatingIfNeeded: i)
+                    let rc = withUnsafeMutableBytes(of: &k) { kb in
+                        value.withUnsafeMutableBytes { vb in
+                            var kv = MDB_val(mv_size: 8, mv_data: kb.baseAddress)
+                            var vv = MDB_val(mv_size: vb.count, mv_data: vb.baseAddress)
+                            return mdb_put(txn, dbi, &kv, &vv, UInt32(MDB_APPEND))
+                        }
+                    }
+                    if rc != 0 {
+                        mdb_txn_abort(txn)
+                        try check(rc, "mdb_put")
+                    }
+                }
+                try check(mdb_txn_commit(txn), "mdb_txn_commit")
+            }
+            return seconds
+        }
+    }
+
+    /// Gets of `keys`, each in its own read transaction or all in one; returns the hits and the seconds.
+    static func get(at url: URL, keys: [Int64], transactionPerKey: Bool) throws -> (Int, Double) {
+        try withEnvironment(url, readOnly: true) { env in
+            var dbi: MDB_dbi = 0
+            var setup: OpaquePointer?
+            try check(mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &setup), "mdb_txn_begin")
+            try check(mdb_dbi_open(setup, "records", 0, &dbi), "mdb_dbi_open")
+            try check(mdb_txn_commit(setup), "mdb_txn_commit")
+            var hits = 0
+            var checksum = 0
+            let (_, seconds) = try Measure.time {
+                var txn: OpaquePointer?
+                if !transactionPerKey { try check(mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn), "mdb_txn_begin") }
+                for k in keys {
+                    if transactionPerKey { try check(mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn), "mdb_txn_begin") }
+                    var raw = key(k)
+                    var v = MDB_val()
+                    let rc = withUnsafeMutableBytes(of: &raw) { kb in
+                        var kv = MDB_val(mv_size: 8, mv_data: kb.baseAddress)
+                        return mdb_get(txn, dbi, &kv, &v)
+                    }
+                    if rc == 0 {
+                        hits += 1
+                        // Touch the value, as decoding a record would.
+                        checksum &+= Int(v.mv_data.load(as: UInt8.self))
+                    }
+                    if transactionPerKey { mdb_txn_abort(txn) }
+                }
+                if !transactionPerKey { mdb_txn_abort(txn) }
+            }
+            if checksum == -1 { print("") }
+            return (hits, seconds)
+        }
+    }
+}

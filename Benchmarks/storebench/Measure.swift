@@ -1,0 +1,65 @@
+import Foundation
+
+/// Wall-clock timing and memory readings for benchmark phases.
+enum Measure {
+    /// Runs `body` and returns its result with the elapsed seconds.
+    static func time<T>(_ body: () throws -> T) rethrows -> (T, Double) {
+        let start = DispatchTime.now().uptimeNanoseconds
+        let value = try body()
+        return (value, Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+    }
+
+    /// Peak resident set size of this process since the last ``resetPeakRSS()``, in bytes (Linux; 0 elsewhere).
+    static func peakRSS() -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+        for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+            let kb = line.split(separator: " ").compactMap { Int($0) }.first ?? 0
+            return kb * 1024
+        }
+        return 0
+    }
+
+    /// Resets the kernel's peak-RSS counter, so the next reading covers one phase only.
+    static func resetPeakRSS() {
+        try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
+    }
+
+    /// A fresh temporary directory, removed by the caller.
+    static func temporaryDirectory(_ name: String) throws -> URL {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("storebench-\(name)-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        return dir
+    }
+}
+
+/// One line of the results table: our figure, the reference's, and the ratio.
+struct BenchRow {
+    var name: String
+    var count: Int
+    var ours: Double
+    var reference: Double?
+    var referenceName: String
+    var note: String = ""
+
+    var ratio: Double? { reference.map { ours / $0 } }
+}
+
+/// Prints rows as an aligned table.
+enum Report {
+    static func print(_ rows: [BenchRow], title: String) {
+        Swift.print("\n## \(title)")
+        Swift.print(pad("operation", 44) + pad("records", 10) + pad("ours", 12) + pad("rec/s", 12) + pad("reference", 34) + pad("ref", 12) + "ours/ref")
+        for r in rows {
+            let rate = r.ours > 0 ? Double(r.count) / r.ours : 0
+            let ref = r.reference.map { String(format: "%.3fs", $0) } ?? "-"
+            let ratio = r.ratio.map { String(format: "%.2f×", $0) } ?? "-"
+            Swift.print(pad(r.name, 44) + pad("\(r.count)", 10) + pad(String(format: "%.3fs", r.ours), 12)
+                + pad(String(format: "%.0f", rate), 12) + pad(r.referenceName, 34) + pad(ref, 12) + ratio
+                + (r.note.isEmpty ? "" : "  \(r.note)"))
+        }
+    }
+
+    private static func pad(_ s: String, _ n: Int) -> String {
+        s.count >= n ? s + " " : s + String(repeating: " ", count: n - s.count)
+    }
+}

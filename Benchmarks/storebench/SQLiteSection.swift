@@ -1,0 +1,36 @@
+import Foundation
+import StoreAPI
+
+/// Context inserts and fetch-by-ID on the SQLite backend beside raw C prepared statements.
+enum SQLiteSection {
+    /// Returns false when a sanity check fails (the benchmark then exits non-zero).
+    static func run(count: Int) throws -> Bool {
+        let dir = try Measure.temporaryDirectory("sqlite")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let description = StoreDescription(url: dir.appendingPathComponent("ours.sqlite"), type: "sqlite")
+        let rawURL = dir.appendingPathComponent("raw.sqlite")
+
+        let rawInsert = try RawSQLite.insert(at: rawURL, count: count)
+        let (oursInsert, sample) = try ContextBench.insert(into: description, count: count)
+        let oursFetch = try ContextBench.fetchByID(description, ids: sample)
+        let rawFetch = try RawSQLite.fetch(at: rawURL, rowids: (0..<sample.count).map { Int64($0 * max(1, count / 100_000) + 1) })
+
+        // Sanity: the store holds what was inserted.
+        let check = StoreCoordinator(schema: try BenchData.schema())
+        try check.addStore(description)
+        let stored = try check.newContext().count(FetchRequest(entity: "Item"))
+        for s in check.stores { try check.removeStore(s) }
+
+        Report.print([
+            BenchRow(name: "sqlite: insert through context", count: count, ours: oursInsert, reference: rawInsert,
+                     referenceName: "sqlite3 C prepared INSERT, 1 txn"),
+            BenchRow(name: "sqlite: fetch by object ID", count: sample.count, ours: oursFetch, reference: rawFetch,
+                     referenceName: "sqlite3 C SELECT by rowid"),
+        ], title: "SQLite, \(count) records")
+        if stored != count {
+            print("error: the store holds \(stored) items, expected \(count)")
+            return false
+        }
+        return true
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import StoreAPI
+import Testing
+
+/// Bad input and refused operations: a clear message on standard error, exit code 2 (64 for usage), and nothing
+/// written.
+@Suite("storectl failures")
+struct StorectlFailureTests {
+    /// A small store made with the library (fast), of the sample schema.
+    func smallStore(_ name: String, type: String, in dir: TemporaryDirectory) throws -> StoreMetadata {
+        let schema = try Schema(xcodeModelAt: PackagePaths.libraryModel)
+        let store = try Backends.create(type, at: dir.path(name), schema: schema)
+        let lines = (0..<5).map { "{\"entity\":\"Tag\",\"attributes\":{\"name\":\"tag \($0)\"}}" }
+        try NDJSONImporter().importRecords(from: Data(lines.joined(separator: "\n").utf8), into: store)
+        let metadata = store.metadata
+        try store.close()
+        return metadata
+    }
+
+    func expectFailure(_ r: Storectl.Result, _ fragment: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(r.status == 2, "exit status \(r.status); stderr: \(r.stderr)", sourceLocation: sourceLocation)
+        #expect(r.stderr.contains("error:"), sourceLocation: sourceLocation)
+        #expect(r.stderr.contains(fragment), "stderr: \(r.stderr)", sourceLocation: sourceLocation)
+    }
+
+    @Test func missingFile() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        for verb in [["info", "nope.sqlite"], ["verify", "nope.sqlite"], ["export", "nope.sqlite"], ["convert", "nope.sqlite", "x.lmdb"],
+                     ["copy", "nope.sqlite", "x.sqlite"], ["destroy", "nope.sqlite"], ["replace", "x.sqlite", "--with", "nope.sqlite"],
+                     ["diff", "nope.sqlite", "nope.lmdb"], ["relocate", "nope.sqlite", "x.sqlite"]] {
+            expectFailure(try Storectl.run(verb, in: dir), "no store there")
+        }
+        _ = try smallStore("s.sqlite", type: "sqlite", in: dir)
+        expectFailure(try Storectl.run(["import", "s.sqlite", "nope.ndjson"], in: dir), "nope.ndjson: no such file")
+        expectFailure(try Storectl.run(["create", "n.sqlite", "--model", "nope.xcdatamodeld"], in: dir), "no such file or directory")
+        #expect(dir.entries() == ["s.sqlite"])
+    }
+
+    @Test func garbageFile() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let garbage = Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 7919 &+ 13) })
+        for name in ["garbage.sqlite", "garbage.xml", "garbage.bin"] { try garbage.write(to: dir.path(name)) }
+        for name in ["garbage.sqlite", "garbage.xml", "garbage.bin"] {
+            expectFailure(try Storectl.run(["info", name], in: dir), "not a store")
+            expectFailure(try Storectl.run(["convert", name, "out.lmdb"], in: dir), "not a store")
+            expectFailure(try Storectl.run(["destroy", name], in: dir), "not a store")
+        }
+        // A garbage model and a garbage NDJSON file.
+        expectFailure(try Storectl.run(["create", "x.sqlite", "--model", "garbage.bin"], in: dir), "not a schema")
+        _ = try smallStore("s.lmdb", type: "lmdb", in: dir)
+        expectFailure(try Storectl.run(["import", "s.lmdb", "garbage.bin"], in: dir), "garbage.bin:1: malformed JSON")
+        #expect(dir.entries() == ["garbage.bin", "garbage.sqlite", "garbage.xml", "s.lmdb"], "nothing was created or removed")
+        #expect(try Data(contentsOf: dir.path("garbage.sqlite")) == garbage)
+    }
+
+    @Test func existingDestinationNeedsForce() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let source = try smallStore("a.sqlite", type: "sqlite", in: dir)
+        let existing = try smallStore("b.lmdb", type: "lmdb", in: dir)
+        try Data("notes".utf8).write(to: dir.path("notes.xml"))
+
+        expectFailure(try Storectl.run(["convert", "a.sqlite", "b.lmdb"], in: dir), "already exists")
+        expectFailure(try Storectl.run(["copy", "a.sqlite", "b.lmdb", "--force"], in: dir), "use 'storectl convert'")
+        expectFailure(try Storectl.run(["create", "b.lmdb", "--model", PackagePaths.libraryModel.path], in: dir), "already exists")
+        expectFailure(try Storectl.run(["convert", "a.sqlite", "notes.xml", "--force"], in: dir), "is not a store; not replacing it")
+        expectFailure(try Storectl.run(["export", "a.sqlite", "-o", "notes.xml"], in: dir), "already exists")
+        #expect(try Backends.registry.backend(for: "lmdb").readMetadata(at: dir.path("b.lmdb")).storeUUID == existing.storeUUID)
+        #expect(try String(contentsOf: dir.path("notes.xml"), encoding: .utf8) == "notes")
+
+        let forced = try Storectl.run(["convert", "a.sqlite", "b.lmdb", "--force"], in: dir)
+        #expect(forced.status == 0, "\(forced.stderr)")
+        #expect(try Backends.registry.backend(for: "lmdb").readMetadata(at: dir.path("b.lmdb")).storeUUID == source.storeUUID)
+        #expect(dir.entries() == ["a.sqlite", "b.lmdb", "notes.xml"])
+    }
+
+    @Test func wrongTypes() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        _ = try smallStore("a.sqlite", type: "sqlite", in: dir)
+        expectFailure(try Storectl.run(["convert", "a.sqlite", "b.lmdb", "--from", "xml"], in: dir), "expected a xml store, found a sqlite store")
+        expectFailure(try Storectl.run(["convert", "a.sqlite", "b.lmdb", "--from", "cassandra"], in: dir), "unknown store type 'cassandra'")
+        expectFailure(try Storectl.run(["convert", "a.sqlite", "b.backup"], in: dir), "no store type uses the extension '.backup'; pass --to")
+        expectFailure(try Storectl.run(["create", "c", "--model", PackagePaths.libraryModel.path], in: dir), "pass --type")
+        expectFailure(try Storectl.run(["destroy", "a.sqlite", "--type", "lmdb"], in: dir), "expected a lmdb store")
+        #expect(dir.entries() == ["a.sqlite"])
+        // With the right names it works, whatever the extension.
+        #expect(try Storectl.run(["convert", "a.sqlite", "b.backup", "--to", "xml", "--from", "sqlite"], in: dir).status == 0)
+        #expect(try Storectl.run(["info", "b.backup"], in: dir).stdout.contains("Type:        xml"))
+    }
+
+    @Test func badNDJSONLineLeavesTheStoreUnchanged() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        _ = try smallStore("a.sqlite", type: "sqlite", in: dir)
+        let lines = [
+            "{\"entity\":\"Tag\",\"attributes\":{\"name\":\"fine\"}}",
+            "{\"entity\":\"Author\",\"attributes\":{\"name\":\"Ann\"}}",
+            "{\"entity\":\"Book\",\"attributes\":{\"title\":\"T\",\"uid\":\"not-a-uuid\"}}",
+            "{\"entity\":\"Tag\",\"attributes\":{\"name\":\"also fine\"}}",
+        ]
+        try Data(lines.joined(separator: "\n").utf8).write(to: dir.path("bad.ndjson"))
+        let before = try Storectl.run(["export", "a.sqlite"], in: dir).stdout
+        let r = try Storectl.run(["import", "a.sqlite", "bad.ndjson"], in: dir)
+        expectFailure(r, "bad.ndjson:3: attribute 'uid' of Book is a uuid; got the string \"not-a-uuid\"")
+        #expect(try Storectl.run(["export", "a.sqlite"], in: dir).stdout == before)
+        #expect(before.split(separator: "\n").count == 5)
+    }
+
+    @Test func usageErrors() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        #expect(try Storectl.run(["convert"], in: dir).status == 64)
+        #expect(try Storectl.run(["frobnicate"], in: dir).status == 64)
+        #expect(try Storectl.run(["export", "a.sqlite", "--batch-size", "0"], in: dir).status == 64)
+    }
+}

@@ -23,7 +23,11 @@ private struct SQLiteStoreBench {
         let url = dir.appendingPathComponent("ours.sqlite")
         let rawURL = dir.appendingPathComponent("raw.sqlite")
 
-        let rawInsert = try RawSQLite.insert(at: rawURL, count: count)
+        // Values are generated before any clock starts (Foundation's UUID() and padding cost more than the
+        // inserts), so both sides time only the database work.
+        let values = Self.Values(count: count)
+        let rawInsert = try Self.rawInsert(at: rawURL, values, uniqueRef: false)
+        let rawIndexed = try Self.rawInsert(at: dir.appendingPathComponent("raw-indexed.sqlite"), values, uniqueRef: true)
 
         let store = try SQLiteStoreBackend().open(
             at: url, options: StoreOptions(), creating: StoreMetadata(storeType: "sqlite", schema: schema))
@@ -33,7 +37,7 @@ private struct SQLiteStoreBench {
         var start = 0
         while start < count {
             let n = min(batch, count - start)
-            let records = (start..<(start + n)).map { i in Self.record(entity, i, primaryKey: first + Int64(i)) }
+            let records = (start..<(start + n)).map { i in values.record(entity, i, primaryKey: first + Int64(i)) }
             let (_, s) = try Measure.time { try store.save(StoreChanges(inserted: records)) }
             saveSeconds += s
             start += n
@@ -65,6 +69,9 @@ private struct SQLiteStoreBench {
         Report.print([
             BenchRow(name: "sqlite store: save (batches of \(batch))", count: count, ours: saveSeconds, reference: rawInsert,
                      referenceName: "sqlite3 C prepared INSERT, 1 txn"),
+            BenchRow(name: "sqlite store: save (batches of \(batch))", count: count, ours: saveSeconds, reference: rawIndexed,
+                     referenceName: "same + UNIQUE index on the UUID",
+                     note: "the store indexes every global ID"),
             BenchRow(name: "sqlite store: records(withKeys:) one key", count: sampleSize, ours: fetchSeconds, reference: rawFetch,
                      referenceName: "sqlite3 C SELECT by rowid"),
             BenchRow(name: "sqlite store: scan, pages of 1000", count: count, ours: scanSeconds, reference: rawScan,
@@ -82,12 +89,73 @@ private struct SQLiteStoreBench {
         return ok
     }
 
-    static func record(_ entity: Entity, _ i: Int, primaryKey: Int64) -> Record {
-        var r = entity.newRecord(primaryKey: primaryKey)
-        for (name, value) in BenchData.values(i) {
-            if let index = entity.attributeIndex(name) { r.attributes[index] = value }
+    /// The rows' values, generated once.
+    struct Values {
+        let titles: [String]
+        let refs: [UUID]
+
+        init(count: Int) {
+            titles = (0..<count).map { BenchData.title($0) }
+            refs = (0..<count).map { _ in UUID() }
         }
-        return r
+
+        func record(_ entity: Entity, _ i: Int, primaryKey: Int64) -> Record {
+            var r = entity.newRecord(primaryKey: primaryKey)
+            let v: [String: StoreValue] = [
+                "number": .integer64(Int64(i)), "code": .integer32(Int32(truncatingIfNeeded: i &* 7)),
+                "price": .double(Double(i) * 0.25), "title": .string(titles[i]), "payload": .binary(BenchData.payload),
+                "created": .date(Date(timeIntervalSinceReferenceDate: Double(i))), "active": .boolean(i % 2 == 0),
+                "ref": .uuid(refs[i]),
+            ]
+            for (name, value) in v {
+                if let index = entity.attributeIndex(name) { r.attributes[index] = value }
+            }
+            return r
+        }
+    }
+
+    /// The reference insert: ``RawSQLite``'s table and statement, with pre-generated values, optionally with a
+    /// unique index on the UUID column (as the store has on every global ID); returns seconds.
+    static func rawInsert(at url: URL, _ values: Values, uniqueRef: Bool) throws -> Double {
+        var db: OpaquePointer?
+        func check(_ rc: Int32, _ what: String) throws {
+            guard rc == SQLITE_OK || rc == SQLITE_DONE || rc == SQLITE_ROW else {
+                throw RawSQLite.Failure(description: "\(what): \(String(cString: sqlite3_errmsg(db)))")
+            }
+        }
+        try check(sqlite3_open(url.path, &db), "open")
+        defer { sqlite3_close(db) }
+        var setup = ["PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL",
+                     "CREATE TABLE item(pk INTEGER PRIMARY KEY, number INTEGER, code INTEGER, price REAL, title TEXT, payload BLOB, created REAL, active INTEGER, ref BLOB)"]
+        if uniqueRef { setup.append("CREATE UNIQUE INDEX item_ref ON item(ref)") }
+        for sql in setup { try check(sqlite3_exec(db, sql, nil, nil, nil), sql) }
+        var stmt: OpaquePointer?
+        try check(sqlite3_prepare_v2(db, "INSERT INTO item VALUES (?,?,?,?,?,?,?,?,?)", -1, &stmt, nil), "prepare")
+        defer { sqlite3_finalize(stmt) }
+        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+        let payload = BenchData.payload
+        let (_, seconds) = try Measure.time {
+            try check(sqlite3_exec(db, "BEGIN", nil, nil, nil), "begin")
+            for i in 0..<values.titles.count {
+                sqlite3_bind_int64(stmt, 1, Int64(i + 1))
+                sqlite3_bind_int64(stmt, 2, Int64(i))
+                sqlite3_bind_int(stmt, 3, Int32(truncatingIfNeeded: i &* 7))
+                sqlite3_bind_double(stmt, 4, Double(i) * 0.25)
+                var title = values.titles[i]
+                title.withUTF8 { buf in
+                    buf.withMemoryRebound(to: CChar.self) { _ = sqlite3_bind_text(stmt, 5, $0.baseAddress, Int32($0.count), transient) }
+                }
+                payload.withUnsafeBytes { _ = sqlite3_bind_blob(stmt, 6, $0.baseAddress, Int32($0.count), transient) }
+                sqlite3_bind_double(stmt, 7, Double(i))
+                sqlite3_bind_int(stmt, 8, i % 2 == 0 ? 1 : 0)
+                var uuid = values.refs[i].uuid
+                withUnsafeBytes(of: &uuid) { _ = sqlite3_bind_blob(stmt, 9, $0.baseAddress, 16, transient) }
+                try check(sqlite3_step(stmt), "insert")
+                sqlite3_reset(stmt)
+            }
+            try check(sqlite3_exec(db, "COMMIT", nil, nil, nil), "commit")
+        }
+        return seconds
     }
 
     /// Reads every row and column of the raw table; returns seconds.

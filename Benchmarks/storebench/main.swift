@@ -47,7 +47,7 @@ enum Usage: Error, CustomStringConvertible {
         switch self {
         case .missing(let a): "\(a) needs a value"
         case .unknown(let a): "unknown argument \(a)"
-        case .help: "usage: storebench [--smoke] [--sizes N,N,...] [--only sqlite,lmdb,xml,convert]"
+        case .help: "usage: storebench [--smoke] [--sizes N,N,...] [--only sqlite,lmdb,xml]"
         }
     }
 }
@@ -63,7 +63,12 @@ do {
     #endif
     var failed = false
     for n in options.sizes {
-        if options.wants("sqlite") { failed = !(try SQLiteSection.run(count: n)) || failed }
+        if options.wants("sqlite") {
+            failed = !(try SQLiteSection.run(count: n)) || failed
+            failed = !(try runSQLiteBenchmark(count: n)) || failed
+        }
+        if options.wants("lmdb") { failed = !(try runLMDBBenchmark(count: n)) || failed }
+        if options.wants("xml") { runXMLBenchmark(count: n) }
     }
     if failed {
         print("\nsome checks failed")

@@ -39,14 +39,20 @@ public struct LMDBStoreBackend: StoreBackend {
     /// Creates the backend.
     public init() {}
 
+    /// `lmdb`.
     public var typeIdentifier: String { Self.typeIdentifier }
+    /// `lmdb` (a store directory) and `mdb` (a data file, the file form).
     public var fileExtensions: [String] { ["lmdb", "mdb"] }
+    /// Persistent, transactional, multi-process, with history, ordered relationships and an online fast copy.
     public var capabilities: BackendCapabilities {
         [.persistent, .transactions, .multiProcess, .history, .orderedRelationships, .onlineBackup, .fastCopy]
     }
 
     // MARK: Looking at paths
 
+    /// ``SniffResult/store`` for one of our stores; ``SniffResult/foreign(_:)`` for a valid LMDB environment without
+    /// our metadata (or a damaged one); ``SniffResult/none`` otherwise. Reads the meta pages as bytes first and opens
+    /// an environment read-only, without creating a lock file where there is none.
     public func sniff(_ url: URL) -> SniffResult {
         switch StoreInspector.inspect(url) {
         case .missing, .directoryWithoutStore, .notLMDB, .unreadable: return .none
@@ -74,6 +80,7 @@ public struct LMDBStoreBackend: StoreBackend {
         return files
     }
 
+    /// Reads the metadata in one read-only transaction, without opening the store for records.
     public func readMetadata(at url: URL) throws -> StoreMetadata {
         let inspection = StoreInspector.inspect(url)
         guard case .store(let location, _, let info) = inspection else {
@@ -82,19 +89,22 @@ public struct LMDBStoreBackend: StoreBackend {
         return try StoreInspector.metadata(of: info, location: location)
     }
 
+    /// Replaces the metadata in one write transaction (also seen at once by stores open on the files in this
+    /// process). Never creates a store.
     public func writeMetadata(_ metadata: StoreMetadata, at url: URL) throws {
-        let env = try StoreOpener.acquire(url, options: StoreOptions(), creating: nil)
-        defer { EnvironmentRegistry.release(env.environment) }
-        let store = LMDBPersistentStore(url: url, env: env.environment, layout: env.layout, readOnly: env.environment.isReadOnly)
+        let opened = try StoreOpener.acquire(url, options: StoreOptions(createIfMissing: false), creating: nil)
+        // The store takes over the environment reference and gives it back on close.
+        let store = LMDBPersistentStore(url: url, env: opened.environment, layout: opened.layout, readOnly: opened.environment.isReadOnly)
         defer { try? store.close() }
-        if env.environment.isReadOnly {
-            throw StoreError.readOnly(url, reason: "the store's files are not writable")
-        }
+        if store.isReadOnly { throw StoreError.readOnly(url, reason: "the store's files are not writable") }
         try store.save(StoreChanges(metadata: metadata))
     }
 
     // MARK: Opening
 
+    /// Opens (or atomically creates) the store and returns an ``LMDBPersistentStore``. Reads the backend options
+    /// `lmdb.mapSize`, `lmdb.maxMapSize` and `lmdb.noSubdir`. A description that is not read-only fails with
+    /// ``StoreError/readOnly(_:reason:)`` when the files cannot be written.
     public func open(at url: URL?, options: StoreOptions, creating: StoreMetadata?) throws -> any PersistentStore {
         guard let url else { throw StoreError.unsupported("an LMDB store needs a URL (use the in-memory backend for anonymous stores)") }
         let opened = try StoreOpener.acquire(url, options: options, creating: creating)
@@ -108,14 +118,19 @@ public struct LMDBStoreBackend: StoreBackend {
 
     // MARK: Operations
 
+    /// Deletes the lock and data files, then the directory if the store created it and it is now empty. Refuses
+    /// non-stores, and stores open in this process or another (``StoreError/locked(_:reason:)``).
     public func destroyStore(at url: URL) throws {
         try StoreFiles.destroy(url)
     }
 
+    /// Copies with `mdb_env_copyfd2` and compaction into a staging path, fsyncs and renames it into place; works
+    /// while writers keep going. A destination ending in `.mdb` gets the file form, any other the directory form.
     public func copyStore(from source: URL, to destination: URL) throws {
         try StoreFiles.copy(from: source, to: destination)
     }
 
+    /// Decodes every record, index entry and history transaction and checks that they agree; returns the problems.
     public func checkIntegrity(at url: URL) throws -> [String] {
         try IntegrityChecker.check(url)
     }

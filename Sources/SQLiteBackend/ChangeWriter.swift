@@ -40,7 +40,7 @@ struct ChangeWriter {
         for (root, highest) in maxInserted {
             try connection.withStatement("UPDATE \(StoreLayout.quote(StoreLayout.keysTable)) SET next = ? WHERE root = ? AND next <= ?") { s in
                 s.bind(1, highest + 1)
-                s.bind(2, root)
+                try s.bind(2, root)
                 s.bind(3, highest)
                 try s.step()
             }
@@ -70,7 +70,20 @@ struct ChangeWriter {
             try s.step()
         }
         for storage in el.relationships {
-            guard case .joinTable(let js) = storage else { continue }
+            let js: JoinStorage
+            switch storage {
+            case .joinTable(let j): js = j
+            case .inverseForeignKey(let ifk):
+                // The record's order rows; its members keep their foreign keys (a dangling reference, as with
+                // `noAction`, until they are saved).
+                guard let table = ifk.orderTable else { continue }
+                try connection.withStatement("DELETE FROM \(StoreLayout.quote(table)) WHERE src = ?") { s in
+                    s.bind(1, key.primaryKey)
+                    try s.step()
+                }
+                continue
+            case .foreignKey: continue
+            }
             let j = StoreLayout.quote(js.table)
             if js.isShared {
                 // The other side still lists this record until it is saved without it (as with `noAction`);
@@ -112,7 +125,7 @@ struct ChangeWriter {
             }
             s.bind(i, el.code)
             var gid = r.globalID.uuid
-            withUnsafeBytes(of: &gid) { s.bind(i + 1, bytes: $0) }
+            try withUnsafeBytes(of: &gid) { try s.bind(i + 1, bytes: $0) }
             i += 2
             for (k, a) in entity.attributes.enumerated() {
                 try ValueCoding.bind(r.attributes[k], type: a.type, to: s, at: i, entity: entity.name, property: a.name)
@@ -226,19 +239,11 @@ struct ChangeWriter {
                 guard case .toMany(let keys) = r.relationships[k] else {
                     throw shapeError(r, el.entity.relationships[k].name, expected: "to-many")
                 }
-                guard let oc = ifk.orderColumn else { continue }
-                let o = StoreLayout.quote(oc)
-                let sql = "UPDATE \(StoreLayout.quote(ifk.table)) SET \(o) = ? WHERE _pk = ? AND \(StoreLayout.quote(ifk.column)) = ? AND \(o) IS NOT ?"
-                try connection.withStatement(sql) { s in
-                    for (position, key) in keys.enumerated() {
-                        s.bind(1, Int64(position))
-                        s.bind(2, key)
-                        s.bind(3, r.primaryKey)
-                        s.bind(4, Int64(position))
-                        try s.step()
-                        sqlite3_reset(s.handle)
-                    }
-                }
+                guard let table = ifk.orderTable else { continue }
+                try syncJoinRows(
+                    JoinStorage(table: table, ownColumn: "src", otherColumn: "dst", ownOrderColumn: "src_ord",
+                                otherRoot: el.root, isShared: false),
+                    owner: r.primaryKey, keys: keys)
             case .joinTable(let js):
                 guard case .toMany(let keys) = r.relationships[k] else {
                     throw shapeError(r, el.entity.relationships[k].name, expected: "to-many")
@@ -326,7 +331,7 @@ struct ChangeWriter {
                 }
                 last = t.token
                 s.bind(1, t.token)
-                s.bind(2, try t.encoded())
+                try s.bind(2, try t.encoded())
                 try s.step()
                 sqlite3_reset(s.handle)
             }

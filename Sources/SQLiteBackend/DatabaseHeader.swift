@@ -25,10 +25,16 @@ enum DatabaseHeader: Equatable {
 
     /// Reads the header of `url`.
     static func read(_ url: URL) -> DatabaseHeader {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else { return .missing }
-        if isDirectory.boolValue { return .directory }
-        let fd = open(url.path, O_RDONLY | O_CLOEXEC)
+        var info = stat()
+        guard stat(url.path, &info) == 0 else {
+            return errno == ENOENT || errno == ENOTDIR ? .missing : .unreadable(String(cString: strerror(errno)))
+        }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: break
+        case S_IFDIR: return .directory
+        default: return .notSQLite  // a FIFO, socket or device: never opened (a FIFO would block)
+        }
+        let fd = open(url.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return .unreadable(String(cString: strerror(errno))) }
         defer { close(fd) }
         var bytes = [UInt8](repeating: 0, count: 100)

@@ -33,9 +33,23 @@ struct QueryTranslator {
         var bindings: [SQLValue]
         /// Whether the expression may evaluate to SQL NULL (which the evaluator's logic treats as false).
         var mayBeNull: Bool
+        /// How deep SQLite's parse tree gets (`a AND b AND c` nests); SQLite refuses depths over 1000.
+        var depth = 1
 
         static let alwaysTrue = Fragment(sql: "1", bindings: [], mayBeNull: false)
         static let alwaysFalse = Fragment(sql: "0", bindings: [], mayBeNull: false)
+    }
+
+    /// Limits under SQLite's own (expression depth 1000, 32766 parameters): beyond them the evaluator runs.
+    static let maximumDepth = 800
+    static let maximumParameters = 30_000
+
+    /// ``translate(_:entity:)``, refusing what SQLite could not run.
+    mutating func translateWithinLimits(_ predicate: FetchPredicate, entity: Entity) -> Fragment? {
+        guard let f = translate(predicate, entity: entity), f.depth <= Self.maximumDepth,
+            f.bindings.count <= Self.maximumParameters
+        else { return nil }
+        return f
     }
 
     /// How the values of an operand compare.
@@ -94,11 +108,12 @@ struct QueryTranslator {
             if parts.count == 1 { return parts[0] }
             return Fragment(
                 sql: "(" + parts.map(\.sql).joined(separator: isAnd ? " AND " : " OR ") + ")",
-                bindings: parts.flatMap(\.bindings), mayBeNull: parts.contains { $0.mayBeNull })
+                bindings: parts.flatMap(\.bindings), mayBeNull: parts.contains { $0.mayBeNull },
+                depth: (parts.map(\.depth).max() ?? 0) + parts.count)
         case .not(let p):
             guard let f = translate(p, entity: entity) else { return nil }
             let inner = f.mayBeNull ? "IFNULL(\(f.sql), 0)" : f.sql
-            return Fragment(sql: "(NOT \(inner))", bindings: f.bindings, mayBeNull: false)
+            return Fragment(sql: "(NOT \(inner))", bindings: f.bindings, mayBeNull: false, depth: f.depth + 2)
         case .comparison(let lhs, let op, let rhs, let options):
             switch (lhs, rhs) {
             case (.keyPath(let path), _):
@@ -127,16 +142,27 @@ struct QueryTranslator {
     {
         switch (op, rhs) {
         case (.in, .list(let values)):
-            var parts: [Fragment] = []
+            // `x IN (…)` over the comparable constants, plus `x IS NULL` when the list holds nil (nil equals nil).
+            var bound: [SQLValue] = []
+            var matchesNil = false
             for v in values {
-                guard let f = compareConstant(x, .equal, v, options) else { return nil }
-                parts.append(f)
+                if v.isNull {
+                    matchesNil = true
+                    continue
+                }
+                switch bindable(x, v, options) {
+                case .refuse: return nil
+                case .incomparable: continue
+                case .value(let b): bound.append(b)
+                }
             }
+            var parts: [String] = []
+            if !bound.isEmpty {
+                parts.append("\(x.sql) IN (\(Array(repeating: "?", count: bound.count).joined(separator: ", ")))")
+            }
+            if matchesNil { parts.append("\(x.sql) IS NULL") }
             if parts.isEmpty { return .alwaysFalse }
-            if parts.count == 1 { return parts[0] }
-            return Fragment(
-                sql: "(" + parts.map(\.sql).joined(separator: " OR ") + ")",
-                bindings: parts.flatMap(\.bindings), mayBeNull: parts.contains { $0.mayBeNull })
+            return Fragment(sql: "(" + parts.joined(separator: " OR ") + ")", bindings: bound, mayBeNull: !bound.isEmpty, depth: 2)
         case (.between, .list(let bounds)):
             guard bounds.count == 2 else { return .alwaysFalse }
             guard let lo = compareConstant(x, .greaterOrEqual, bounds[0], options),
@@ -186,53 +212,13 @@ struct QueryTranslator {
             default: return .alwaysFalse
             }
         }
-        // The bound constant, as the evaluator's `order` would compare it with the column's values. SQLite
-        // compares integers with reals exactly, as the evaluator does, so numbers are bound as they are.
-        let lhs = x.sql
         let value: SQLValue
-        let stringish = x.kind == .string || x.kind == .uri
-        if stringish, !options.isEmpty { return nil }
-        switch (x.kind, c) {
-        case (.integer, .integer16), (.integer, .integer32), (.integer, .integer64), (.integer, .boolean),
-            (.real, .integer16), (.real, .integer32), (.real, .integer64), (.real, .boolean):
-            guard let i = c.int64Value else { return incomparable }
-            value = .integer(i)
-        case (.integer, .double), (.integer, .float), (.real, .double), (.real, .float):
-            guard let d = c.doubleValue, !d.isNaN else { return incomparable }
-            value = .real(d)
-        case (.integer, .decimal(let d)):
-            // Exact decimal comparison: only integral decimals have an exact SQL twin.
-            if d.isNaN { return incomparable }
-            guard let i = Self.exactInteger(d) else { return nil }
-            value = .integer(i)
-        case (.real, .decimal):
-            guard let d = c.doubleValue, !d.isNaN else { return incomparable }
-            value = .real(d)
-        case (.date, .date(let d)):
-            let t = d.timeIntervalSinceReferenceDate
-            if t.isNaN { return incomparable }
-            value = .real(t)
-        case (.date, .string(let s)):
-            guard let d = ExactISO8601.date(from: s) else { return incomparable }
-            let t = d.timeIntervalSinceReferenceDate
-            if t.isNaN { return incomparable }
-            value = .real(t)
-        case (.string, .string(let s)), (.uri, .string(let s)):
-            value = .text(s)
-        case (.uri, .uri(let u)), (.string, .uri(let u)):
-            value = .text(u.absoluteString)
-        case (.string, .uuid), (.string, .date):
-            return nil  // the evaluator parses each stored string
-        case (.binary, .binary(let d)):
-            value = .blob(d)
-        case (.uuid, .uuid(let u)):
-            value = .blob(ValueCoding.uuidData(u))
-        case (.uuid, .string(let s)):
-            guard let u = UUID(uuidString: s) else { return incomparable }
-            value = .blob(ValueCoding.uuidData(u))
-        default:
-            return incomparable
+        switch bindable(x, c, options) {
+        case .refuse: return nil
+        case .incomparable: return incomparable
+        case .value(let v): value = v
         }
+        let lhs = x.sql
         let sqlOp: String
         switch op {
         case .equal: sqlOp = "="
@@ -249,6 +235,55 @@ struct QueryTranslator {
                 sql: "(\(lhs) \(sqlOp) ? AND typeof(\(x.sql)) <> 'blob')", bindings: [value], mayBeNull: true)
         }
         return Fragment(sql: "(\(lhs) \(sqlOp) ?)", bindings: [value], mayBeNull: true)
+    }
+
+    /// How a constant compares with an operand's values.
+    enum Bindable {
+        /// Bind this value and let SQL compare (numbers exactly, text and blobs bytewise — as the evaluator does).
+        case value(SQLValue)
+        /// The evaluator finds the kinds incomparable: equal to nothing, ordered with nothing.
+        case incomparable
+        /// The evaluator's comparison has no exact SQL twin.
+        case refuse
+    }
+
+    /// The bound form of a non-nil constant compared with `x`, following the evaluator's `order`. SQLite compares
+    /// integers with reals exactly, as the evaluator does, so numbers are bound as they are.
+    private func bindable(_ x: Operand, _ c: StoreValue, _ options: ComparisonOptions) -> Bindable {
+        if x.kind == .decimal { return .refuse }
+        if x.kind == .string || x.kind == .uri, !options.isEmpty { return .refuse }
+        switch (x.kind, c) {
+        case (.integer, .integer16), (.integer, .integer32), (.integer, .integer64), (.integer, .boolean),
+            (.real, .integer16), (.real, .integer32), (.real, .integer64), (.real, .boolean):
+            return c.int64Value.map { .value(.integer($0)) } ?? .incomparable
+        case (.integer, .double), (.integer, .float), (.real, .double), (.real, .float), (.real, .decimal):
+            guard let d = c.doubleValue, !d.isNaN else { return .incomparable }
+            return .value(.real(d))
+        case (.integer, .decimal(let d)):
+            // Exact decimal comparison: only integral decimals have an exact SQL twin.
+            if d.isNaN { return .incomparable }
+            return Self.exactInteger(d).map { .value(.integer($0)) } ?? .refuse
+        case (.date, .date(let d)):
+            let t = d.timeIntervalSinceReferenceDate
+            return t.isNaN ? .incomparable : .value(.real(t))
+        case (.date, .string(let s)):
+            guard let t = ExactISO8601.date(from: s)?.timeIntervalSinceReferenceDate, !t.isNaN else { return .incomparable }
+            return .value(.real(t))
+        case (.string, .string(let s)), (.uri, .string(let s)):
+            return .value(.text(s))
+        case (.uri, .uri(let u)), (.string, .uri(let u)):
+            return .value(.text(u.absoluteString))
+        case (.string, .uuid), (.string, .date):
+            return .refuse  // the evaluator parses each stored string
+        case (.binary, .binary(let d)):
+            return .value(.blob(d))
+        case (.uuid, .uuid(let u)):
+            return .value(.blob(ValueCoding.uuidData(u)))
+        case (.uuid, .string(let s)):
+            return UUID(uuidString: s).map { .value(.blob(ValueCoding.uuidData($0))) } ?? .incomparable
+        default:
+            return .incomparable
+        }
     }
 
     /// The integer equal to an integral decimal that fits `Int64`, else `nil`.

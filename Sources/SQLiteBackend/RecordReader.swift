@@ -17,7 +17,7 @@ struct RecordReader {
     /// Runs `sql` (whose select list starts with `table.selectList`) and returns complete records.
     func records(_ sql: String, bindings: [SQLValue], table: TableLayout) throws -> [Record] {
         var result = try connection.withStatement(sql) { s in
-            s.bind(bindings)
+            try s.bind(bindings)
             var rows: [Record] = []
             while try s.step() { rows.append(try decodeRow(s, table: table)) }
             return rows
@@ -49,7 +49,7 @@ struct RecordReader {
 
     private func recordsWithoutToMany(_ sql: String, _ bindings: [SQLValue], table: TableLayout) throws -> [Record] {
         try connection.withStatement(sql) { s in
-            s.bind(bindings)
+            try s.bind(bindings)
             var rows: [Record] = []
             while try s.step() { rows.append(try decodeRow(s, table: table)) }
             return rows
@@ -137,10 +137,13 @@ struct RecordReader {
         case .foreignKey:
             return [:]
         case .inverseForeignKey(let ifk):
-            ownerColumn = StoreLayout.quote(ifk.column)
-            select = "SELECT \(ownerColumn), _pk FROM \(StoreLayout.quote(ifk.table)) WHERE "
-            extra = ifk.entityCodes.map { " AND _ent IN (\($0.map(String.init).joined(separator: ", ")))" } ?? ""
-            orderBy = " ORDER BY \(ownerColumn)" + (ifk.orderColumn.map { ", \(StoreLayout.quote($0))" } ?? "") + ", _pk"
+            ownerColumn = "d.\(StoreLayout.quote(ifk.column))"
+            let order = ifk.orderTable.map {
+                " LEFT JOIN \(StoreLayout.quote($0)) AS o ON o.src = \(ownerColumn) AND o.dst = d._pk"
+            } ?? ""
+            select = "SELECT \(ownerColumn), d._pk FROM \(StoreLayout.quote(ifk.table)) AS d\(order) WHERE "
+            extra = ifk.entityCodes.map { " AND d._ent IN (\($0.map(String.init).joined(separator: ", ")))" } ?? ""
+            orderBy = " ORDER BY \(ownerColumn)" + (ifk.orderTable == nil ? "" : ", o.src_ord") + ", d._pk"
         case .joinTable(let js):
             ownerColumn = js.ownColumn
             select = "SELECT \(js.ownColumn), \(js.otherColumn) FROM \(StoreLayout.quote(js.table)) WHERE "
@@ -150,7 +153,7 @@ struct RecordReader {
         var result: [Int64: [Int64]] = [:]
         func collect(_ sql: String, _ bindings: [SQLValue], wanted: Set<Int64>?) throws {
             try connection.withStatement(sql) { s in
-                s.bind(bindings)
+                try s.bind(bindings)
                 while try s.step() {
                     let owner = s.int64(0)
                     if let wanted, !wanted.contains(owner) { continue }

@@ -167,10 +167,10 @@ final class SQLiteConnection: @unchecked Sendable {
     /// writers never deadlock upgrading), a deferred `BEGIN` for reads (one consistent snapshot for every query of
     /// the call). Rolls back when `body` throws.
     func transaction<T>(write: Bool, _ body: () throws -> T) throws -> T {
-        try withStatement(write ? "BEGIN IMMEDIATE" : "BEGIN") { try $0.step() }
+        _ = try withStatement(write ? "BEGIN IMMEDIATE" : "BEGIN") { try $0.step() }
         do {
             let result = try body()
-            try withStatement("COMMIT") { try $0.step() }
+            _ = try withStatement("COMMIT") { try $0.step() }
             return result
         } catch {
             if sqlite3_get_autocommit(db) == 0 { _ = sqlite3_exec(db, "ROLLBACK", nil, nil, nil) }
@@ -194,51 +194,50 @@ struct Statement {
     func bind(_ i: Int32, _ v: Double) { sqlite3_bind_double(handle, i, v) }
 
     /// Binds text with its exact UTF-8 length, so embedded NUL characters survive.
-    func bind(_ i: Int32, _ v: String) {
+    func bind(_ i: Int32, _ v: String) throws {
         var s = v
-        s.withUTF8 { buf in
+        let rc = s.withUTF8 { buf -> Int32 in
             if let base = buf.baseAddress, buf.count > 0 {
-                base.withMemoryRebound(to: CChar.self, capacity: buf.count) { p in
-                    _ = sqlite3_bind_text(handle, i, p, Int32(buf.count), sqliteTransient)
+                return base.withMemoryRebound(to: CChar.self, capacity: buf.count) { p in
+                    sqlite3_bind_text64(handle, i, p, UInt64(buf.count), sqliteTransient, UInt8(SQLITE_UTF8))
                 }
-            } else {
-                _ = sqlite3_bind_text(handle, i, "", 0, sqliteTransient)
             }
+            return sqlite3_bind_text(handle, i, "", 0, sqliteTransient)
         }
+        try check(rc, i)
     }
 
     /// Binds a blob; an empty one stays an empty blob (a null pointer would bind NULL).
-    func bind(_ i: Int32, _ v: Data) {
-        if v.isEmpty {
-            sqlite3_bind_zeroblob(handle, i, 0)
-            return
-        }
-        v.withUnsafeBytes { buf in
-            _ = sqlite3_bind_blob(handle, i, buf.baseAddress, Int32(buf.count), sqliteTransient)
-        }
+    func bind(_ i: Int32, _ v: Data) throws {
+        try v.withUnsafeBytes { try bind(i, bytes: $0) }
     }
 
-    func bind(_ i: Int32, bytes: UnsafeRawBufferPointer) {
-        if bytes.isEmpty {
-            sqlite3_bind_zeroblob(handle, i, 0)
-        } else {
-            sqlite3_bind_blob(handle, i, bytes.baseAddress, Int32(bytes.count), sqliteTransient)
-        }
+    func bind(_ i: Int32, bytes: UnsafeRawBufferPointer) throws {
+        let rc = bytes.isEmpty
+            ? sqlite3_bind_zeroblob(handle, i, 0)
+            : sqlite3_bind_blob64(handle, i, bytes.baseAddress, UInt64(bytes.count), sqliteTransient)
+        try check(rc, i)
     }
 
-    func bind(_ i: Int32, _ v: SQLValue) {
+    /// A value that cannot be bound (too big for SQLite, out of memory) must fail the call, never be stored as
+    /// NULL.
+    private func check(_ rc: Int32, _ i: Int32) throws {
+        guard rc == SQLITE_OK else { throw connection.error(rc, "binding parameter \(i)") }
+    }
+
+    func bind(_ i: Int32, _ v: SQLValue) throws {
         switch v {
         case .null: bindNull(i)
         case .integer(let x): bind(i, x)
         case .real(let x): bind(i, x)
-        case .text(let x): bind(i, x)
-        case .blob(let x): bind(i, x)
+        case .text(let x): try bind(i, x)
+        case .blob(let x): try bind(i, x)
         }
     }
 
     /// Binds `values` to parameters 1…n.
-    func bind(_ values: [SQLValue]) {
-        for (i, v) in values.enumerated() { bind(Int32(i + 1), v) }
+    func bind(_ values: [SQLValue]) throws {
+        for (i, v) in values.enumerated() { try bind(Int32(i + 1), v) }
     }
 
     // MARK: Stepping

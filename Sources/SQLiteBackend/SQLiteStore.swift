@@ -86,7 +86,7 @@ final class SQLiteStore: PersistentStore, Sendable {
                 var q = QueryTranslator(layout: layout)
                 let fragment: QueryTranslator.Fragment?
                 if let p = request.predicate {
-                    fragment = q.translate(p, entity: entity)
+                    fragment = q.translateWithinLimits(p, entity: entity)
                 } else {
                     fragment = .alwaysTrue
                 }
@@ -106,7 +106,7 @@ final class SQLiteStore: PersistentStore, Sendable {
                     sql = "SELECT COUNT(*) \(from)"
                 }
                 return try c.withStatement(sql) { s in
-                    s.bind(all)
+                    try s.bind(all)
                     guard try s.step() else { return 0 }
                     return Int(s.int64(0))
                 }
@@ -116,7 +116,9 @@ final class SQLiteStore: PersistentStore, Sendable {
 
     func records(withKeys keys: [Int64], root: String) throws -> [Record] {
         try withConnection { c, _ in
-            try c.transaction(write: false) { try reader(c).records(withKeys: keys, root: root) }
+            // One query needs no transaction; several (to-many relationships) share one snapshot.
+            guard layout.rootsWithToMany.contains(root) else { return try reader(c).records(withKeys: keys, root: root) }
+            return try c.transaction(write: false) { try reader(c).records(withKeys: keys, root: root) }
         }
     }
 
@@ -129,9 +131,9 @@ final class SQLiteStore: PersistentStore, Sendable {
             }
             let filter = table.hasSubentities ? "t._ent = \(el.code) AND " : ""
             let sql = "SELECT \(table.selectList) FROM \(StoreLayout.quote(table.name)) AS t WHERE \(filter)t._pk > ? ORDER BY t._pk LIMIT ?"
-            return try c.transaction(write: false) {
-                try reader(c).records(sql, bindings: [.integer(primaryKey ?? .min), .integer(Int64(limit))], table: table)
-            }
+            let bindings: [SQLValue] = [.integer(primaryKey ?? .min), .integer(Int64(limit))]
+            guard el.hasToMany else { return try reader(c).records(sql, bindings: bindings, table: table) }
+            return try c.transaction(write: false) { try reader(c).records(sql, bindings: bindings, table: table) }
         }
     }
 
@@ -163,7 +165,7 @@ final class SQLiteStore: PersistentStore, Sendable {
         var q = QueryTranslator(layout: layout)
         let fragment: QueryTranslator.Fragment?
         if let p = request.predicate {
-            fragment = q.translate(p, entity: entity)
+            fragment = q.translateWithinLimits(p, entity: entity)
         } else {
             fragment = .alwaysTrue
         }
@@ -268,7 +270,7 @@ final class SQLiteStore: PersistentStore, Sendable {
             return try c.transaction(write: true) {
                 let keys = StoreLayout.quote(StoreLayout.keysTable)
                 let stored = try c.withStatement("SELECT next FROM \(keys) WHERE root = ?") { s in
-                    s.bind(1, root)
+                    try s.bind(1, root)
                     return try s.step() ? s.int64(0) : nil
                 }
                 let highest = try c.int64("SELECT MAX(_pk) FROM \(StoreLayout.quote(table.name))") ?? 0
@@ -278,7 +280,7 @@ final class SQLiteStore: PersistentStore, Sendable {
                     throw StoreError.io(fileURL, operation: "allocating keys", reason: "the \(root) key space is exhausted")
                 }
                 try c.withStatement("INSERT INTO \(keys) (root, next) VALUES (?, ?) ON CONFLICT (root) DO UPDATE SET next = excluded.next") { s in
-                    s.bind(1, root)
+                    try s.bind(1, root)
                     s.bind(2, next)
                     try s.step()
                 }
@@ -321,7 +323,7 @@ final class SQLiteStore: PersistentStore, Sendable {
 
     static func writeMetadataJSON(_ json: Data, _ c: SQLiteConnection) throws {
         try c.withStatement("INSERT INTO \(StoreLayout.quote(StoreLayout.metadataTable)) (id, json) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET json = excluded.json") { s in
-            s.bind(1, json)
+            try s.bind(1, json)
             try s.step()
         }
     }

@@ -56,7 +56,9 @@ public struct SQLiteStoreBackend: StoreBackend {
 
     public func ownedFiles(ofStoreAt url: URL) -> [URL] {
         let fm = FileManager.default
-        guard fm.fileExists(atPath: url.path) else { return [] }
+        var isDirectory: ObjCBool = false
+        // A directory is never a store's main file (nor are its neighbours a store's sidecars).
+        guard fm.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue else { return [] }
         return [url] + Self.sidecarSuffixes.map { Self.sidecar(url, $0) }.filter { fm.fileExists(atPath: $0.path) }
     }
 
@@ -167,7 +169,7 @@ public struct SQLiteStoreBackend: StoreBackend {
 
     func requireMetadataTable(_ c: SQLiteConnection) throws {
         let n = try c.withStatement("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?") { s in
-            s.bind(1, StoreLayout.metadataTable)
+            try s.bind(1, StoreLayout.metadataTable)
             return try s.step() ? s.int64(0) : 0
         }
         guard n == 1 else { throw StoreError.corruptStore(c.url, reason: "the metadata table is missing") }

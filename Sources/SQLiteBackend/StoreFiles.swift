@@ -37,6 +37,8 @@ struct StoreCreator {
                     for statement in layout.creationStatements { try c.exec(statement, "creating the store's tables") }
                     try SQLiteStore.writeMetadataJSON(json, c)
                 }
+                // Born in WAL mode (the default), so a first open does not rewrite the header.
+                try c.exec("PRAGMA journal_mode = WAL")
                 c.close()
             } catch {
                 c.close()
@@ -103,8 +105,9 @@ struct StoreCopier {
                 try dst.exec("PRAGMA journal_mode = MEMORY")
                 try dst.exec("PRAGMA synchronous = OFF")
                 try backup(from: src, to: dst)
-                // The copy must be a store in its own right, whatever mode the source was in.
-                try dst.exec("PRAGMA journal_mode = DELETE")
+                // A self-contained file in WAL mode, like every store at rest: closing the only connection folds
+                // any log back in and removes it, and a first open then has nothing to rewrite.
+                try dst.exec("PRAGMA journal_mode = WAL")
                 dst.close()
             } catch {
                 dst.close()

@@ -13,7 +13,7 @@ import StoreAPI
 ///   - `_storeapi_entities(code, name, root, tableName)` — the entity code of every entity (informational).
 ///   - `_storeapi_history(token, json)` — history transactions (``HistoryTransaction/encoded()``).
 /// - `E_<Root>` — one table per inheritance hierarchy, named after its root entity.
-/// - `J_<Entity>.<relationship>` — join tables, named after the relationship that owns them.
+/// - `J_<Entity>.<relationship>` — join and order tables, named after the relationship that owns them.
 /// - Indexes are `X_<table>.<column>` (plain) and `U_<table>.<Entity>.<n>` (the entity's n-th uniqueness
 ///   constraint).
 ///
@@ -22,7 +22,7 @@ import StoreAPI
 /// its 1-based position in the schema's entity list), `_gid BLOB NOT NULL` (the 16-byte global ID, unique index),
 /// then one column per stored attribute and per to-one relationship of every entity in the hierarchy (NULL for
 /// records of entities that lack it). A column is named after its property; names beginning with `_` get one more
-/// `_` (so `_pk`, `_ent`, `_gid` and `_ord.*`, which begin with a single `_`, stay the framework's), and when two
+/// `_` (so `_pk`, `_ent` and `_gid`, which begin with a single `_`, stay the framework's), and when two
 /// entities of a hierarchy declare the same name, the later one (parents first, then schema order) is named
 /// `<name>.<Entity>`.
 ///
@@ -34,8 +34,11 @@ import StoreAPI
 ///
 /// ## Relationships
 /// - To-one: a foreign-key column holding the related primary key (both sides of a one-to-one are stored).
-/// - To-many whose inverse is to-one: not stored; derived from the inverse's foreign-key column. When ordered, the
-///   position lives in an order column `_ord.<fk column>` next to that foreign key, written from the to-many side.
+/// - To-many whose inverse is to-one: membership is not stored; it is derived from the inverse's foreign-key column.
+///   When ordered, the positions live in an order table `J_<Entity>.<relationship>` `(src, dst, src_ord)` written
+///   from the to-many side and joined on the foreign key when read (members it does not list come first, by key).
+///   A table rather than a column beside the foreign key, because the to-many side may be saved before its members
+///   exist (a transfer writes one entity after another) and its order must not be lost.
 /// - Many-to-many: one join table per relationship pair, named after the side whose `(entity, name)` sorts first
 ///   (`src`: that side's record, `dst`: the other), with `src_ord` / `dst_ord` holding each side's positions.
 /// - To-many without an inverse (or whose inverse does not name it back, or that is its own inverse): its own join
@@ -43,7 +46,12 @@ import StoreAPI
 /// Join tables record positions for unordered relationships too (it costs one integer), so every to-many read
 /// from a join table comes back in the order it was saved; derived unordered ones come back in key order.
 /// Join tables are `WITHOUT ROWID` with primary key `(src, dst)`; shared ones also index `dst`. Foreign-key columns
-/// are indexed (with their order column when there is one).
+/// are indexed.
+///
+/// A record's delete removes its row and the join rows only it reads; rows the other side of a many-to-many still
+/// reads stay until that side is saved (a dangling reference, as with `noAction`), and go once both records are gone.
+///
+/// Stores are created (and copied) in WAL mode, so opening one with the default journal mode rewrites nothing.
 ///
 /// ## Constraints
 /// Uniqueness constraints are unique indexes over the hierarchy table, restricted (partial index) to the entities
@@ -71,6 +79,8 @@ struct StoreLayout: Sendable {
     let joinTables: [JoinTableLayout]
     /// Index definitions, in creation order.
     let indexStatements: [String]
+    /// Hierarchies with an entity that has a to-many relationship (reading their records takes several queries).
+    let rootsWithToMany: Set<String>
 
     init(schema: Schema) {
         self.schema = schema
@@ -110,7 +120,6 @@ struct StoreLayout: Sendable {
         // Columns per hierarchy: parents before children, then schema order.
         var tables: [String: TableLayout] = [:]
         var columnOf: [PropertyKey: String] = [:]
-        var orderColumnOf: [PropertyKey: String] = [:]  // keyed by the to-one side
         var indexes: [String] = []
         for root in schema.rootEntities {
             let tableName = "E_" + root.name
@@ -139,16 +148,8 @@ struct StoreLayout: Sendable {
                     let col = claim(Self.escape(r.name), member.name)
                     columnOf[PropertyKey(entity: member.name, name: r.name)] = col
                     columns.append(ColumnLayout(name: col, declaredType: "INTEGER"))
-                    var orderColumn: String?
-                    if let (inv, _) = mutualInverse(r, declaredOn: member.name), inv.isToMany, inv.isOrdered {
-                        let oc = claim("_ord." + col, member.name)
-                        orderColumn = oc
-                        orderColumnOf[PropertyKey(entity: member.name, name: r.name)] = oc
-                        columns.append(ColumnLayout(name: oc, declaredType: "INTEGER"))
-                    }
-                    let indexed = orderColumn.map { "\(Self.quote(col)), \(Self.quote($0))" } ?? Self.quote(col)
                     indexes.append(
-                        "CREATE INDEX \(Self.quote("X_\(tableName).\(col)")) ON \(Self.quote(tableName)) (\(indexed))")
+                        "CREATE INDEX \(Self.quote("X_\(tableName).\(col)")) ON \(Self.quote(tableName)) (\(Self.quote(col)))")
                 }
             }
             tables[root.name] = TableLayout(
@@ -195,12 +196,12 @@ struct StoreLayout: Sendable {
                 if let (inv, invDecl) = mutualInverse(r, declaredOn: decl) {
                     if !inv.isToMany {
                         let fk = columnOf[PropertyKey(entity: invDecl, name: inv.name)] ?? ""
-                        let oc = r.isOrdered ? orderColumnOf[PropertyKey(entity: invDecl, name: inv.name)] : nil
+                        let orderTable = r.isOrdered ? joinTable(owner: decl, relationship: r, shared: false) : nil
                         let destHierarchy = byName[r.destination]?.hierarchyNames ?? []
                         let invHierarchy = byName[invDecl]?.hierarchyNames ?? []
                         let filter = Set(destHierarchy) == Set(invHierarchy) ? nil : destHierarchy.compactMap { codes[$0] }
                         storages.append(.inverseForeignKey(InverseForeignKey(
-                            table: tables[destRoot]?.name ?? "E_" + destRoot, column: fk, orderColumn: oc,
+                            table: tables[destRoot]?.name ?? "E_" + destRoot, column: fk, orderTable: orderTable,
                             entityCodes: filter)))
                     } else {
                         let mine = PropertyKeyString(decl, r.name)
@@ -257,6 +258,7 @@ struct StoreLayout: Sendable {
         self.entitiesByCode = Dictionary(uniqueKeysWithValues: entities.values.map { ($0.code, $0) })
         self.joinTables = joinOrder.compactMap { joinTables[$0] }
         self.indexStatements = indexes
+        self.rootsWithToMany = Set(entities.values.filter { $0.hasToMany }.map(\.root))
     }
 
     // MARK: DDL
@@ -404,6 +406,10 @@ struct EntityLayout: Sendable {
     let updateSQL: String
     /// Whether every property has a column (a layout built from a schema always does).
     let isComplete: Bool
+    /// Whether a to-many relationship must be read from other rows or tables.
+    var hasToMany: Bool {
+        relationships.contains { if case .foreignKey = $0 { false } else { true } }
+    }
 
     init(entity: Entity, code: Int64, table: TableLayout?, attributeColumns: [Int], relationships: [RelationshipStorage]) {
         self.entity = entity
@@ -443,8 +449,8 @@ struct InverseForeignKey: Sendable, Hashable {
     let table: String
     /// The inverse's foreign-key column there.
     let column: String
-    /// The order column, for ordered relationships.
-    let orderColumn: String?
+    /// The order table `(src, dst, src_ord)`, for ordered relationships.
+    let orderTable: String?
     /// The destination entity codes to keep, when the inverse is declared on a wider entity.
     let entityCodes: [Int64]?
 }

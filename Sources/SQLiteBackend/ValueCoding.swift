@@ -24,22 +24,22 @@ enum ValueCoding {
         case (.integer32, .integer32(let v)): s.bind(index, Int64(v))
         case (.integer64, .integer64(let v)): s.bind(index, v)
         case (.boolean, .boolean(let v)): s.bind(index, Int64(v ? 1 : 0))
-        case (.double, .double(let v)): bindReal(v, to: s, at: index)
-        case (.date, .date(let v)): bindReal(v.timeIntervalSinceReferenceDate, to: s, at: index)
+        case (.double, .double(let v)): try bindReal(v, to: s, at: index)
+        case (.date, .date(let v)): try bindReal(v.timeIntervalSinceReferenceDate, to: s, at: index)
         case (.float, .float(let v)):
             if v.isNaN {
                 var bits = v.bitPattern.bigEndian
-                withUnsafeBytes(of: &bits) { s.bind(index, bytes: $0) }
+                try withUnsafeBytes(of: &bits) { try s.bind(index, bytes: $0) }
             } else {
                 s.bind(index, Double(v))
             }
-        case (.decimal, .decimal(let v)): s.bind(index, decimalText(v))
-        case (.string, .string(let v)): s.bind(index, v)
-        case (.uri, .uri(let v)): s.bind(index, v.absoluteString)
-        case (.binary, .binary(let v)), (.transformable, .binary(let v)): s.bind(index, v)
+        case (.decimal, .decimal(let v)): try s.bind(index, decimalText(v))
+        case (.string, .string(let v)): try s.bind(index, v)
+        case (.uri, .uri(let v)): try s.bind(index, v.absoluteString)
+        case (.binary, .binary(let v)), (.transformable, .binary(let v)): try s.bind(index, v)
         case (.uuid, .uuid(let v)):
             var u = v.uuid
-            withUnsafeBytes(of: &u) { s.bind(index, bytes: $0) }
+            try withUnsafeBytes(of: &u) { try s.bind(index, bytes: $0) }
         default:
             throw StoreError.typeMismatch(
                 entity: entity, property: property, expected: type, got: value.type?.rawValue ?? "nil")
@@ -47,10 +47,10 @@ enum ValueCoding {
     }
 
     /// Binds a double (or a date's interval): NaN as its bit pattern, everything else as a REAL.
-    static func bindReal(_ v: Double, to s: Statement, at index: Int32) {
+    static func bindReal(_ v: Double, to s: Statement, at index: Int32) throws {
         if v.isNaN {
             var bits = v.bitPattern.bigEndian
-            withUnsafeBytes(of: &bits) { s.bind(index, bytes: $0) }
+            try withUnsafeBytes(of: &bits) { try s.bind(index, bytes: $0) }
         } else {
             s.bind(index, v)
         }

@@ -128,18 +128,11 @@ final class LibXMLReader {
         return Int(xmlTextReaderGetParserLineNumber(reader))
     }
 
-    /// The current node's name, interned in the reader's dictionary (compare with ``intern(_:)`` results).
+    /// The current node's name (owned by the reader; valid until it moves).
     var namePointer: UnsafePointer<xmlChar>? { xmlTextReaderConstName(reader) }
 
     /// The current node's name as a string.
     var name: String { namePointer.map { String(cString: $0) } ?? "" }
-
-    /// `name` interned in the reader's dictionary: element names compare equal to it by pointer.
-    func intern(_ name: String) -> UnsafePointer<xmlChar>? {
-        name.withCString { p in
-            p.withMemoryRebound(to: xmlChar.self, capacity: name.utf8.count + 1) { xmlTextReaderConstString(reader, $0) }
-        }
-    }
 
     /// Whether the current node's name is `s`, without making a string.
     func nameIs(_ s: StaticString) -> Bool {
@@ -147,11 +140,12 @@ final class LibXMLReader {
         return Self.equals(p, s)
     }
 
-    /// Whether the C string at `p` is `s`.
+    /// Whether the C string at `p` is `s` (`strncmp` stops at `p`'s terminator, so a shorter `p` is never overread).
     @inline(__always)
     static func equals(_ p: UnsafePointer<xmlChar>, _ s: StaticString) -> Bool {
         let n = s.utf8CodeUnitCount
-        return memcmp(p, s.utf8Start, n) == 0 && p[n] == 0
+        return strncmp(UnsafeRawPointer(p).assumingMemoryBound(to: CChar.self),
+                       UnsafeRawPointer(s.utf8Start).assumingMemoryBound(to: CChar.self), n) == 0 && p[n] == 0
     }
 
     /// Whether the C string at `p` equals the NUL-terminated bytes `bytes`.
@@ -159,7 +153,8 @@ final class LibXMLReader {
     static func equals(_ p: UnsafePointer<xmlChar>, _ bytes: [UInt8]) -> Bool {
         bytes.withUnsafeBufferPointer { b in
             guard let base = b.baseAddress else { return false }
-            return memcmp(p, base, b.count) == 0
+            return strcmp(UnsafeRawPointer(p).assumingMemoryBound(to: CChar.self),
+                          UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self)) == 0
         }
     }
 

@@ -39,8 +39,9 @@ final class XMLFileSink {
         guard failure == nil, fd >= 0 else { return false }
         var offset = 0
         let ok = buffer.withUnsafeBytes { raw -> Bool in
+            guard let base = raw.baseAddress else { return true }
             while offset < raw.count {
-                let n = Glibc_write(fd, raw.baseAddress! + offset, raw.count - offset)
+                let n = Glibc_write(fd, base + offset, raw.count - offset)
                 if n < 0 {
                     if errno == EINTR { continue }
                     failure = String(cString: strerror(errno))

@@ -20,11 +20,11 @@ struct XMLStoreReader {
     let url: URL
 
     func read(_ body: (AtomicStoreElement) throws -> Void) throws {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
-            throw StoreError.storeNotFound(url)
+        var st = stat()
+        guard stat(url.path, &st) == 0 else { throw StoreError.storeNotFound(url) }
+        guard (st.st_mode & S_IFMT) == S_IFREG else {
+            throw StoreError.corruptStore(url, reason: "not a regular file (a directory, device or pipe), so not an XML store")
         }
-        guard !isDirectory.boolValue else { throw StoreError.corruptStore(url, reason: "a directory, not an XML store file") }
         let r = try LibXMLReader(fileAt: url)
         guard try r.moveToRoot() else { throw r.corrupt("the file holds no XML elements") }
         guard r.name == "database" else { throw r.corrupt("the root element is <\(r.name)>, not <database>") }
@@ -189,6 +189,7 @@ struct OwnStoreBodyReader {
                 var index: Int?
                 var unknownName: String?
                 var typeName = ""
+                var typeChecked: Int?
                 var escaped = false
                 var badEncoding: String?
                 try r.forEachAttribute { name, value in
@@ -196,7 +197,12 @@ struct OwnStoreBodyReader {
                         index = Self.index(of: value, in: plan.attributeNames, guess: nextAttribute) { entity.attributeIndex($0) }
                         if index == nil { unknownName = String(cString: value) }
                     } else if LibXMLReader.equals(name, "type") {
-                        typeName = String(cString: value)
+                        // `name` comes first in our files: compare in place, make a string only otherwise.
+                        if let i = index, LibXMLReader.equals(value, plan.typeNames[i]) {
+                            typeChecked = i
+                        } else {
+                            typeName = String(cString: value)
+                        }
                     } else if LibXMLReader.equals(name, "enc") {
                         escaped = LibXMLReader.equals(value, "escaped")
                         if !escaped { badEncoding = String(cString: value) }
@@ -207,7 +213,7 @@ struct OwnStoreBodyReader {
                 let name = entity.attributes[i].name
                 guard seenAttributes.insert(i) else { throw r.corrupt("attribute '\(name)' appears twice in \(entity.name)/p\(pk)") }
                 nextAttribute = i + 1
-                guard typeName.utf8.elementsEqual(plan.typeNames[i].dropLast()) else {
+                guard typeChecked == i || typeName.utf8.elementsEqual(plan.typeNames[i].dropLast()) else {
                     if XMLStoreFormat.attributeType(named: typeName) == nil {
                         throw r.corrupt("unknown attribute type '\(typeName)' for '\(entity.name).\(name)'")
                     }
@@ -227,7 +233,7 @@ struct OwnStoreBodyReader {
                     return v
                 }
                 guard let value else {
-                    throw r.corrupt("'\(Self.excerpt(invalid))' is not a valid \(typeName)\(escaped ? " (escaped)" : "") for '\(entity.name).\(name)'")
+                    throw r.corrupt("'\(Self.excerpt(invalid))' is not a valid \(XMLStoreFormat.typeName(type))\(escaped ? " (escaped)" : "") for '\(entity.name).\(name)'")
                 }
                 record.attributes[i] = value
             } else if r.nameIs("relationship") {

@@ -36,8 +36,10 @@ struct XMLStoreWriter {
         let referenced = Set(plans.values.flatMap(\.destinationRoots))
         var ids = [[Int64: Int]](repeating: [:], count: schema.rootEntities.count)
         var nextID = 1
+        var counting: EntityPlan?
         try contents.forEachRecord { r in
-            guard let plan = plans[r.entity] else { throw StoreError.unknownEntity(r.entity) }
+            if counting?.entity.name != r.entity { counting = plans[r.entity] }
+            guard let plan = counting else { throw StoreError.unknownEntity(r.entity) }
             if referenced.contains(plan.rootIndex) {
                 guard ids[plan.rootIndex].updateValue(nextID, forKey: r.primaryKey) == nil else {
                     throw StoreError.io(url, operation: "writing \(r.key)", reason: "two records share primary key \(r.primaryKey) in \(plan.entity.rootName)")

@@ -76,6 +76,34 @@ import Testing
         try c.close()
     }
 
+    @Test func metadataIsReadAndWrittenWithoutAFullOpen() throws {
+        let dir = try TemporaryDirectory()
+        let schema = try LMDBFixture.schema()
+        let backend = LMDBFixture.backend
+        let url = dir.path("meta.lmdb")
+        let created = try LMDBFixture.create(url, schema: schema)
+        let uuid = created.metadata.storeUUID
+        try created.save(StoreChanges(inserted: [try LMDBFixture.record(schema, "Tag", 1, ["name": "x"])]))
+        try created.close()
+
+        var metadata = try backend.readMetadata(at: url)
+        #expect(metadata.storeUUID == uuid && metadata.schema == schema && metadata.storeType == "lmdb")
+        metadata.custom["sync"] = .dictionary(["token": .integer(42)])
+        try backend.writeMetadata(metadata, at: url)
+        #expect(try backend.readMetadata(at: url) == metadata)
+        #expect(dir.listing() == ["meta.lmdb"], "no staging or lock files beside the store")
+
+        // While the store is open, a write through the backend shows in the open store too.
+        let open = try LMDBFixture.open(url)
+        metadata.custom["sync"] = .string("changed while open")
+        try backend.writeMetadata(metadata, at: url)
+        #expect(open.metadata.custom["sync"] == .string("changed while open"))
+        #expect(try open.count(FetchRequest(entity: "Tag")) == 1, "records are untouched")
+        try open.close()
+        #expect(storeError { try backend.writeMetadata(metadata, at: dir.path("absent.lmdb")) }?.kind == "storeNotFound")
+        #expect(!FileManager.default.fileExists(atPath: dir.path("absent.lmdb").path), "writing metadata never creates a store")
+    }
+
     @Test func allocatedKeysNeverOverlap() throws {
         let dir = try TemporaryDirectory()
         let schema = try LMDBFixture.schema()

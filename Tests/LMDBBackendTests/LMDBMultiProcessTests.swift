@@ -44,6 +44,73 @@ import Testing
         #expect(readers?.output.contains("Reader Table Status") == true)
     }
 
+    @Test func aMapGrownByAnotherProcessIsAdopted() throws {
+        let dir = try TemporaryDirectory()
+        let schema = try LMDBFixture.schema()
+        let url = dir.path("resized.lmdb")
+        let store = try LMDBFixture.create(url, schema: schema, options: ["lmdb.mapSize": "1M"])
+        defer { try? store.close() }
+        try store.save(StoreChanges(inserted: [try LMDBFixture.record(schema, "Tag", 1, ["name": "before"])]))
+        let mapBefore = store.mapSize
+        #expect(mapBefore < 4 << 20)
+
+        // Another process (mdb_load) grows the map to 256 MiB and writes 6 MiB beyond our map.
+        var dump = "VERSION=3\nformat=bytevalue\ntype=btree\nmapsize=268435456\nHEADER=END\n"
+        let value = String(repeating: "ab", count: 2048)
+        for i in 0..<3000 { dump += " " + Array("key\(100_000 + i)".utf8).map { String(format: "%02x", $0) }.joined() + "\n " + value + "\n" }
+        dump += "DATA=END\n"
+        let input = dir.path("dump.txt")
+        try Data(dump.utf8).write(to: input)
+        guard let load = try Self.run("mdb_load", ["-s", "elsewhere", "-f", input.path, url.path]) else {
+            Issue.record("mdb_load (lmdb-utils) is not installed; the map-resize check did not run")
+            return
+        }
+        #expect(load.status == 0)
+
+        // Our next transactions meet MDB_MAP_RESIZED and adopt the new size instead of failing.
+        #expect(try store.fetch(FetchRequest(entity: "Tag")).count == 1)
+        try store.save(StoreChanges(inserted: [try LMDBFixture.record(schema, "Tag", 2, ["name": "after"])]))
+        #expect(try store.count(FetchRequest(entity: "Tag")) == 2)
+        #expect(store.mapSize >= 256 << 20)
+        #expect(try LMDBFixture.backend.checkIntegrity(at: url).isEmpty)
+    }
+
+    @Test func metadataChangedByAnotherProcessIsNeverOverwritten() throws {
+        let dir = try TemporaryDirectory()
+        let schema = try LMDBFixture.schema()
+        let url = dir.path("shared-meta.lmdb")
+        let store = try LMDBFixture.create(url, schema: schema)
+        defer { try? store.close() }
+
+        // Another process rewrites the stored metadata (as another program using the store would).
+        var theirs = store.metadata
+        theirs.custom["writer"] = .string("the other process")
+        let hex = { (bytes: [UInt8]) in " " + bytes.map { String(format: "%02x", $0) }.joined() }
+        let dump = "VERSION=3\nformat=bytevalue\ntype=btree\nHEADER=END\n" + hex(Array("metadata".utf8)) + "\n"
+            + hex(Array(try theirs.encoded())) + "\nDATA=END\n"
+        let input = dir.path("meta.txt")
+        try Data(dump.utf8).write(to: input)
+        guard let load = try Self.run("mdb_load", ["-s", "storeapi.meta", "-f", input.path, url.path]) else {
+            Issue.record("mdb_load (lmdb-utils) is not installed; the cross-process metadata check did not run")
+            return
+        }
+        #expect(load.status == 0)
+
+        // A metadata change based on the old metadata is refused, and the store now shows theirs.
+        var mine = LMDBFixture.metadata(schema).withUUID(store.metadata.storeUUID)
+        mine.custom["writer"] = .string("this process")
+        #expect(storeError { try store.save(StoreChanges(metadata: mine)) }?.kind == "modifiedOnDisk")
+        #expect(store.metadata.custom["writer"] == .string("the other process"))
+        // Saving records is unaffected (and keeps their metadata).
+        try store.save(StoreChanges(inserted: [try LMDBFixture.record(schema, "Tag", 1, ["name": "x"])]))
+        #expect(try LMDBFixture.backend.readMetadata(at: url).custom["writer"] == .string("the other process"))
+        // Now based on the current metadata, a change goes through.
+        var next = store.metadata
+        next.custom["writer"] = .string("this process, later")
+        try store.save(StoreChanges(metadata: next))
+        #expect(try LMDBFixture.backend.readMetadata(at: url).custom["writer"] == .string("this process, later"))
+    }
+
     @Test func aStoreOpenInAnotherProcessIsNotDestroyed() throws {
         let dir = try TemporaryDirectory()
         let schema = try LMDBFixture.schema()

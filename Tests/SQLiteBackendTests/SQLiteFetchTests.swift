@@ -242,6 +242,34 @@ import Testing
         }
     }
 
+    @Test func predicatesBeyondSQLiteLimitsStillAnswer() throws {
+        let dir = try TempDirectory()
+        let schema = try Fixture.schema()
+        let store = try Fixture.open(dir.file("limits.sqlite"), schema: schema)
+        defer { try? store.close() }
+        let reference = MemoryStore(url: nil, metadata: Fixture.metadata(schema))
+        let records = Self.dataset(schema)
+        try store.save(StoreChanges(inserted: records))
+        try reference.save(StoreChanges(inserted: records))
+        // 40 000 IN values (over SQLite's parameter limit), 1 500 OR-ed comparisons (over its depth limit), and a
+        // large IN list with nil that stays in SQL.
+        let huge: FetchPredicate = .comparison(Self.kp("pages"), .in, .list((0..<40_000).map { .integer64(Int64($0)) }), [])
+        let deep: FetchPredicate = .or((0..<1_500).map { Self.cmp("self", .equal, .integer64(Int64($0 * 3))) })
+        let wide: FetchPredicate = .comparison(Self.kp("title"), .in, .list([nil] + (0..<2_000).map { .string("Al\($0 % 50 == 0 ? "" : "x\($0)")") }), [])
+        let layout = StoreLayout(schema: schema)
+        let book = try #require(schema.entity(named: "Book"))
+        var q = QueryTranslator(layout: layout)
+        #expect(q.translateWithinLimits(wide, entity: book) != nil, "a long IN list is one SQL IN")
+        for p in [huge, deep, wide, .and([deep, .not(huge)])] {
+            let request = FetchRequest(entity: "Book", predicate: p, sortDescriptors: [SortKey("title")])
+            let a = try store.fetch(request)
+            let b = try reference.fetch(request)
+            #expect(!b.isEmpty)
+            #expect(sameRecords(a, b, schema), "\(firstDifference(a, b, schema))")
+            #expect(try store.count(request) == b.count)
+        }
+    }
+
     @Test func invalidRequestsFailTheSameWayWhateverTheData() throws {
         let dir = try TempDirectory()
         let schema = try Fixture.schema()

@@ -47,8 +47,13 @@ import Testing
         #expect(backend.sniff(dir.url) == .none)
         #expect(backend.sniff(short) != .store)
         #expect(backend.sniff(random) != .store)
-        #expect(dir.listing() == ["empty.sqlite", "foreign.db", "garbage.sqlite", "mine.sqlite", "random.sqlite", "short.sqlite"],
-                "sniffing wrote nothing")
+        // A FIFO would block a reader forever: it must be answered without opening it.
+        let fifo = dir.file("pipe.sqlite")
+        #expect(mkfifo(fifo.path, 0o600) == 0)
+        #expect(backend.sniff(fifo) == .none)
+        #expect(backend.ownedFiles(ofStoreAt: dir.url).isEmpty, "a directory owns nothing")
+        #expect(dir.listing() == ["empty.sqlite", "foreign.db", "garbage.sqlite", "mine.sqlite", "pipe.sqlite", "random.sqlite",
+                                  "short.sqlite"], "sniffing wrote nothing")
     }
 
     @Test func coreDataCorpusStoresAreForeign() throws {

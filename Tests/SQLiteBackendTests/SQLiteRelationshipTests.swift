@@ -139,6 +139,29 @@ import Testing
         try Self.expectSame(store, reference, schema, "after delete")
     }
 
+    @Test func orderSurvivesSavingOwnersBeforeTheirMembers() throws {
+        // A transfer writes one entity after another: authors (with their ordered books) before the books exist,
+        // tags before the books that list them. Order and membership must come out exactly as in memory.
+        let dir = try TempDirectory()
+        let schema = try Fixture.schema()
+        let store = try Fixture.open(dir.file("transfer.sqlite"), schema: schema)
+        defer { try? store.close() }
+        let reference = MemoryStore(url: nil, metadata: Fixture.metadata(schema))
+        let records = Self.library(schema).all
+        try reference.save(StoreChanges(inserted: records))
+        for entity in ["Person", "Author", "Reader", "Tag", "Chapter", "Dog", "Cat", "Book"] {
+            try store.save(StoreChanges(inserted: records.filter { $0.entity == entity }))
+        }
+        try Self.expectSame(store, reference, schema, "after entity-by-entity inserts")
+        // Reversed, members first.
+        let second = try Fixture.open(dir.file("reversed.sqlite"), schema: schema)
+        defer { try? second.close() }
+        for entity in ["Book", "Cat", "Dog", "Chapter", "Tag", "Reader", "Author", "Person"] {
+            try second.save(StoreChanges(inserted: records.filter { $0.entity == entity }))
+        }
+        try Self.expectSame(second, reference, schema, "after members-first inserts")
+    }
+
     @Test func subEntitiesShareTheirHierarchyTable() throws {
         let dir = try TempDirectory()
         let schema = try Fixture.schema()
@@ -166,15 +189,16 @@ import Testing
         let layout = StoreLayout(schema: try Fixture.schema())
         let tables = layout.joinTables.map(\.name).sorted()
         // Book.tags/Tag.books share one table; Book.related, Reader.favorites and the self-inverse Person.friends
-        // each have their own; Author.books, Book.chapters and Person.mentees are derived from foreign keys.
-        #expect(tables == ["J_Book.related", "J_Book.tags", "J_Person.friends", "J_Reader.favorites"])
+        // each have their own; Author.books, Book.chapters and Person.mentees are derived from foreign keys, and
+        // the ordered Author.books keeps its positions in an order table.
+        #expect(tables == ["J_Author.books", "J_Book.related", "J_Book.tags", "J_Person.friends", "J_Reader.favorites"])
         let author = try #require(layout.entities["Author"])
         let books = try #require(author.entity.relationshipIndex("books"))
         guard case .inverseForeignKey(let ifk) = author.relationships[books] else {
             Issue.record("Author.books should be derived from Book.author")
             return
         }
-        #expect(ifk.table == "E_Book" && ifk.column == "author" && ifk.orderColumn == "_ord.author")
+        #expect(ifk.table == "E_Book" && ifk.column == "author" && ifk.orderTable == "J_Author.books")
         let item = try #require(layout.tables["Item"]).columns.map(\.name)
         #expect(item.contains("__pk") && item.contains("__hidden"))
     }

@@ -154,6 +154,57 @@ func expectCorrupt(_ url: URL, _ fragments: [String] = [], sourceLocation: Sourc
         expectCorrupt(stray, ["unexpected text"])
     }
 
+    @Test func damagedValuesInOurLayoutAreReported() throws {
+        let dir = try TempDirectory()
+        let url = dir.file("ours.xml")
+        let schema = try Fixture.schema()
+        let store = try openStore(url, creating: Fixture.metadata(schema))
+        try store.save(StoreChanges(inserted: [
+            Fixture.record(schema, "Item", 1, ["i16": .integer16(5), "str": "plain", "ident": .uuid(UUID())]),
+            Fixture.record(schema, "Author", 2, [:], ["books": .toMany([3])]),
+            Fixture.record(schema, "Book", 3, [:], ["author": .toOne(2)]),
+        ]))
+        try store.close()
+        let text = try String(contentsOf: url, encoding: .utf8)
+        let cases: [(String, String, [String])] = [
+            ("type=\"int16\">5<", "type=\"int16\">5x<", ["'5x' is not a valid int16 for 'Item.i16'"]),
+            ("type=\"int16\">5<", "type=\"int32\">5<", ["stored as 'int32'"]),
+            ("type=\"int16\">5<", "type=\"int17\">5<", ["unknown attribute type 'int17'"]),
+            ("name=\"i16\"", "name=\"i17\"", ["no attribute 'i17'"]),
+            ("type=\"string\">plain<", "type=\"string\" enc=\"escaped\">pl\\qain<", ["is not a valid string (escaped)"]),
+            ("type=\"string\">plain<", "type=\"string\" enc=\"rot13\">plain<", ["enc=\"rot13\""]),
+            ("pk=\"1\"", "pk=\"one\"", ["invalid pk 'one'"]),
+            ("pk=\"1\"", "pk=\"2\"", []),  // Item 2 does not exist, Author 2 is another hierarchy: fine
+            ("pk=\"3\"", "pk=\"1\"", []),  // Book 1: another hierarchy than Item 1: fine
+            (">2</relationship>", ">2 4</relationship>", ["to-one relationship 'Book.author' holds 2 keys"]),
+            (">2</relationship>", ">p2</relationship>", ["holds something other than primary keys"]),
+            ("<object type=\"Item\"", "<object type=\"Animal\"", ["abstract entity 'Animal'"]),
+            ("<object type=\"Item\"", "<object type=\"Nope\"", ["unknown entity 'Nope'"]),
+        ]
+        for (i, (find, replace, fragments)) in cases.enumerated() {
+            guard text.contains(find) else {
+                Issue.record("case \(i): '\(find)' not in the written file")
+                continue
+            }
+            let damaged = try dir.write(text.replacingOccurrences(of: find, with: replace), to: "damaged\(i).xml")
+            if fragments.isEmpty {
+                try XMLStoreBackend().readStore(at: damaged) { _ in }
+            } else {
+                expectCorrupt(damaged, fragments + ["line"])
+            }
+        }
+        // The same key twice in one hierarchy.
+        guard let objectStart = text.range(of: "<object type=\"Item\""),
+              let objectEnd = text.range(of: "</object>", range: objectStart.upperBound..<text.endIndex)
+        else {
+            Issue.record("no Item object in the written file")
+            return
+        }
+        let item = String(text[objectStart.lowerBound..<objectEnd.upperBound])
+        let twice = try dir.write(text.replacingOccurrences(of: item, with: item + "\n" + item), to: "twice.xml")
+        expectCorrupt(twice, ["primary key 1 is used twice in Item"])
+    }
+
     @Test func externalEntitiesAreNeverRead() throws {
         let dir = try TempDirectory()
         let secret = "TOP-SECRET-\(UUID().uuidString)"

@@ -239,7 +239,10 @@ final class LMDBEnvironment: @unchecked Sendable {
     }
 
     /// The current map size.
-    var mapSize: Int {
+    var mapSize: Int { mapLock.withShared { currentMapSize } }
+
+    /// The map size, read without the lock (by its holder).
+    private var currentMapSize: Int {
         var info = MDB_envinfo()
         mdb_env_info(handle, &info)
         return info.me_mapsize
@@ -248,7 +251,7 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// Doubles the map (no transaction of this process is active: the exclusive lock waits for them).
     private func growMap() throws {
         try mapLock.withExclusive {
-            let current = mapSize
+            let current = currentMapSize
             guard current < maxMapSize else {
                 throw LMDBFailure(code: MDB_MAP_FULL, operation: "growing the map beyond the \(maxMapSize)-byte limit (option lmdb.maxMapSize)")
             }

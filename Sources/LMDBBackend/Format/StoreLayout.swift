@@ -98,9 +98,11 @@ final class StoreLayout: Sendable {
     var schema: Schema { metadata.schema }
 
     /// Lays out `metadata`, keeping the IDs in `existingIDs` and giving new entities the next free ones.
-    init(metadata: StoreMetadata, existingIDs: [String: UInt32]) throws {
+    /// `storedJSON` is the metadata's stored encoding when it was read from the store (saves compare it with the
+    /// stored bytes to notice changes by other processes); new metadata is encoded here.
+    init(metadata: StoreMetadata, storedJSON: [UInt8]? = nil, existingIDs: [String: UInt32]) throws {
         self.metadata = metadata
-        self.metadataJSON = Array(try metadata.encoded())
+        self.metadataJSON = try storedJSON ?? Array(metadata.encoded())
         var ids = existingIDs
         var next = (ids.values.max() ?? 0) + 1
         for e in metadata.schema.entities where ids[e.name] == nil {

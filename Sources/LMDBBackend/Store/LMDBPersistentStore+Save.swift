@@ -13,27 +13,58 @@ extension LMDBPersistentStore {
     /// - Throws: ``StoreError/uniquenessViolation(entity:attributes:values:existing:)`` when a record would share
     ///   the values of a uniqueness constraint with another; ``StoreError/objectNotFound(_:)`` for an update of a
     ///   record that is not stored; ``StoreError/readOnly(_:reason:)`` for read-only stores.
+    ///
+    /// The metadata the store was laid out with is compared with the stored one inside the transaction. When
+    /// another process changed it, the store adopts the stored metadata; a save of records is then retried, and a
+    /// save that changes metadata fails with ``StoreError/modifiedOnDisk(_:)`` rather than overwrite the other
+    /// process's change.
     public func save(_ changes: StoreChanges) throws {
         try run {
             guard !isReadOnly else { throw StoreError.readOnly(storeURL, reason: "the store was opened read-only") }
             if changes.isEmpty { return }
-            let current = layout
-            var target = current
-            if let metadata = changes.metadata {
-                target = try StoreLayout(metadata: metadata, existingIDs: current.entityIDs)
-                // Database handles are opened outside the save's transaction (liblmdb allows one transaction
-                // at a time to open handles); creating empty databases early is harmless if the save fails.
-                try env.openDatabases(target.databaseNames, create: true)
+            for attempt in 0..<2 {
+                do {
+                    try save(changes, base: layout)
+                    return
+                } catch let stale as StaleLayout {
+                    try adopt(stale)
+                    if changes.metadata != nil || attempt > 0 { throw StoreError.modifiedOnDisk(storeURL) }
+                }
             }
-            try SaveValidator(layout: target, url: storeURL).validate(changes)
-            let layout = target
-            try env.write { txn in
-                var writer = try SaveWriter(txn: txn, env: env, layout: layout, storeURL: storeURL, file: dataFile)
-                try writer.apply(changes)
-            }
-            if changes.metadata != nil { env.setLayout(target) }
         }
     }
+
+    private func save(_ changes: StoreChanges, base: StoreLayout) throws {
+        var target = base
+        if let metadata = changes.metadata {
+            target = try StoreLayout(metadata: metadata, existingIDs: base.entityIDs)
+            // Database handles are opened outside the save's transaction (liblmdb allows one transaction at a
+            // time to open handles); creating empty databases early is harmless if the save fails.
+            try env.openDatabases(target.databaseNames, create: true)
+        }
+        try SaveValidator(layout: target, url: storeURL).validate(changes)
+        let layout = target
+        try env.write { txn in
+            var writer = try SaveWriter(txn: txn, env: env, base: base, layout: layout, storeURL: storeURL, file: dataFile)
+            try writer.apply(changes)
+        }
+        if changes.metadata != nil { env.setLayout(target) }
+    }
+
+    /// Lays the store out against metadata another process stored.
+    private func adopt(_ stale: StaleLayout) throws {
+        let metadata = try StoreMetadata.decode(Data(stale.metadataJSON), url: storeURL)
+        let ids = try stale.entityIDsJSON.withUnsafeBytes { try StoreLayout.decodeEntityIDs($0, url: dataFile) }
+        let fresh = try StoreLayout(metadata: metadata, storedJSON: stale.metadataJSON, existingIDs: ids)
+        try env.openDatabases(fresh.databaseNames, create: !env.isReadOnly)
+        env.setLayout(fresh)
+    }
+}
+
+/// Thrown inside a save's transaction when the stored metadata is not the one the store was laid out with.
+struct StaleLayout: Error {
+    let metadataJSON: [UInt8]
+    let entityIDsJSON: [UInt8]
 }
 
 /// Checks that records fit their entities before anything is written, so a malformed record cannot be stored.
@@ -78,6 +109,9 @@ struct SaveValidator {
 struct SaveWriter {
     let txn: LMDBTransaction
     let env: LMDBEnvironment
+    /// The layout the store had when the save began (what the stored metadata must still be).
+    let base: StoreLayout
+    /// The layout the changes are written with (the new metadata's, when they change it).
     let layout: StoreLayout
     let storeURL: URL
     let reader: RecordReader
@@ -92,9 +126,10 @@ struct SaveWriter {
     /// The database and largest key of the last insert, so a run of one entity skips the lookups.
     private var lastPut: (info: EntityInfo, dbi: MDB_dbi, lastKey: Int64?)?
 
-    init(txn: LMDBTransaction, env: LMDBEnvironment, layout: StoreLayout, storeURL: URL, file: URL) throws {
+    init(txn: LMDBTransaction, env: LMDBEnvironment, base: StoreLayout, layout: StoreLayout, storeURL: URL, file: URL) throws {
         self.txn = txn
         self.env = env
+        self.base = base
         self.layout = layout
         self.storeURL = storeURL
         self.reader = RecordReader(txn: txn, env: env, layout: layout, file: file)
@@ -109,8 +144,13 @@ struct SaveWriter {
     }
 
     mutating func apply(_ changes: StoreChanges) throws {
+        let meta = try handle(DatabaseName.meta)
+        // Another process may have changed the metadata (and the entity IDs) since this store was laid out.
+        let stored = try txn.get(meta, key: MetaKey.metadata)
+        if let stored, stored != base.metadataJSON {
+            throw StaleLayout(metadataJSON: stored, entityIDsJSON: try txn.get(meta, key: MetaKey.entityIDs) ?? [])
+        }
         if changes.metadata != nil {
-            let meta = try handle(DatabaseName.meta)
             try txn.put(meta, key: MetaKey.metadata, value: layout.metadataJSON)
             try txn.put(meta, key: MetaKey.entityIDs, value: try layout.entityIDsJSON())
         }

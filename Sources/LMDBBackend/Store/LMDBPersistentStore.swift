@@ -8,7 +8,8 @@ import Synchronization
 /// Every read runs in its own read-only transaction — a consistent snapshot that never blocks the writer or other
 /// processes — and every save in one write transaction, so a save is stored entirely or not at all. Stores opened
 /// on the same files in one process share one liblmdb environment. Methods may be called from any thread.
-public final class LMDBPersistentStore: PersistentStore, @unchecked Sendable {
+public final class LMDBPersistentStore: PersistentStore, Sendable {
+    /// The store URL: the directory, or the data file in the file form.
     public let url: URL?
     /// The store URL (directory, or data file in the file form).
     let storeURL: URL
@@ -37,6 +38,7 @@ public final class LMDBPersistentStore: PersistentStore, @unchecked Sendable {
     /// The current layout (shared with the other stores on the environment, so a metadata change shows in all).
     var layout: StoreLayout { env.layout ?? initialLayout }
 
+    /// The metadata as of the last save (a change another process made is noticed at the next save).
     public var metadata: StoreMetadata { layout.metadata }
 
     /// The current size of the memory map in bytes (it grows by doubling as the store fills).
@@ -65,6 +67,8 @@ public final class LMDBPersistentStore: PersistentStore, @unchecked Sendable {
 
     // MARK: Reading
 
+    /// Evaluates the request in one read transaction. Equalities on uniquely constrained attributes are answered
+    /// from their index; without sort descriptors records stream in key order and the scan stops at the limit.
     public func fetch(_ request: FetchRequest) throws -> [Record] {
         try run {
             let layout = self.layout
@@ -130,6 +134,7 @@ public final class LMDBPersistentStore: PersistentStore, @unchecked Sendable {
         return out
     }
 
+    /// Counts without decoding records when there is no predicate.
     public func count(_ request: FetchRequest) throws -> Int {
         let total: Int
         if request.predicate == nil {
@@ -156,6 +161,7 @@ public final class LMDBPersistentStore: PersistentStore, @unchecked Sendable {
         return n
     }
 
+    /// Point lookups in one read transaction, in the order asked.
     public func records(withKeys keys: [Int64], root: String) throws -> [Record] {
         try run {
             let layout = self.layout
@@ -165,6 +171,7 @@ public final class LMDBPersistentStore: PersistentStore, @unchecked Sendable {
         }
     }
 
+    /// A cursor positioned after `primaryKey` (`MDB_SET_RANGE`), reading only what the page needs.
     public func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [Record] {
         try run {
             let layout = self.layout
@@ -200,6 +207,7 @@ public final class LMDBPersistentStore: PersistentStore, @unchecked Sendable {
         }
     }
 
+    /// The history database from the first token after `token`.
     public func history(after token: Int64?) throws -> [HistoryTransaction] {
         try run {
             if let token, token == .max { return [] }
@@ -220,6 +228,8 @@ public final class LMDBPersistentStore: PersistentStore, @unchecked Sendable {
 
     // MARK: Keys
 
+    /// Reserves keys in a write transaction of its own, so other processes never get the same keys; the range
+    /// also starts above every stored key of the hierarchy.
     public func allocatePrimaryKeys(root: String, count: Int) throws -> Int64 {
         try run {
             guard !isReadOnly else { throw StoreError.readOnly(storeURL, reason: "the store was opened read-only") }
@@ -242,6 +252,7 @@ public final class LMDBPersistentStore: PersistentStore, @unchecked Sendable {
 
     // MARK: Closing
 
+    /// Gives the environment back; the last store on the files closes it. Idempotent.
     public func close() throws {
         let wasOpen = closed.withLock { isClosed in
             defer { isClosed = true }

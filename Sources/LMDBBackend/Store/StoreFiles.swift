@@ -27,7 +27,9 @@ enum StoreFiles {
             if let pid = processUsing(location.lockFile) {
                 throw StoreError.locked(url, reason: "the store is open in another process (pid \(pid))")
             }
-            for file in [location.dataFile, location.lockFile] where FileProbe.exists(file) {
+            // The lock file goes first: interrupted after it, the store is still whole (liblmdb makes a new lock
+            // file on open); interrupted after the data file, nothing of the store is left but an empty directory.
+            for file in [location.lockFile, location.dataFile] where FileProbe.exists(file) {
                 if unlink(file.path) != 0 {
                     throw StoreError.io(file, operation: "deleting", reason: FileProbe.errnoString())
                 }

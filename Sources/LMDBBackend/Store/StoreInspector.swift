@@ -36,7 +36,8 @@ enum StoreInspector {
     static func inspect(_ url: URL) -> Inspection {
         guard let location = LMDBLocation.existing(url) else { return .missing }
         if location.isDirectory, !FileProbe.exists(location.dataFile) {
-            let contents = (FileProbe.contents(of: url) ?? []).sorted()
+            // Staging leftovers of an interrupted creation are not anyone's files.
+            let contents = (FileProbe.contents(of: url) ?? []).filter { !$0.hasPrefix(AtomicFile.stagingPrefix) }.sorted()
             return .directoryWithoutStore(location, contents: contents)
         }
         switch LMDBHeader.probe(location.dataFile) {

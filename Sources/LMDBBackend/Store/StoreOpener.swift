@@ -54,7 +54,7 @@ enum StoreOpener {
             throw StoreError.corruptStore(location.dataFile, reason: "the store has no entity ID table")
         }
         let ids = try idsJSON.withUnsafeBytes { try StoreLayout.decodeEntityIDs($0, url: location.dataFile) }
-        let layout = try StoreLayout(metadata: metadata, existingIDs: ids)
+        let layout = try StoreLayout(metadata: metadata, storedJSON: info.metadataJSON, existingIDs: ids)
         guard let identity = StoreInspector.identity(of: location) else { throw StoreError.storeNotFound(url) }
         let env = try EnvironmentRegistry.acquire(identity) {
             try open(location, identity: identity, header: header, layout: layout, options: config)

@@ -25,6 +25,10 @@ public struct StoreMetadata: Sendable, Hashable, Codable {
     public var syncOptions: SyncOptions?
     /// The metadata layout version.
     public var formatVersion: Int
+    /// Hierarchy root → the next primary key to hand out, for stores that keep no allocator of their own: atomic
+    /// stores write it with every save so a key is never reused after its record was deleted. Incremental
+    /// backends keep their allocator in their own tables and leave this `nil`.
+    public var primaryKeyCounters: [String: Int64]?
 
     /// Creates metadata for a new store.
     public init(

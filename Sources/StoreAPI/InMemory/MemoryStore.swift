@@ -139,7 +139,9 @@ public final class MemoryStore: PersistentStore, Sendable {
             var next = s
             try Self.apply(changes, to: &next, url: url)
             if let willCommit {
-                try willCommit(Snapshot(metadata: next.metadata, tables: next.tables, history: next.history))
+                var metadata = next.metadata
+                metadata.primaryKeyCounters = next.nextKey
+                try willCommit(Snapshot(metadata: metadata, tables: next.tables, history: next.history))
             }
             s = next
         }
@@ -206,6 +208,8 @@ public final class MemoryStore: PersistentStore, Sendable {
     static func loadState(metadata: StoreMetadata, records: [Record], history: [HistoryTransaction], url: URL?) throws -> State {
         var s = State(metadata: metadata)
         try apply(StoreChanges(inserted: records, history: history), to: &s, url: url)
+        // Keys of records deleted before the last save stay used.
+        for (root, next) in metadata.primaryKeyCounters ?? [:] { s.nextKey[root] = max(s.nextKey[root] ?? 1, next) }
         return s
     }
 }

@@ -89,12 +89,21 @@ struct JSONTextBuffer {
         case .string(let s): string(s)
         case .uuid(let u): uuid(u)
         case .double(let d):
-            // The interchange form decides: a number, or a name for NaN, infinities and negative zero.
-            if let name = value.jsonObject as? String { string(name) } else { rawString(d.description) }
+            // Ordinary numbers are written directly; for the others (NaN, infinities, negative zero) the interchange
+            // form decides the name.
+            if d.isFinite && !(d == 0 && d.sign == .minus) { rawString(d.description) } else { special(value) }
         case .float(let f):
-            if let name = value.jsonObject as? String { string(name) } else { rawString(f.description) }
+            if f.isFinite && !(f == 0 && f.sign == .minus) { rawString(f.description) } else { special(value) }
         default:
             if let text = value.jsonObject as? String { string(text) } else { raw("null") }
+        }
+    }
+
+    private mutating func special(_ value: StoreValue) {
+        switch value.jsonObject {
+        case let name as String: string(name)
+        case let n as NSNumber: rawString(n.stringValue)
+        default: raw("null")
         }
     }
 }

@@ -12,7 +12,14 @@ enum JSONValue {
     case number(String)
     case string(String)
     case array([JSONValue])
-    case object([String: JSONValue])
+    /// Members in document order (keys are unique; the parser rejects duplicates).
+    case object([(key: String, value: JSONValue)])
+
+    /// The member named `key` of an object.
+    subscript(key: String) -> JSONValue? {
+        guard case .object(let members) = self else { return nil }
+        return members.first { $0.key == key }?.value
+    }
 
     /// The value as `StoreValue(json:type:)` expects it (a `String`, `NSNumber`, boolean `NSNumber` or `NSNull`),
     /// with numbers converted exactly for `type`. Arrays and objects come back empty (no attribute accepts them; the
@@ -128,7 +135,9 @@ struct JSONParser {
     private mutating func object(depth: Int) throws(JSONSyntaxError) -> JSONValue {
         guard depth <= Self.maxDepth else { throw error("nested deeper than \(Self.maxDepth) levels") }
         i += 1
-        var members: [String: JSONValue] = [:]
+        var members: [(key: String, value: JSONValue)] = []
+        // Small objects (every interchange line) check duplicates by scanning; large ones with a set.
+        var keys: Set<String>?
         skipWhitespace()
         if i < bytes.count, bytes[i] == UInt8(ascii: "}") { i += 1; return .object(members) }
         while true {
@@ -141,9 +150,15 @@ struct JSONParser {
             i += 1
             skipWhitespace()
             let v = try value(depth: depth)
-            guard members.updateValue(v, forKey: key) == nil else {
-                throw JSONSyntaxError(message: "duplicate key \"\(key)\"", offset: keyStart)
+            let duplicate: Bool
+            if let inserted = keys?.insert(key).inserted {
+                duplicate = !inserted
+            } else {
+                duplicate = members.contains { $0.key == key }
+                if members.count >= 32 { keys = Set(members.map(\.key) + [key]) }
             }
+            if duplicate { throw JSONSyntaxError(message: "duplicate key \"\(key)\"", offset: keyStart) }
+            members.append((key, v))
             skipWhitespace()
             guard i < bytes.count else { throw error("unexpected end of line (missing '}')") }
             if bytes[i] == UInt8(ascii: ",") { i += 1; continue }

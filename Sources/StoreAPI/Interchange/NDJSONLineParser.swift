@@ -31,17 +31,25 @@ struct NDJSONLineParser {
             problems.add(line: line, "malformed JSON at column \(error.offset + 1): \(error.message)")
             return nil
         }
-        guard case .object(let object) = json else {
+        guard case .object(let members) = json else {
             problems.add(line: line, "expected a JSON object with \"entity\", \"id\", \"attributes\" and \"relationships\"; got \(json.summary)")
             return nil
         }
         var ok = true
-        for key in object.keys.sorted() where !Self.topLevelKeys.contains(key) {
-            problems.add(line: line, "unknown key \"\(key)\" (a line has \"entity\", \"id\", \"attributes\" and \"relationships\")")
-            ok = false
+        var entityValue, idValue, attributesValue, relationshipsValue: JSONValue?
+        for (key, value) in members {
+            switch key {
+            case "entity": entityValue = value
+            case "id": idValue = value
+            case "attributes": attributesValue = value
+            case "relationships": relationshipsValue = value
+            default:
+                problems.add(line: line, "unknown key \"\(key)\" (a line has \"entity\", \"id\", \"attributes\" and \"relationships\")")
+                ok = false
+            }
         }
-        guard case .string(let name)? = object["entity"] else {
-            problems.add(line: line, object["entity"].map { "\"entity\" must be a string; got \($0.summary)" } ?? "missing \"entity\"")
+        guard case .string(let name)? = entityValue else {
+            problems.add(line: line, entityValue.map { "\"entity\" must be a string; got \($0.summary)" } ?? "missing \"entity\"")
             return nil
         }
         guard let entity = schema.entity(named: name) else {
@@ -59,11 +67,11 @@ struct NDJSONLineParser {
             return nil
         }
 
-        var globalID = UUID()
-        switch object["id"] {
+        var globalID: UUID?
+        switch idValue {
         case nil, .null?: break
         case .string(let text)?:
-            if let id = UUID(uuidString: text) { globalID = id } else {
+            if let id = FastUUID.parse(text) { globalID = id } else {
                 problems.add(line: line, "\"id\" is not a UUID: \(JSONValue.string(text).summary)")
                 ok = false
             }
@@ -74,17 +82,17 @@ struct NDJSONLineParser {
 
         var attributes = entity.attributes.map { $0.defaultValue ?? .null }
         var given = [Bool](repeating: false, count: attributes.count)
-        switch object["attributes"] {
+        switch attributesValue {
         case nil, .null?: break
         case .object(let values)?:
-            for (key, raw) in values.sorted(by: { $0.key < $1.key }) {
+            for (key, raw) in values {
                 guard let index = entity.attributeIndex(key) else {
                     problems.add(line: line, unknownProperty(key, of: entity, expecting: "attribute"))
                     ok = false
                     continue
                 }
                 let attribute = entity.attributes[index]
-                guard let value = raw.foundationObject(for: attribute.type).flatMap({ StoreValue(json: $0, type: attribute.type) }) else {
+                guard let value = Self.value(raw, type: attribute.type) else {
                     problems.add(line: line, "attribute '\(key)' of \(entity.name) is \(Self.article(attribute.type)) \(attribute.type.rawValue); got \(raw.summary)")
                     ok = false
                     continue
@@ -106,10 +114,10 @@ struct NDJSONLineParser {
         }
 
         var relationships = [[UUID]?](repeating: nil, count: entity.relationships.count)
-        switch object["relationships"] {
+        switch relationshipsValue {
         case nil, .null?: break
         case .object(let values)?:
-            for (key, raw) in values.sorted(by: { $0.key < $1.key }) {
+            for (key, raw) in values {
                 guard let index = entity.relationshipIndex(key) else {
                     problems.add(line: line, unknownProperty(key, of: entity, expecting: "relationship"))
                     ok = false
@@ -126,7 +134,37 @@ struct NDJSONLineParser {
             ok = false
         }
         guard ok else { return nil }
-        return ParsedRecord(line: line, entity: entity, globalID: globalID, attributes: attributes, relationships: relationships)
+        // Only lines without an id get a new one (generating a UUID reads the system's random source).
+        return ParsedRecord(line: line, entity: entity, globalID: globalID ?? UUID(), attributes: attributes, relationships: relationships)
+    }
+
+    /// The stored value of a JSON value for an attribute of `type`, or `nil` when it is not a valid form.
+    ///
+    /// The interchange form is ``StoreValue/init(json:type:)``'s. The cases below are the ones where the JSON value
+    /// already is the stored value (a string for a string, a literal for a boolean, digits for a number), taken
+    /// directly because going through Foundation objects cost most of an import's time; everything else — and
+    /// anything these do not accept — goes through `StoreValue(json:type:)`.
+    static func value(_ raw: JSONValue, type: AttributeType) -> StoreValue? {
+        switch (type, raw) {
+        case (_, .null): return .null
+        case (.string, .string(let s)): return .string(s)
+        case (.boolean, .bool(let b)): return .boolean(b)
+        case (.uuid, .string(let s)):
+            if let u = FastUUID.parse(s) { return .uuid(u) }
+        case (.integer64, .number(let text)):
+            if let i = Int64(text) { return .integer64(i) }
+        case (.integer32, .number(let text)):
+            if let i = Int64(text) { return Int32(exactly: i).map { .integer32($0) } }
+        case (.integer16, .number(let text)):
+            if let i = Int64(text) { return Int16(exactly: i).map { .integer16($0) } }
+        case (.double, .number(let text)):
+            if let d = Double(text), d.isFinite { return .double(d) }
+        case (.float, .number(let text)):
+            if let f = Float(text), f.isFinite { return .float(f) }
+        default:
+            break
+        }
+        return raw.foundationObject(for: type).flatMap { StoreValue(json: $0, type: type) }
     }
 
     private func parseTargets(_ raw: JSONValue, relationship r: RelationshipDescription, entity: Entity, line: Int,
@@ -136,7 +174,7 @@ struct NDJSONLineParser {
             switch raw {
             case .null: return []
             case .string(let text):
-                guard let id = UUID(uuidString: text) else {
+                guard let id = FastUUID.parse(text) else {
                     problems.add(line: line, "\(label) must be a UUID or null; got \(raw.summary)")
                     return nil
                 }
@@ -158,7 +196,7 @@ struct NDJSONLineParser {
         ids.reserveCapacity(items.count)
         var seen: Set<UUID> = []
         for (position, item) in items.enumerated() {
-            guard case .string(let text) = item, let id = UUID(uuidString: text) else {
+            guard case .string(let text) = item, let id = FastUUID.parse(text) else {
                 problems.add(line: line, "\(label): element \(position + 1) is not a UUID: \(item.summary)")
                 return nil
             }

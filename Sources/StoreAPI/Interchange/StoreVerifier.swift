@@ -39,6 +39,7 @@ public struct StoreVerifier {
             $0 + (try store.count(FetchRequest(entity: $1.name, includesSubentities: false)))
         }
         var seenIDs: [UUID: RecordKey] = [:]
+        let related = RelatedRecords(store: store)
         var done = 0
         for entity in entities {
             let roots = entity.relationships.map { schema.entity(named: $0.destination)?.rootName ?? $0.destination }
@@ -46,17 +47,13 @@ public struct StoreVerifier {
             while true {
                 let page = try store.scan(entity: entity.name, after: after, limit: batchSize)
                 guard let last = page.last else { break }
-                // The related records of the whole page, one lookup per destination hierarchy.
+                // The related records of the whole page, one lookup per destination hierarchy (cached across pages:
+                // a few records — a publisher, a tag — are often related to every page).
                 var wanted: [String: Set<Int64>] = [:]
                 for r in page where r.relationships.count == roots.count {
                     for (k, value) in r.relationships.enumerated() { wanted[roots[k], default: []].formUnion(value.keys) }
                 }
-                var related: [String: [Int64: Record]] = [:]
-                for (root, keys) in wanted {
-                    var map: [Int64: Record] = [:]
-                    for r in try store.records(withKeys: Array(keys), root: root) { map[r.primaryKey] = r }
-                    related[root] = map
-                }
+                try related.load(wanted)
                 for r in page {
                     check(r, entity: entity, schema: schema, roots: roots, related: related, add: add)
                     if let other = seenIDs.updateValue(r.key, forKey: r.globalID) {
@@ -82,7 +79,7 @@ public struct StoreVerifier {
         return problems
     }
 
-    private func check(_ r: Record, entity: Entity, schema: Schema, roots: [String], related: [String: [Int64: Record]],
+    private func check(_ r: Record, entity: Entity, schema: Schema, roots: [String], related: RelatedRecords,
                        add: (String) -> Void) {
         let name = "\(r.key) (id \(r.globalID.uuidString))"
         guard r.entity == entity.name else {
@@ -115,7 +112,7 @@ public struct StoreVerifier {
             if distinct.count != keys.count { add("\(name): relationship '\(rel.name)' lists a record twice") }
             let inverse = rel.inverse
             for key in distinct {
-                guard let target = related[roots[k]]?[key] else {
+                guard let target = related.record(root: roots[k], key: key) else {
                     add("\(name): relationship '\(rel.name)' points to \(roots[k])/p\(key), which does not exist")
                     continue
                 }
@@ -126,10 +123,71 @@ public struct StoreVerifier {
                 guard let inverse, let index = targetEntity.relationshipIndex(inverse),
                       index < target.relationships.count
                 else { continue }
-                if !target.relationships[index].keys.contains(r.primaryKey) {
+                if !related.relationship(index, of: target, root: roots[k], contains: r.primaryKey) {
                     add("\(name): relationship '\(rel.name)' points to \(target.key), whose '\(inverse)' does not point back")
                 }
             }
         }
+    }
+}
+
+/// The records a verification refers to, loaded a page at a time and kept while they fit a fixed budget (counted
+/// in keys held), with the large to-many lists turned into sets for the "does it point back" question.
+private final class RelatedRecords {
+    private struct ListKey: Hashable {
+        let root: String
+        let primaryKey: Int64
+        let index: Int
+    }
+
+    let store: any PersistentStore
+    private let budget = 2_000_000
+    private var weight = 0
+    private var records: [String: [Int64: Record]] = [:]
+    private var absent: [String: Set<Int64>] = [:]
+    private var sets: [ListKey: Set<Int64>] = [:]
+
+    init(store: any PersistentStore) {
+        self.store = store
+    }
+
+    func load(_ wanted: [String: Set<Int64>]) throws {
+        if weight > budget {
+            records.removeAll()
+            absent.removeAll()
+            sets.removeAll()
+            weight = 0
+        }
+        for (root, keys) in wanted {
+            let known = records[root] ?? [:]
+            let gone = absent[root] ?? []
+            let missing = keys.filter { known[$0] == nil && !gone.contains($0) }
+            guard !missing.isEmpty else { continue }
+            var found: Set<Int64> = []
+            let list = Array(missing)
+            for start in stride(from: 0, to: list.count, by: 10_000) {
+                for r in try store.records(withKeys: Array(list[start..<min(start + 10_000, list.count)]), root: root) {
+                    records[root, default: [:]][r.primaryKey] = r
+                    found.insert(r.primaryKey)
+                    weight += 1 + r.relationships.reduce(0) { $0 + $1.keys.count }
+                }
+            }
+            for key in missing where !found.contains(key) {
+                absent[root, default: []].insert(key)
+                weight += 1
+            }
+        }
+    }
+
+    func record(root: String, key: Int64) -> Record? { records[root]?[key] }
+
+    func relationship(_ index: Int, of target: Record, root: String, contains key: Int64) -> Bool {
+        let keys = target.relationships[index].keys
+        guard keys.count > 16 else { return keys.contains(key) }
+        let id = ListKey(root: root, primaryKey: target.primaryKey, index: index)
+        if let set = sets[id] { return set.contains(key) }
+        let set = Set(keys)
+        sets[id] = set
+        return set.contains(key)
     }
 }

@@ -57,16 +57,27 @@ public struct StoreTransfer {
             }
         }
         try copyHistory(from: source, to: destination)
+        try carryKeyCounters(source.metadata.primaryKeyCounters, to: destination)
+    }
+
+    /// Moves the destination's key allocators past the source's, so keys of records deleted in the source are not
+    /// handed out again in the copy.
+    func carryKeyCounters(_ counters: [String: Int64]?, to destination: any PersistentStore) throws {
+        for (root, next) in counters ?? [:] {
+            let first = try destination.allocatePrimaryKeys(root: root, count: 1)
+            if first + 1 < next { _ = try destination.allocatePrimaryKeys(root: root, count: Int(next - first - 1)) }
+        }
     }
 
     /// Copies from an atomic backend's file, streaming it instead of loading it whole.
     public func copy(streamingFrom url: URL, of backend: any AtomicStoreBackend, to destination: any PersistentStore) throws {
         var page: [Record] = []
         var history: [HistoryTransaction] = []
+        var counters: [String: Int64]?
         var done = 0
         try backend.readStore(at: url) { element in
             switch element {
-            case .metadata: break
+            case .metadata(let m): counters = m.primaryKeyCounters
             case .record(let r):
                 page.append(r)
                 if page.count >= batchSize {
@@ -85,6 +96,7 @@ public struct StoreTransfer {
             try report(done, done, nil)
         }
         if !history.isEmpty { try destination.save(StoreChanges(history: history)) }
+        try carryKeyCounters(counters, to: destination)
     }
 
     /// Writes `source` as one atomic file at `url` (a staging path) with `backend`.

@@ -45,11 +45,20 @@ extension ConformanceSuite {
             let uri = oid.uriRepresentation
             #expect(ObjectID(uri: uri) == oid)
         }
-        // Keys allocated after reopen never collide with existing ones.
+        // Keys allocated after reopen never collide with existing ones, nor with deleted ones.
         let fresh = try r.insert("Tag", ["name": "new"])
         #expect(!after.values.contains { $0.entity == "Tag" && $0.primaryKey == fresh.objectID.primaryKey })
         try r.save()
+        let deletedKey = fresh.objectID.primaryKey
+        try r.delete(fresh)
+        try r.save()
         try h.close(c2)
+        let (c3, _) = try h.coordinator(url)
+        let r3 = c3.newContext()
+        let later = try r3.insert("Tag", ["name": "later"])
+        #expect(later.objectID.primaryKey > deletedKey, "a deleted record's key must never be handed out again")
+        try r3.save()
+        try h.close(c3)
     }
 
     func checkAtomicSave(_ h: Harness) throws {

@@ -45,6 +45,7 @@ struct InfoCommand: ParsableCommand {
         var configuration: String?
         var syncOptions: SyncOptions?
         var custom: [String: MetadataValue]
+        var versionHashes: [String: String]
         var records: Int
         var historyTransactions: Int
         var entities: [EntityInfo]
@@ -73,7 +74,7 @@ struct InfoCommand: ParsableCommand {
             let report = Report(
                 path: url.path, type: backend.typeIdentifier, storeUUID: metadata.storeUUID.uuidString,
                 formatVersion: metadata.formatVersion, configuration: metadata.configuration, syncOptions: metadata.syncOptions,
-                custom: metadata.custom, records: own.values.reduce(0, +), historyTransactions: try opened.history(after: nil).count,
+                custom: metadata.custom, versionHashes: metadata.versionHashes, records: own.values.reduce(0, +), historyTransactions: try opened.history(after: nil).count,
                 entities: entities, files: files, totalSize: files.reduce(0) { $0 + $1.size })
             if json { try JSONOutput.print(report) } else { Console.output(Self.text(report)) }
         }

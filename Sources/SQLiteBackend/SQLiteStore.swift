@@ -15,7 +15,14 @@ final class SQLiteStore: PersistentStore, Sendable {
         var metadata: StoreMetadata
         var metadataJSON: Data
         var dataVersion: Int64?
+        /// Keys reserved in the database but not handed out yet, per hierarchy: `next..<end`.
+        var reservedKeys: [String: Range<Int64>] = [:]
     }
+
+    /// Keys reserved per database transaction when fewer are asked for: a context allocates one key per insert,
+    /// and a write transaction per key would dominate bulk inserts. Keys reserved and never used leave a gap,
+    /// which key allocation allows.
+    static let keyReservation: Int64 = 256
 
     let fileURL: URL
     let layout: StoreLayout
@@ -256,6 +263,14 @@ final class SQLiteStore: PersistentStore, Sendable {
                     storeUUID: (newMetadata?.0 ?? s.metadata).storeUUID)
                 try writer.apply(changes)
             }
+            // Records inserted with their own keys (a transfer) may sit inside a reserved block: hand out only
+            // keys above them, as the stored high-water mark does.
+            for r in changes.inserted {
+                guard let root = layout.entities[r.entity]?.root, let block = s.reservedKeys[root],
+                    r.primaryKey >= block.lowerBound
+                else { continue }
+                s.reservedKeys[root] = r.primaryKey < block.upperBound - 1 ? (r.primaryKey + 1)..<block.upperBound : nil
+            }
             if let (m, json) = newMetadata {
                 s.metadata = m
                 s.metadataJSON = json
@@ -264,10 +279,16 @@ final class SQLiteStore: PersistentStore, Sendable {
     }
 
     func allocatePrimaryKeys(root: String, count: Int) throws -> Int64 {
-        try withConnection { c, _ in
+        try withConnection { c, s in
             guard !isReadOnly else { throw StoreError.readOnly(fileURL, reason: "the store was opened read-only") }
             guard let table = layout.tables[root] else { throw StoreError.unknownEntity(root) }
-            return try c.transaction(write: true) {
+            let wanted = Int64(max(0, count))
+            if let block = s.reservedKeys[root], Int64(block.count) >= wanted {
+                s.reservedKeys[root] = (block.lowerBound + wanted)..<block.upperBound
+                return block.lowerBound
+            }
+            let reserve = max(wanted, Self.keyReservation)
+            let first: Int64 = try c.transaction(write: true) {
                 let keys = StoreLayout.quote(StoreLayout.keysTable)
                 let stored = try c.withStatement("SELECT next FROM \(keys) WHERE root = ?") { s in
                     try s.bind(1, root)
@@ -275,7 +296,7 @@ final class SQLiteStore: PersistentStore, Sendable {
                 }
                 let highest = try c.int64("SELECT MAX(_pk) FROM \(StoreLayout.quote(table.name))") ?? 0
                 let first = max(stored ?? 1, highest + 1)
-                let (next, overflow) = first.addingReportingOverflow(Int64(max(0, count)))
+                let (next, overflow) = first.addingReportingOverflow(reserve)
                 guard !overflow else {
                     throw StoreError.io(fileURL, operation: "allocating keys", reason: "the \(root) key space is exhausted")
                 }
@@ -286,6 +307,8 @@ final class SQLiteStore: PersistentStore, Sendable {
                 }
                 return first
             }
+            s.reservedKeys[root] = (first + wanted)..<(first + reserve)
+            return first
         }
     }
 

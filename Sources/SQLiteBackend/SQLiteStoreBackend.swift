@@ -326,7 +326,11 @@ struct ConnectionSettings {
                 c.url, reason: "could not switch to journal mode \(journalMode) (still \(mode ?? "unknown")); another connection has the store open")
         }
         try c.exec("PRAGMA synchronous = \(synchronous)")
-        try c.exec("PRAGMA cache_size = -16384")
+        // Every insert also goes into the global-ID index, whose random keys touch pages all over it: a cache that
+        // holds the index of a million records (about 30 MiB) and a log that folds back less often keep bulk
+        // saves from rewriting the same index pages again and again (measured: see the storebench SQLite rows).
+        try c.exec("PRAGMA cache_size = -65536")
+        if journalMode == "WAL" { try c.exec("PRAGMA wal_autocheckpoint = 8192") }
     }
 }
 

@@ -90,7 +90,8 @@ public enum ConformanceGroup: String, CaseIterable, Sendable, CustomStringConver
     /// Every attribute type round-trips with edge values (Int64 min/max, NaN, ±∞, −0, NUL and non-ASCII strings,
     /// distant dates, empty and 1 MiB blobs, nil vs default).
     case attributeValues
-    /// Every relationship kind keeps both sides, order and inheritance.
+    /// Every relationship kind keeps both sides and inheritance; ordered to-many relationships keep their order when
+    /// the backend declares ``BackendCapabilities/orderedRelationships``.
     case relationships
     /// Cascade, nullify, deny and no-action rules.
     case deleteRules

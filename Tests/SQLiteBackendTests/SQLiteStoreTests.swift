@@ -99,9 +99,32 @@ import Testing
         }
         #expect(sorted.first?.lowerBound == 1)
 
-        // Records inserted with their own keys (a transfer) push the allocator above them.
-        try a.save(StoreChanges(inserted: [Fixture.record(schema, "Book", 10_000)]))
-        #expect(try b.allocatePrimaryKeys(root: "Book", count: 1) == 10_001)
+        // Single keys (what a context asks for) from both connections never collide either.
+        let singles = RangeCollector()
+        DispatchQueue.concurrentPerform(iterations: 2) { worker in
+            let store = worker == 0 ? a : b
+            for _ in 0..<600 {
+                do {
+                    let k = try store.allocatePrimaryKeys(root: "Book", count: 1)
+                    singles.add(k..<(k + 1))
+                } catch {
+                    singles.fail("\(error)")
+                }
+            }
+        }
+        #expect(singles.failures.isEmpty)
+        let singleKeys = singles.ranges.map(\.lowerBound)
+        #expect(Set(singleKeys).count == 1_200)
+        #expect(Set(singleKeys).isDisjoint(with: sorted.flatMap { Array($0) }))
+
+        // Records inserted with their own keys (a transfer) push the allocator above them, in this connection
+        // and in any other.
+        let top = (singleKeys.max() ?? 0) + 10_000
+        try a.save(StoreChanges(inserted: [Fixture.record(schema, "Book", top)]))
+        #expect(try a.allocatePrimaryKeys(root: "Book", count: 1) > top)
+        let c = try SQLiteStoreBackend().open(at: url, options: StoreOptions(), creating: nil)
+        defer { try? c.close() }
+        #expect(try c.allocatePrimaryKeys(root: "Book", count: 5) > top)
         #expect(errorCase { _ = try a.allocatePrimaryKeys(root: "Nope", count: 1) } == "unknownEntity")
     }
 

@@ -3,8 +3,11 @@ import Foundation
 /// What a store carries about itself, readable without opening it (``StoreBackend/readMetadata(at:)``): its type,
 /// identity, the schema it was written with and custom keys.
 ///
-/// Backends persist the whole value as its JSON encoding (``encoded()`` / ``decode(_:)``), so a store is
+/// Backends persist the whole value as its JSON encoding (``encoded()`` / ``decode(_:url:)``), so a store is
 /// self-describing: it can be inspected and converted without the schema file.
+///
+/// Equality compares what a store says about itself — type, UUID, schema, configuration, hashes, custom keys, sync
+/// options, format — and ignores ``primaryKeyCounters``, which is allocation bookkeeping.
 public struct StoreMetadata: Sendable, Hashable, Codable {
     /// The version of this metadata layout.
     public static let currentFormatVersion = 1
@@ -43,6 +46,18 @@ public struct StoreMetadata: Sendable, Hashable, Codable {
         self.custom = custom
         self.syncOptions = syncOptions
         self.formatVersion = Self.currentFormatVersion
+    }
+
+    public static func == (a: StoreMetadata, b: StoreMetadata) -> Bool {
+        a.storeType == b.storeType && a.storeUUID == b.storeUUID && a.schema == b.schema && a.configuration == b.configuration
+            && a.versionHashes == b.versionHashes && a.custom == b.custom && a.syncOptions == b.syncOptions
+            && a.formatVersion == b.formatVersion
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(storeUUID)
+        hasher.combine(storeType)
+        hasher.combine(versionHashes)
     }
 
     /// The entities whose version hash in the store differs from `schema`'s (missing on either side counts).

@@ -18,7 +18,7 @@ final class GlobalIDResolver {
     /// Destination root of each entity's relationships, aligned with ``Entity/relationships``.
     private var destinationRoots: [String: [String]] = [:]
 
-    init(store: any PersistentStore, schema: Schema, capacity: Int = 1_000_000) {
+    init(store: any PersistentStore, schema: Schema, capacity: Int = 2_000_000) {
         self.store = store
         self.schema = schema
         self.generationSize = max(capacity / 2, 10_000)

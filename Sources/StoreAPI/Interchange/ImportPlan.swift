@@ -38,16 +38,15 @@ struct ImportPlan {
     }
 
     /// Uniqueness among the file's own records; returns each constraint's values → record index, for the store check.
-    private mutating func checkUniquenessWithinFile(_ constraints: ConstraintGroups) -> [[[StoreValue]: Int]] {
-        var tuples = [[[StoreValue]: Int]](repeating: [:], count: constraints.groups.count)
+    private mutating func checkUniquenessWithinFile(_ constraints: ConstraintGroups) -> [[UniqueKey: Int]] {
+        var tuples = [[UniqueKey: Int]](repeating: [:], count: constraints.groups.count)
         for (i, record) in records.enumerated() {
             for (group, indices) in constraints.applying(to: record.entity) {
-                let values = indices.map { record.attributes[$0] }
                 // Like SQL UNIQUE, a constraint with an empty value cannot conflict.
-                if values.contains(where: \.isNull) { continue }
-                if let first = tuples[group].updateValue(i, forKey: values) {
-                    tuples[group][values] = first
-                    problems.add(line: record.line, "\(constraints.describe(group, values)) is already used on line \(records[first].line)")
+                guard let key = UniqueKey(indices.map { record.attributes[$0] }) else { continue }
+                if let first = tuples[group].updateValue(i, forKey: key) {
+                    tuples[group][key] = first
+                    problems.add(line: record.line, "\(constraints.describe(group, key.values)) is already used on line \(records[first].line)")
                 }
             }
         }
@@ -57,7 +56,7 @@ struct ImportPlan {
     /// One pass over the store: ids the file reuses, the stored records the file refers to, and uniqueness against
     /// stored records.
     private mutating func scanStore(_ store: any PersistentStore, constraints: ConstraintGroups,
-                                    fileTuples: inout [[[StoreValue]: Int]]) throws {
+                                    fileTuples: inout [[UniqueKey: Int]]) throws {
         var wanted: Set<UUID> = []
         for record in records {
             for targets in record.relationships {
@@ -80,11 +79,11 @@ struct ImportPlan {
                         existing.append(stored)
                     }
                     for (group, indices) in applicable where !fileTuples[group].isEmpty {
-                        guard indices.allSatisfy({ $0 < stored.attributes.count }) else { continue }
-                        let values = indices.map { stored.attributes[$0] }
-                        if let i = fileTuples[group][values] {
-                            problems.add(line: records[i].line, "\(constraints.describe(group, values)) is already used by a stored record (\(stored.entity) p\(stored.primaryKey), id \(stored.globalID.uuidString))")
-                        }
+                        guard indices.allSatisfy({ $0 < stored.attributes.count }),
+                              let key = UniqueKey(indices.map { stored.attributes[$0] }),
+                              let i = fileTuples[group][key]
+                        else { continue }
+                        problems.add(line: records[i].line, "\(constraints.describe(group, key.values)) is already used by a stored record (\(stored.entity) p\(stored.primaryKey), id \(stored.globalID.uuidString))")
                     }
                 }
                 if page.count < 5_000 { break }
@@ -293,6 +292,26 @@ struct ImportPlan {
             }
             let names = (additions[j] ?? [:]).keys.sorted().map { entity.relationships[$0].name }
             return (record, names)
+        }
+    }
+}
+
+/// The values of one uniqueness constraint for one record; single values are kept without an array (most
+/// constraints have one attribute, and an import holds one key per record).
+enum UniqueKey: Hashable {
+    case single(StoreValue)
+    case compound([StoreValue])
+
+    /// `nil` when a value is null (a constraint with an empty value cannot conflict).
+    init?(_ values: [StoreValue]) {
+        if values.contains(where: \.isNull) { return nil }
+        self = values.count == 1 ? .single(values[0]) : .compound(values)
+    }
+
+    var values: [StoreValue] {
+        switch self {
+        case .single(let v): [v]
+        case .compound(let vs): vs
         }
     }
 }

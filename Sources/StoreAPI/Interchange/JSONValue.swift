@@ -214,14 +214,16 @@ struct JSONParser {
     private mutating func string() throws(JSONSyntaxError) -> String {
         i += 1
         let start = i
-        // Fast path: no escapes.
+        // Fast path: no escapes (and no validation needed when every byte is ASCII).
+        var ascii = true
         while i < bytes.count {
             let b = bytes[i]
             if b == UInt8(ascii: "\"") {
-                let s = try text(start..<i)
+                let s = ascii ? String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self) : try text(start..<i)
                 i += 1
                 return s
             }
+            if b >= 0x80 { ascii = false }
             if b == UInt8(ascii: "\\") { break }
             if b < 0x20 { throw error("control character in a string (escape it)") }
             i += 1

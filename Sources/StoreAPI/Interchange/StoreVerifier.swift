@@ -38,10 +38,11 @@ public struct StoreVerifier {
         let total = progress == nil ? nil : try entities.reduce(0) {
             $0 + (try store.count(FetchRequest(entity: $1.name, includesSubentities: false)))
         }
-        var seenIDs: [UUID: RecordKey] = [:]
+        // Global ID → (entity position, primary key): 16 bytes of payload per record, no strings.
+        var seenIDs: [UUID: (entity: Int32, key: Int64)] = [:]
         let related = RelatedRecords(store: store)
         var done = 0
-        for entity in entities {
+        for (position, entity) in entities.enumerated() {
             let roots = entity.relationships.map { schema.entity(named: $0.destination)?.rootName ?? $0.destination }
             var after: Int64?
             while true {
@@ -56,8 +57,9 @@ public struct StoreVerifier {
                 try related.load(wanted)
                 for r in page {
                     check(r, entity: entity, schema: schema, roots: roots, related: related, add: add)
-                    if let other = seenIDs.updateValue(r.key, forKey: r.globalID) {
-                        add("\(r.key): global ID \(r.globalID.uuidString) is also used by \(other)")
+                    if let other = seenIDs.updateValue((Int32(position), r.primaryKey), forKey: r.globalID) {
+                        let owner = RecordKey(entity: entities[Int(other.entity)].name, primaryKey: other.key)
+                        add("\(r.key): global ID \(r.globalID.uuidString) is also used by \(owner)")
                     }
                 }
                 done += page.count
@@ -131,8 +133,13 @@ public struct StoreVerifier {
     }
 }
 
-/// The records a verification refers to, loaded a page at a time and kept while they fit a fixed budget (counted
-/// in keys held), with the large to-many lists turned into sets for the "does it point back" question.
+/// The records a verification refers to, loaded a page at a time and kept across pages while they fit a fixed
+/// budget (counted in keys held), with the large to-many lists turned into sets for the "does it point back"
+/// question.
+///
+/// Two generations: when the newer one outgrows half the budget it becomes the older one and the previous older one
+/// is dropped; a record the current page needs is moved back into the newer generation, so records every page refers
+/// to (a publisher, a tag) are read once, and a page never loses a record it needs.
 private final class RelatedRecords {
     private struct ListKey: Hashable {
         let root: String
@@ -140,54 +147,74 @@ private final class RelatedRecords {
         let index: Int
     }
 
+    private struct Generation {
+        var records: [String: [Int64: Record]] = [:]
+        var absent: [String: Set<Int64>] = [:]
+        var sets: [ListKey: Set<Int64>] = [:]
+        var weight = 0
+    }
+
     let store: any PersistentStore
-    private let budget = 2_000_000
-    private var weight = 0
-    private var records: [String: [Int64: Record]] = [:]
-    private var absent: [String: Set<Int64>] = [:]
-    private var sets: [ListKey: Set<Int64>] = [:]
+    private let budget = 4_000_000
+    private var current = Generation()
+    private var previous = Generation()
 
     init(store: any PersistentStore) {
         self.store = store
     }
 
+    private static func weight(of r: Record) -> Int {
+        1 + r.relationships.reduce(0) { $0 + $1.keys.count }
+    }
+
     func load(_ wanted: [String: Set<Int64>]) throws {
-        if weight > budget {
-            records.removeAll()
-            absent.removeAll()
-            sets.removeAll()
-            weight = 0
+        if current.weight > budget / 2 {
+            previous = current
+            current = Generation()
         }
         for (root, keys) in wanted {
-            let known = records[root] ?? [:]
-            let gone = absent[root] ?? []
-            let missing = keys.filter { known[$0] == nil && !gone.contains($0) }
-            guard !missing.isEmpty else { continue }
+            var missing: [Int64] = []
+            for key in keys where current.records[root]?[key] == nil && current.absent[root]?.contains(key) != true {
+                if let r = previous.records[root]?.removeValue(forKey: key) {
+                    current.records[root, default: [:]][key] = r
+                    current.weight += Self.weight(of: r)
+                    for index in r.relationships.indices {
+                        let id = ListKey(root: root, primaryKey: key, index: index)
+                        if let set = previous.sets.removeValue(forKey: id) { current.sets[id] = set }
+                    }
+                } else if previous.absent[root]?.remove(key) != nil {
+                    current.absent[root, default: []].insert(key)
+                    current.weight += 1
+                } else {
+                    missing.append(key)
+                }
+            }
             var found: Set<Int64> = []
-            let list = Array(missing)
-            for start in stride(from: 0, to: list.count, by: 10_000) {
-                for r in try store.records(withKeys: Array(list[start..<min(start + 10_000, list.count)]), root: root) {
-                    records[root, default: [:]][r.primaryKey] = r
+            for start in stride(from: 0, to: missing.count, by: 10_000) {
+                for r in try store.records(withKeys: Array(missing[start..<min(start + 10_000, missing.count)]), root: root) {
+                    current.records[root, default: [:]][r.primaryKey] = r
+                    current.weight += Self.weight(of: r)
                     found.insert(r.primaryKey)
-                    weight += 1 + r.relationships.reduce(0) { $0 + $1.keys.count }
                 }
             }
             for key in missing where !found.contains(key) {
-                absent[root, default: []].insert(key)
-                weight += 1
+                current.absent[root, default: []].insert(key)
+                current.weight += 1
             }
         }
     }
 
-    func record(root: String, key: Int64) -> Record? { records[root]?[key] }
+    /// A record loaded for the current page (`nil` when it does not exist).
+    func record(root: String, key: Int64) -> Record? { current.records[root]?[key] }
 
     func relationship(_ index: Int, of target: Record, root: String, contains key: Int64) -> Bool {
         let keys = target.relationships[index].keys
         guard keys.count > 16 else { return keys.contains(key) }
         let id = ListKey(root: root, primaryKey: target.primaryKey, index: index)
-        if let set = sets[id] { return set.contains(key) }
+        if let set = current.sets[id] { return set.contains(key) }
         let set = Set(keys)
-        sets[id] = set
+        current.sets[id] = set
+        current.weight += keys.count
         return set.contains(key)
     }
 }

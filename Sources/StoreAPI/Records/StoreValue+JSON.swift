@@ -63,8 +63,15 @@ extension StoreValue {
             } else { return nil }
         case .double, .float:
             let d: Double
-            if let n = json as? NSNumber, !Self.isBool(n) { d = n.doubleValue }
-            else if let s = json as? String {
+            if let n = json as? NSNumber, !Self.isBool(n) {
+                // JSONSerialization hands out NSDecimalNumber for numbers with many digits, and its `doubleValue` is
+                // not correctly rounded (54516429953.940254 comes back as …94026); its text is exact.
+                if let exact = n as? NSDecimalNumber {
+                    let text = exact.description
+                    guard let v = type == .double ? Double(text) : Float(text).map(Double.init) else { return nil }
+                    d = v
+                } else { d = n.doubleValue }
+            } else if let s = json as? String {
                 switch s {
                 case "NaN": d = .nan
                 case "Infinity": d = .infinity

@@ -26,6 +26,10 @@ extension ConformanceSuite {
              "when": .date(Date(timeIntervalSince1970: 1_556_668_800)), "dec": dec("-0.000000000000000000000000000001"),
              "str": .string("'\"<&>]]>--"), "label": .string("explicit")],
             ["dbl": .double(.pi), "flt": .float(-.pi), "str": .string("\u{1}\u{1F}\u{7F}\u{FFFE}")],
+            // 17 significant digits: text formats read through a decimal type (Foundation's JSONSerialization on
+            // Linux) come back one unit in the last place off unless they convert the digits themselves.
+            ["dbl": .double(54516429953.940254), "flt": .float(0.1), "when": .date(Date(timeIntervalSinceReferenceDate: 0.30000000000000004))],
+            ["dbl": .double(2.9420685457042338e-27), "flt": .float(3.4028235e38)],
         ]
     }
 

@@ -6,7 +6,7 @@ extension ConformanceSuite {
     func checkSniffing(_ h: Harness) throws {
         let url = h.storeURL()
         #expect(backend.sniff(url) == .none, "a missing path is not a store")
-        FileManager.default.createFile(atPath: url.path, contents: Data())
+        try #require(FileManager.default.createFile(atPath: url.path, contents: Data()))
         #expect(backend.sniff(url) == .none, "an empty file is not a store")
         try FileManager.default.removeItem(at: url)
         let text = h.directory.appendingPathComponent("notes.txt")

@@ -11,7 +11,7 @@ extension ConformanceSuite {
         // An unreachable remote: no operation may contact it or wait for it.
         description.syncOptions = SyncOptions(remote: URL(string: "https://sync.invalid/zone")!, containerIdentifier: "iCloud.test", scope: .private)
         let c = StoreCoordinator(schema: h.schema, registry: registry)
-        let store = try c.addStore(description)
+        try c.addStore(description)
         let ctx = c.newContext()
         ctx.author = "maker"
         try Self.populateCatalog(ctx)

@@ -9,12 +9,12 @@ let sqliteConstraintUnique: Int32 = SQLITE_CONSTRAINT | (8 << 8)
 /// Writes one ``StoreChanges`` inside the caller's write transaction.
 ///
 /// Order: deletes, updates, inserts (so a value freed by a delete or an update can be taken by an insert), then the
-/// relationship data that lives outside a record's own row (order columns of ordered to-many relationships, join
-/// tables), then the key allocator and history. Updates of records with uniqueness constraints first clear the
-/// constrained columns of every updated record, so two records may swap values in one save.
+/// relationship data that lives outside a record's own row (order and join tables), then the key allocator and
+/// history. Updates of records with uniqueness constraints first clear the constrained columns of every updated
+/// record, so two records may swap values in one save.
 ///
-/// The to-one side of a relationship is authoritative for derived to-many sides; a to-many side only writes order
-/// positions, and only for records whose foreign key points back to it.
+/// The to-one side of a relationship is authoritative for derived to-many sides: a to-many side only writes its
+/// order, which applies to the members whose foreign key points back to it.
 struct ChangeWriter {
     let layout: StoreLayout
     let connection: SQLiteConnection
@@ -38,8 +38,10 @@ struct ChangeWriter {
         for r in changes.updated { try writeRelationships(r) }
         for r in changes.inserted { try writeRelationships(r) }
         for (root, highest) in maxInserted {
+            // A record at the very top of the key space leaves nothing to allocate: the next allocation says so.
+            let next = highest == .max ? highest : highest + 1
             try connection.withStatement("UPDATE \(StoreLayout.quote(StoreLayout.keysTable)) SET next = ? WHERE root = ? AND next <= ?") { s in
-                s.bind(1, highest + 1)
+                s.bind(1, next)
                 try s.bind(2, root)
                 s.bind(3, highest)
                 try s.step()

@@ -295,9 +295,10 @@ final class SQLiteStore: PersistentStore, Sendable {
                     return try s.step() ? s.int64(0) : nil
                 }
                 let highest = try c.int64("SELECT MAX(_pk) FROM \(StoreLayout.quote(table.name))") ?? 0
-                let first = max(stored ?? 1, highest + 1)
+                let (above, full) = highest.addingReportingOverflow(1)
+                let first = max(stored ?? 1, above)
                 let (next, overflow) = first.addingReportingOverflow(reserve)
-                guard !overflow else {
+                guard !overflow, !full else {
                     throw StoreError.io(fileURL, operation: "allocating keys", reason: "the \(root) key space is exhausted")
                 }
                 try c.withStatement("INSERT INTO \(keys) (root, next) VALUES (?, ?) ON CONFLICT (root) DO UPDATE SET next = excluded.next") { s in

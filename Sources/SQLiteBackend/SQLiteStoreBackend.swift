@@ -28,8 +28,12 @@ public struct SQLiteStoreBackend: StoreBackend {
     /// Creates the backend.
     public init() {}
 
+    /// `sqlite`.
     public var typeIdentifier: String { Self.typeIdentifier }
+    /// `sqlite`, `sqlite3` and `db`.
     public var fileExtensions: [String] { ["sqlite", "sqlite3", "db"] }
+    /// Persistent, transactional, shared between processes (SQLite's locking), with history and ordered
+    /// relationships, and an online fast copy (the backup API).
     public var capabilities: BackendCapabilities {
         [.persistent, .transactions, .multiProcess, .history, .orderedRelationships, .onlineBackup, .fastCopy]
     }
@@ -39,6 +43,8 @@ public struct SQLiteStoreBackend: StoreBackend {
 
     // MARK: Files
 
+    /// Reads the 100-byte file header with plain file I/O (SQLite never opens the file): the magic tells an SQLite
+    /// database, the application ID one of ours.
     public func sniff(_ url: URL) -> SniffResult {
         switch DatabaseHeader.read(url) {
         case .missing, .directory, .unreadable, .empty, .notSQLite:
@@ -54,6 +60,7 @@ public struct SQLiteStoreBackend: StoreBackend {
         }
     }
 
+    /// The database file, then whichever of `-wal`, `-shm` and `-journal` exist beside it.
     public func ownedFiles(ofStoreAt url: URL) -> [URL] {
         let fm = FileManager.default
         var isDirectory: ObjCBool = false
@@ -98,6 +105,7 @@ public struct SQLiteStoreBackend: StoreBackend {
 
     // MARK: Metadata
 
+    /// Reads the metadata row through a read-only connection (leaving no `-wal`/`-shm` behind).
     public func readMetadata(at url: URL) throws -> StoreMetadata {
         try requireStore(url)
         return try withReadConnection(url) { c in
@@ -106,6 +114,8 @@ public struct SQLiteStoreBackend: StoreBackend {
         }
     }
 
+    /// Replaces the metadata row in one write transaction. Refuses (``StoreError/incompatibleSchema(_:entities:)``)
+    /// metadata whose schema would lay records out differently from the store's tables.
     public func writeMetadata(_ metadata: StoreMetadata, at url: URL) throws {
         try requireStore(url)
         let c = try SQLiteConnection.open(url, readOnly: false, timeout: StoreOptions().timeout)
@@ -177,6 +187,8 @@ public struct SQLiteStoreBackend: StoreBackend {
 
     // MARK: Open
 
+    /// Opens the store at `url`, or creates it from `creating` in a staging file linked into place only when
+    /// complete. An existing store is always opened with its own stored schema.
     public func open(at url: URL?, options: StoreOptions, creating: StoreMetadata?) throws -> any PersistentStore {
         guard let url else { throw StoreError.unsupported("an SQLite store without a file URL") }
         let settings = try ConnectionSettings(options)
@@ -232,6 +244,7 @@ public struct SQLiteStoreBackend: StoreBackend {
 
     // MARK: Destroy, copy, check
 
+    /// Closes this process's connections to the store, then deletes its sidecars and finally its database file.
     public func destroyStore(at url: URL) throws {
         switch sniff(url) {
         case .store:
@@ -260,6 +273,8 @@ public struct SQLiteStoreBackend: StoreBackend {
         try? AtomicFile.fsyncDirectory(of: url)
     }
 
+    /// Copies with SQLite's online backup API: a consistent snapshot including data still in the source's `-wal`,
+    /// taken while writers keep going, staged beside `destination` and linked into place.
     public func copyStore(from source: URL, to destination: URL) throws {
         switch sniff(source) {
         case .store:
@@ -273,6 +288,7 @@ public struct SQLiteStoreBackend: StoreBackend {
         try StoreCopier(source: source, destination: destination).copy()
     }
 
+    /// `PRAGMA integrity_check` and `PRAGMA foreign_key_check`, plus the metadata and the tables its layout needs.
     public func checkIntegrity(at url: URL) throws -> [String] {
         try requireStore(url)
         return try withReadConnection(url) { c in try integrityProblems(c, url) }
@@ -295,67 +311,6 @@ public struct SQLiteStoreBackend: StoreBackend {
         } catch let error as StoreError {
             if case .corruptStore(_, let reason) = error { return problems + [reason] }
             throw error
-        }
-        return problems
-    }
-}
-
-/// The pragmas of a read-write connection, from the options.
-struct ConnectionSettings {
-    var journalMode: String
-    var synchronous: String
-
-    init(_ options: StoreOptions) throws {
-        let journal = (options.backend["sqlite.journal_mode"] ?? "WAL").uppercased()
-        guard ["WAL", "DELETE", "TRUNCATE", "PERSIST", "MEMORY"].contains(journal) else {
-            throw StoreError.unsupported(
-                "sqlite.journal_mode '\(journal)' (use WAL, DELETE, TRUNCATE, PERSIST or MEMORY)")
-        }
-        let sync = (options.backend["sqlite.synchronous"] ?? (journal == "WAL" ? "NORMAL" : "FULL")).uppercased()
-        guard ["OFF", "NORMAL", "FULL", "EXTRA"].contains(sync) else {
-            throw StoreError.unsupported("sqlite.synchronous '\(sync)' (use OFF, NORMAL, FULL or EXTRA)")
-        }
-        journalMode = journal
-        synchronous = sync
-    }
-
-    func apply(to c: SQLiteConnection) throws {
-        let mode = try c.textRows("PRAGMA journal_mode = \(journalMode)").first?.uppercased()
-        guard mode == journalMode else {
-            throw StoreError.locked(
-                c.url, reason: "could not switch to journal mode \(journalMode) (still \(mode ?? "unknown")); another connection has the store open")
-        }
-        try c.exec("PRAGMA synchronous = \(synchronous)")
-        // Every insert also goes into the global-ID index, whose random keys touch pages all over it: a cache that
-        // holds the index of a million records (about 30 MiB) and a log that folds back less often keep bulk
-        // saves from rewriting the same index pages again and again (measured: see the storebench SQLite rows).
-        try c.exec("PRAGMA cache_size = -65536")
-        if journalMode == "WAL" { try c.exec("PRAGMA wal_autocheckpoint = 8192") }
-    }
-}
-
-/// Checks that a database holds the tables and columns a layout needs.
-enum LayoutVerifier {
-    static func problems(_ c: SQLiteConnection, _ layout: StoreLayout) throws -> [String] {
-        let existing = Set(try c.textRows("SELECT name FROM sqlite_schema WHERE type = 'table'"))
-        var problems: [String] = []
-        for t in [StoreLayout.metadataTable, StoreLayout.keysTable, StoreLayout.entitiesTable, StoreLayout.historyTable]
-        where !existing.contains(t) {
-            problems.append("the table \(t) is missing")
-        }
-        for root in layout.schema.rootEntities {
-            guard let t = layout.tables[root.name] else { continue }
-            guard existing.contains(t.name) else {
-                problems.append("the table \(t.name) is missing")
-                continue
-            }
-            let columns = Set(try c.textRows("SELECT name FROM pragma_table_info(\(StoreLayout.literal(t.name)))"))
-            for col in ["_pk", "_ent", "_gid"] + t.columns.map(\.name) where !columns.contains(col) {
-                problems.append("the column \(t.name).\(col) is missing")
-            }
-        }
-        for j in layout.joinTables where !existing.contains(j.name) {
-            problems.append("the join table \(j.name) is missing")
         }
         return problems
     }

@@ -126,6 +126,11 @@ import Testing
         defer { try? c.close() }
         #expect(try c.allocatePrimaryKeys(root: "Book", count: 5) > top)
         #expect(errorCase { _ = try a.allocatePrimaryKeys(root: "Nope", count: 1) } == "unknownEntity")
+
+        // The very top of the key space is a clear error, not an overflow.
+        try a.save(StoreChanges(inserted: [Fixture.record(schema, "Tag", .max), Fixture.record(schema, "Tag", .min)]))
+        #expect(errorCase { _ = try c.allocatePrimaryKeys(root: "Tag", count: 1) } == "io")
+        #expect(try c.records(withKeys: [.max, .min], root: "Tag").count == 2)
     }
 
     @Test func readOnlyOpenReadsButNeverWrites() throws {

@@ -30,18 +30,31 @@ extension StoreContext {
             byStore[id]?.objects.append(o)
         }
         let now = Date()
+        var saved: Set<ObjectKey> = []
+        defer {
+            // Forget what was written, even when a later store's save failed (its changes stay pending).
+            if saved.count == changeOrder.count {
+                changed.removeAll(keepingCapacity: true)
+                changeOrder.removeAll(keepingCapacity: true)
+            } else if !saved.isEmpty {
+                for key in saved { changed.removeValue(forKey: key) }
+                changeOrder.removeAll { saved.contains($0) }
+            }
+        }
         for id in storeOrder {
             guard let (store, group) = byStore[id] else { continue }
             let changes = try changeSet(for: group, store: store, timestamp: now)
             if !changes.isEmpty { try store.store.save(changes) }
-            for o in group { finishSave(o) }
+            for o in group {
+                finishSave(o)
+                saved.insert(o.key)
+            }
         }
     }
 
+    /// Marks an object as saved (its context bookkeeping is cleared by ``save()``).
     private func finishSave(_ o: ManagedObject) {
         let key = o.key
-        changed.removeValue(forKey: key)
-        changeOrder.removeAll { $0 == key }
         if o.state == .deleted {
             o.state = .invalidated("it was deleted")
             registered.removeValue(forKey: key)

@@ -48,20 +48,41 @@ public struct StoreVerifier {
             while true {
                 let page = try store.scan(entity: entity.name, after: after, limit: batchSize)
                 guard let last = page.last else { break }
-                // The related records of the whole page, one lookup per destination hierarchy (cached across pages:
-                // a few records — a publisher, a tag — are often related to every page).
-                var wanted: [String: Set<Int64>] = [:]
-                for r in page where r.relationships.count == roots.count {
-                    for (k, value) in r.relationships.enumerated() { wanted[roots[k], default: []].formUnion(value.keys) }
-                }
-                try related.load(wanted)
-                for r in page {
-                    check(r, entity: entity, schema: schema, roots: roots, related: related, add: add)
+                var pageProblems: [(order: [Int], message: String)] = []
+                var references: [String: [Reference]] = [:]
+                for (i, r) in page.enumerated() {
+                    var n = 0
+                    check(r, entity: entity, roots: roots, references: &references, index: i) { message in
+                        pageProblems.append(([i, -1, n], message))
+                        n += 1
+                    }
                     if let other = seenIDs.updateValue((Int32(position), r.primaryKey), forKey: r.globalID) {
                         let owner = RecordKey(entity: entities[Int(other.entity)].name, primaryKey: other.key)
-                        add("\(r.key): global ID \(r.globalID.uuidString) is also used by \(owner)")
+                        pageProblems.append(([i, Int.max, 0], "\(r.key): global ID \(r.globalID.uuidString) is also used by \(owner)"))
                     }
                 }
+                // Related records, a chunk of keys at a time per destination hierarchy, so a page whose records
+                // refer to a million others (a publisher's books) still reads them in bounded memory.
+                for (root, refs) in references {
+                    let sorted = refs.sorted { $0.key < $1.key }
+                    var start = 0
+                    while start < sorted.count {
+                        var end = start
+                        var keys: [Int64] = []
+                        while end < sorted.count, keys.count < 10_000 || sorted[end].key == keys.last {
+                            if sorted[end].key != keys.last { keys.append(sorted[end].key) }
+                            end += 1
+                        }
+                        try related.load(root: root, keys: keys)
+                        for ref in sorted[start..<end] {
+                            if let message = checkReference(ref, in: page, entity: entity, root: root, schema: schema, related: related) {
+                                pageProblems.append(([ref.record, ref.relationship, ref.ordinal], message))
+                            }
+                        }
+                        start = end
+                    }
+                }
+                for p in pageProblems.sorted(by: { $0.order.lexicographicallyPrecedes($1.order) }) { add(p.message) }
                 done += page.count
                 if let progress {
                     do { try progress(TransferProgress(recordsDone: done, recordsTotal: total, entity: entity.name)) } catch {
@@ -81,7 +102,16 @@ public struct StoreVerifier {
         return problems
     }
 
-    private func check(_ r: Record, entity: Entity, schema: Schema, roots: [String], related: RelatedRecords,
+    /// One relationship key of one record of the page.
+    private struct Reference {
+        let record: Int
+        let relationship: Int
+        let ordinal: Int
+        let key: Int64
+    }
+
+    /// The checks of one record that need no other record; collects its relationship keys for the others.
+    private func check(_ r: Record, entity: Entity, roots: [String], references: inout [String: [Reference]], index: Int,
                        add: (String) -> Void) {
         let name = "\(r.key) (id \(r.globalID.uuidString))"
         guard r.entity == entity.name else {
@@ -112,24 +142,30 @@ public struct StoreVerifier {
             var seen: Set<Int64> = []
             let distinct = keys.filter { seen.insert($0).inserted }
             if distinct.count != keys.count { add("\(name): relationship '\(rel.name)' lists a record twice") }
-            let inverse = rel.inverse
-            for key in distinct {
-                guard let target = related.record(root: roots[k], key: key) else {
-                    add("\(name): relationship '\(rel.name)' points to \(roots[k])/p\(key), which does not exist")
-                    continue
-                }
-                guard let targetEntity = schema.entity(named: target.entity), targetEntity.isKind(of: rel.destination) else {
-                    add("\(name): relationship '\(rel.name)' points to \(target.key), which is not a \(rel.destination)")
-                    continue
-                }
-                guard let inverse, let index = targetEntity.relationshipIndex(inverse),
-                      index < target.relationships.count
-                else { continue }
-                if !related.relationship(index, of: target, root: roots[k], contains: r.primaryKey) {
-                    add("\(name): relationship '\(rel.name)' points to \(target.key), whose '\(inverse)' does not point back")
-                }
+            for (ordinal, key) in distinct.enumerated() {
+                references[roots[k], default: []].append(Reference(record: index, relationship: k, ordinal: ordinal, key: key))
             }
         }
+    }
+
+    /// Whether one relationship key points to an existing record of the right entity that points back.
+    private func checkReference(_ ref: Reference, in page: [Record], entity: Entity, root: String, schema: Schema,
+                                related: RelatedRecords) -> String? {
+        let r = page[ref.record]
+        let rel = entity.relationships[ref.relationship]
+        let name = "\(r.key) (id \(r.globalID.uuidString))"
+        guard let target = related.record(root: root, key: ref.key) else {
+            return "\(name): relationship '\(rel.name)' points to \(root)/p\(ref.key), which does not exist"
+        }
+        guard let targetEntity = schema.entity(named: target.entity), targetEntity.isKind(of: rel.destination) else {
+            return "\(name): relationship '\(rel.name)' points to \(target.key), which is not a \(rel.destination)"
+        }
+        guard let inverse = rel.inverse, let index = targetEntity.relationshipIndex(inverse), index < target.relationships.count
+        else { return nil }
+        if !related.relationship(index, of: target, root: root, contains: r.primaryKey) {
+            return "\(name): relationship '\(rel.name)' points to \(target.key), whose '\(inverse)' does not point back"
+        }
+        return nil
     }
 }
 
@@ -155,7 +191,7 @@ private final class RelatedRecords {
     }
 
     let store: any PersistentStore
-    private let budget = 4_000_000
+    private let budget = 8_000_000
     private var current = Generation()
     private var previous = Generation()
 
@@ -163,16 +199,18 @@ private final class RelatedRecords {
         self.store = store
     }
 
+    /// A rough size in units of about 16 bytes: the record itself, its values and its related keys.
     private static func weight(of r: Record) -> Int {
-        1 + r.relationships.reduce(0) { $0 + $1.keys.count }
+        8 + r.attributes.count * 2 + r.relationships.reduce(0) { $0 + $1.keys.count }
     }
 
-    func load(_ wanted: [String: Set<Int64>]) throws {
+    /// Makes the records `keys` of hierarchy `root` available to ``record(root:key:)`` until the next call.
+    func load(root: String, keys: [Int64]) throws {
         if current.weight > budget / 2 {
             previous = current
             current = Generation()
         }
-        for (root, keys) in wanted {
+        do {
             var missing: [Int64] = []
             for key in keys where current.records[root]?[key] == nil && current.absent[root]?.contains(key) != true {
                 if let r = previous.records[root]?.removeValue(forKey: key) {

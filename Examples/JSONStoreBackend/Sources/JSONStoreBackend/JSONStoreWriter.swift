@@ -72,13 +72,31 @@ private struct BufferedOutput {
 
     mutating func append(_ text: String) throws { try append(Data(text.utf8)) }
 
-    mutating func append(_ data: Data) throws {
+    mutating func append(_ json: Data) throws {
+        let data = Self.escapingByteOrderMarks(json)
         written += data.count
         guard written <= limit else {
             throw StoreError.refused(url, reason: "the store would exceed \(limit) bytes, the most this backend reads back")
         }
         buffer.append(data)
         if buffer.count >= 1 << 20 { try flush() }
+    }
+
+    /// Foundation's `JSONSerialization` on Linux drops a U+FEFF at the start of a string when it reads one, as if it
+    /// were a byte-order mark; written as the escape `\ufeff`, it survives. In JSON text the character can only be
+    /// inside a string, and its UTF-8 bytes cannot occur inside another character's, so replacing them is safe.
+    private static func escapingByteOrderMarks(_ json: Data) -> Data {
+        let bom = Data([0xEF, 0xBB, 0xBF])
+        guard json.range(of: bom) != nil else { return json }
+        var escaped = Data()
+        var rest = json[...]
+        while let found = rest.range(of: bom) {
+            escaped.append(rest[..<found.lowerBound])
+            escaped.append(contentsOf: #"\ufeff"#.utf8)
+            rest = rest[found.upperBound...]
+        }
+        escaped.append(rest)
+        return escaped
     }
 
     mutating func flush() throws {

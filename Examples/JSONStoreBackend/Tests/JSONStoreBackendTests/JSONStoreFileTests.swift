@@ -104,7 +104,8 @@ import Testing
         let url = dir.file("store.json")
         try makeStore(at: url, history: true)
         let good = try String(contentsOf: url, encoding: .utf8)
-        let firstRecord = String(try #require(good.split(separator: "\n").first { $0.hasPrefix(#"{"attributes":"#) }))
+        let firstLine = try #require(good.split(separator: "\n").first { $0.hasPrefix(#"{"attributes":"#) })
+        let firstRecord = String(firstLine.dropLast())  // without the comma that separates it from the next one
 
         let damages: [(what: String, damage: (String) -> String, reason: String)] = [
             ("truncated", { String($0.prefix($0.utf8.count * 2 / 3)) }, "not valid JSON"),

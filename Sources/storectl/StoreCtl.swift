@@ -18,21 +18,22 @@ struct StoreCtl: ParsableCommand {
             A progress bar is drawn on standard error when it is a terminal; --quiet silences it and the summaries.
 
             Exit codes:
-              0   success (diff: the stores are identical; verify: no problems)
-              1   diff: the stores differ; verify: problems were found
-              2   the command failed (the message on standard error says why: missing file, not a store, \
-            existing destination, bad input line, …)
-              64  invalid command-line usage
-              130 interrupted (Ctrl-C); nothing partial is left behind
+              0    success (diff: identical stores; verify: no problems)
+              1    diff: the stores differ; verify: problems were found
+              2    the command failed; standard error says why (missing file,
+                   not a store, existing destination, bad input line, ...)
+              64   invalid command-line usage
+              130  interrupted (Ctrl-C); nothing partial is left behind
 
             Examples:
-              storectl create library.sqlite --model Library.xcdatamodeld --import library.ndjson
-              storectl convert library.sqlite library.lmdb
-              storectl info library.lmdb
-              storectl diff library.sqlite library.lmdb
+              storectl create lib.sqlite --model Library.xcdatamodeld \\
+                  --import library.ndjson
+              storectl convert lib.sqlite lib.lmdb
+              storectl info lib.lmdb
+              storectl diff lib.sqlite lib.lmdb
 
-            Shell completion: storectl --generate-completion-script bash (or zsh, fish), e.g.
-              storectl --generate-completion-script bash > /etc/bash_completion.d/storectl
+            Shell completion scripts (bash, zsh, fish):
+              storectl --generate-completion-script bash > storectl.bash
             """,
         version: "1.0.0",
         subcommands: [

@@ -16,7 +16,8 @@ struct CreateCommand: ParsableCommand {
             Examples:
               storectl create library.sqlite --model Library.xcdatamodeld
               storectl create library.lmdb --model schema.json --import library.ndjson
-              storectl create data.db --type sqlite --model Model.xcdatamodel --metadata owner=alice --metadata version=3
+              storectl create data.db --type sqlite --model Model.xcdatamodel \\
+                  --metadata owner=alice --metadata version=3
               storectl create library.sqlite --model Library.xcdatamodeld --force
             """
     )

@@ -7,8 +7,9 @@ struct ImportCommand: ParsableCommand {
         commandName: "import",
         abstract: "Add the records of an NDJSON file to a store, all or nothing.",
         discussion: """
-            One JSON object per line:
-              {"entity":"Book","id":"<UUID>","attributes":{"title":"Dune","pages":412},"relationships":{"author":"<UUID>","tags":["<UUID>"]}}
+            One JSON object per line, for example (wrapped here):
+              {"entity":"Book","id":"<UUID>","attributes":{"title":"Dune",
+               "pages":412},"relationships":{"author":"<UUID>","tags":["<UUID>"]}}
             Dates are ISO 8601, binary data base64, decimals strings, to-many relationships arrays of ids (in order \
             for ordered relationships). "id" may be left out (a new global ID is generated); relationships may be \
             given from either side, and may name records already in the store.
@@ -19,7 +20,7 @@ struct ImportCommand: ParsableCommand {
             Examples:
               storectl import library.sqlite library.ndjson
               generate-records | storectl import library.sqlite -
-              storectl import library.lmdb more.ndjson --history-author nightly-load
+              storectl import library.lmdb more.ndjson --history-author nightly
             """
     )
 

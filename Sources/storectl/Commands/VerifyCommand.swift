@@ -24,7 +24,7 @@ struct VerifyCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("The store's type, when detection cannot tell.", valueName: "type"))
     var type: String?
 
-    @Flag(name: .long, help: "Print JSON: {\"ok\": …, \"records\": …, \"problems\": […]}.")
+    @Flag(name: .long, help: "Print JSON: ok, records and the list of problems.")
     var json = false
 
     @OptionGroup var common: CommonOptions

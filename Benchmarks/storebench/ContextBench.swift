@@ -6,7 +6,9 @@ import StoreAPI
 enum ContextBench {
     /// Inserts `count` items through a context, saving (and resetting) every `batch` records. Returns the seconds
     /// spent and the object IDs of a sample of the inserted records.
-    static func insert(into description: StoreDescription, count: Int, batch: Int = 10_000) throws -> (seconds: Double, sample: [ObjectID]) {
+    static func insert(into description: StoreDescription, count: Int, inputs: BenchData.Inputs, batch: Int = 10_000) throws
+        -> (seconds: Double, sample: [ObjectID])
+    {
         let coordinator = StoreCoordinator(schema: try BenchData.schema())
         try coordinator.addStore(description)
         defer { for s in coordinator.stores { try? coordinator.removeStore(s) } }
@@ -15,7 +17,7 @@ enum ContextBench {
         let stride = max(1, count / 100_000)
         let (_, seconds) = try Measure.time {
             for i in 0..<count {
-                let o = try context.insert("Item", BenchData.values(i))
+                let o = try context.insert("Item", BenchData.values(i, inputs))
                 if i % stride == 0 { sample.append(o.objectID) }
                 if (i + 1) % batch == 0 {
                     try context.save()

@@ -17,7 +17,7 @@ enum RawSQLite {
     }
 
     /// Inserts `count` rows; returns seconds.
-    static func insert(at url: URL, count: Int) throws -> Double {
+    static func insert(at url: URL, count: Int, inputs: BenchData.Inputs) throws -> Double {
         var db: OpaquePointer?
         try check(sqlite3_open(url.path, &db), db, "open")
         defer { sqlite3_close(db) }
@@ -29,19 +29,18 @@ enum RawSQLite {
         try check(sqlite3_prepare_v2(db, "INSERT INTO item VALUES (?,?,?,?,?,?,?,?,?)", -1, &stmt, nil), db, "prepare")
         defer { sqlite3_finalize(stmt) }
         let payload = BenchData.payload
-        let (_, seconds) = try Measure.time {
+        let (_, seconds) = try Measure.time { () throws -> Void in
             try check(sqlite3_exec(db, "BEGIN", nil, nil, nil), db, "begin")
             for i in 0..<count {
                 sqlite3_bind_int64(stmt, 1, Int64(i + 1))
                 sqlite3_bind_int64(stmt, 2, Int64(i))
                 sqlite3_bind_int(stmt, 3, Int32(truncatingIfNeeded: i &* 7))
                 sqlite3_bind_double(stmt, 4, Double(i) * 0.25)
-                let title = BenchData.title(i)
-                sqlite3_bind_text(stmt, 5, title, -1, transient)
+                sqlite3_bind_text(stmt, 5, inputs.titles[i], -1, transient)
                 payload.withUnsafeBytes { _ = sqlite3_bind_blob(stmt, 6, $0.baseAddress, Int32($0.count), transient) }
                 sqlite3_bind_double(stmt, 7, Double(i))
                 sqlite3_bind_int(stmt, 8, i % 2 == 0 ? 1 : 0)
-                var uuid = UUID().uuid
+                var uuid = inputs.refs[i].uuid
                 withUnsafeBytes(of: &uuid) { _ = sqlite3_bind_blob(stmt, 9, $0.baseAddress, 16, transient) }
                 try check(sqlite3_step(stmt), db, "insert")
                 sqlite3_reset(stmt)
@@ -60,7 +59,7 @@ enum RawSQLite {
         try check(sqlite3_prepare_v2(db, "SELECT * FROM item WHERE pk = ?", -1, &stmt, nil), db, "prepare")
         defer { sqlite3_finalize(stmt) }
         var checksum: Int64 = 0
-        let (_, seconds) = try Measure.time {
+        let (_, seconds) = Measure.time {
             for id in rowids.shuffledDeterministically() {
                 sqlite3_bind_int64(stmt, 1, id)
                 if sqlite3_step(stmt) == SQLITE_ROW {

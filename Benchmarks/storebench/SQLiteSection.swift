@@ -10,8 +10,9 @@ enum SQLiteSection {
         let description = StoreDescription(url: dir.appendingPathComponent("ours.sqlite"), type: "sqlite")
         let rawURL = dir.appendingPathComponent("raw.sqlite")
 
-        let rawInsert = try RawSQLite.insert(at: rawURL, count: count)
-        let (oursInsert, sample) = try ContextBench.insert(into: description, count: count)
+        let inputs = BenchData.Inputs(count: count)
+        let rawInsert = try RawSQLite.insert(at: rawURL, count: count, inputs: inputs)
+        let (oursInsert, sample) = try ContextBench.insert(into: description, count: count, inputs: inputs)
         let oursFetch = try ContextBench.fetchByID(description, ids: sample)
         let rawFetch = try RawSQLite.fetch(at: rawURL, rowids: (0..<sample.count).map { Int64($0 * max(1, count / 100_000) + 1) })
 

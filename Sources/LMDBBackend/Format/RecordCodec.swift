@@ -91,6 +91,6 @@ enum RecordCodec {
         var w = ByteWriter(capacity: 64)
         for v in values { ValueCodec.encode(v, into: &w) }
         if w.bytes.count <= 480 { return w.bytes }
-        return [0xFF] + SHA256Digest.digest(w.bytes)
+        return [0xFF] + StoreDigest.sha256(w.bytes)
     }
 }

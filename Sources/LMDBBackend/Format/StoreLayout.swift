@@ -22,7 +22,7 @@ enum DatabaseName {
 
     /// Database names are keys of the main database, so they must stay under liblmdb's 511-byte key limit.
     private static func bounded(_ name: String) -> String {
-        name.utf8.count <= 400 ? name : String(name.prefix(64)) + "#" + SHA256Digest.hex(Array(name.utf8))
+        name.utf8.count <= 400 ? name : String(name.prefix(64)) + "#" + StoreDigest.sha256Hex(Array(name.utf8))
     }
 }
 

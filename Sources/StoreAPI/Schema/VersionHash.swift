@@ -25,6 +25,6 @@ enum VersionHash {
             canonical += "\u{1}unique:\(c.joined(separator: ","))"
         }
         if let m = entity.versionHashModifier, !m.isEmpty { canonical += "\u{1}modifier:\(m)" }
-        return SHA256.hex(Array(canonical.utf8))
+        return StoreDigest.sha256Hex(Array(canonical.utf8))
     }
 }

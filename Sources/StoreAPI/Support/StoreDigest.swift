@@ -1,8 +1,8 @@
-/// FIPS 180-4 SHA-256, used for version hashes only.
+/// FIPS 180-4 SHA-256, for stable digests: version hashes, and backends' index keys or names that must be short.
 ///
 /// StoreAPI stays free of C and crypto dependencies (swift-crypto would pull BoringSSL into every backend's build
-/// for a few hundred bytes hashed per schema), so the digest is computed here.
-enum SHA256 {
+/// for the few short inputs hashed here), so the digest is computed here. Not meant for bulk data.
+public enum StoreDigest {
     private static let k: [UInt32] = [
         0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
         0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
@@ -14,7 +14,8 @@ enum SHA256 {
         0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
     ]
 
-    static func digest(_ message: [UInt8]) -> [UInt8] {
+    /// The 32-byte SHA-256 digest of `message`.
+    public static func sha256(_ message: [UInt8]) -> [UInt8] {
         var h: [UInt32] = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]
         var data = message
         let bitLength = UInt64(message.count) &* 8
@@ -48,8 +49,9 @@ enum SHA256 {
         return h.flatMap { v in (0..<4).map { UInt8(truncatingIfNeeded: v >> (24 - $0 * 8)) } }
     }
 
-    static func hex(_ message: [UInt8]) -> String {
-        digest(message).map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+    /// The SHA-256 digest of `message` as 64 lowercase hex digits.
+    public static func sha256Hex(_ message: [UInt8]) -> String {
+        sha256(message).map { String($0, radix: 16).leftPadded(to: 2) }.joined()
     }
 
     private static func rotr(_ x: UInt32, _ n: UInt32) -> UInt32 { (x >> n) | (x << (32 - n)) }

@@ -88,8 +88,8 @@ public struct StoreMetadata: Sendable, Hashable, Codable {
 
 /// A custom metadata value: the JSON data model (strings, numbers, booleans, arrays, dictionaries, null).
 ///
-/// JSON does not tell `2` from `2.0`: numbers that are whole and fit `Int64` read back as ``integer``, all others as
-/// ``double``. Keep whole-number doubles as strings if the distinction matters to you.
+/// JSON does not tell `2` from `2.0`: numbers that are whole and fit `Int64` read back as ``MetadataValue/integer(_:)``, all others as
+/// ``MetadataValue/double(_:)``. Keep whole-number doubles as strings if the distinction matters to you.
 public enum MetadataValue: Sendable, Hashable, Codable {
     case string(String)
     case integer(Int64)

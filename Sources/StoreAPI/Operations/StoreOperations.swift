@@ -33,7 +33,7 @@ public struct StoreOperations: Sendable {
         }
     }
 
-    /// Options for ``copyStore(from:type:to:type:options:)``.
+    /// Options for ``copyStore(from:sourceType:to:type:options:)``.
     public struct CopyOptions {
         /// Replace a store that exists at the destination (atomically). Without it, an existing destination is
         /// ``StoreError/storeExists(_:)``.

@@ -3,7 +3,7 @@ import Foundation
 /// The type of a stored attribute.
 ///
 /// The raw values are the names used by the JSON schema form. Xcode's names (`Integer 16`, `Boolean`, …) are mapped
-/// by the `.xcdatamodel` loader. Transformable values are stored as ``binary`` data: the framework never runs a value
+/// by the `.xcdatamodel` loader. Transformable values are stored as ``StoreValue/binary(_:)`` data: the framework never runs a value
 /// transformer, it keeps the archived bytes exactly.
 public enum AttributeType: String, Codable, Sendable, CaseIterable, Hashable {
     case integer16
@@ -46,13 +46,13 @@ public enum StoreValue: Sendable {
     case uuid(UUID)
     case uri(URL)
 
-    /// Whether this is ``null``.
+    /// Whether this is ``StoreValue/null``.
     public var isNull: Bool {
         if case .null = self { return true }
         return false
     }
 
-    /// The attribute type this value belongs to, or `nil` for ``null``. Binary values report ``AttributeType/binary``.
+    /// The attribute type this value belongs to, or `nil` for ``StoreValue/null``. Binary values report ``AttributeType/binary``.
     public var type: AttributeType? {
         switch self {
         case .null: nil
@@ -71,7 +71,7 @@ public enum StoreValue: Sendable {
         }
     }
 
-    /// Whether the value may be stored in an attribute of `attributeType` (``null`` fits every type; binary data
+    /// Whether the value may be stored in an attribute of `attributeType` (``StoreValue/null`` fits every type; binary data
     /// fits transformable attributes).
     public func fits(_ attributeType: AttributeType) -> Bool {
         guard let own = type else { return true }
@@ -106,13 +106,13 @@ public enum StoreValue: Sendable {
         }
     }
 
-    /// The string of a ``string`` value.
+    /// The string of a ``StoreValue/string(_:)`` value.
     public var stringValue: String? {
         if case .string(let s) = self { return s }
         return nil
     }
 
-    /// The bytes of a ``binary`` value.
+    /// The bytes of a ``StoreValue/binary(_:)`` value.
     public var dataValue: Data? {
         if case .binary(let d) = self { return d }
         return nil
@@ -187,20 +187,20 @@ extension StoreValue: CustomStringConvertible {
 extension StoreValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
     ExpressibleByBooleanLiteral, ExpressibleByNilLiteral
 {
-    /// A string literal is a ``string`` value.
+    /// A string literal is a ``StoreValue/string(_:)`` value.
     public init(stringLiteral value: String) { self = .string(value) }
-    /// An integer literal is an ``integer64`` value; the context converts it to the attribute's integer width.
+    /// An integer literal is an ``StoreValue/integer64(_:)`` value; the context converts it to the attribute's integer width.
     public init(integerLiteral value: Int64) { self = .integer64(value) }
-    /// A float literal is a ``double`` value; the context converts it for float and decimal attributes.
+    /// A float literal is a ``StoreValue/double(_:)`` value; the context converts it for float and decimal attributes.
     public init(floatLiteral value: Double) { self = .double(value) }
-    /// A boolean literal is a ``boolean`` value.
+    /// A boolean literal is a ``StoreValue/boolean(_:)`` value.
     public init(booleanLiteral value: Bool) { self = .boolean(value) }
-    /// `nil` is ``null``.
+    /// `nil` is ``StoreValue/null``.
     public init(nilLiteral: ()) { self = .null }
 }
 
 extension StoreValue {
-    /// Converts a value to the exact type of an attribute where that loses nothing (an ``integer64`` literal into an
+    /// Converts a value to the exact type of an attribute where that loses nothing (an ``StoreValue/integer64(_:)`` literal into an
     /// ``AttributeType/integer16`` attribute when it fits, a double literal into a float or decimal attribute, a string
     /// into a UUID or URI). Returns `nil` when the value does not fit the type.
     public func coerced(to attributeType: AttributeType) -> StoreValue? {

@@ -2,7 +2,7 @@ import Foundation
 
 /// A validated data model: entities with inheritance resolved, and named configurations.
 ///
-/// Build one from Swift (``init(entities:configurations:)``), from the JSON form (``init(jsonData:)``) or from an
+/// Build one from Swift (``init(entities:configurations:)``), from the JSON form (``init(jsonData:file:)``) or from an
 /// Xcode model (``init(xcodeModelAt:)``). Construction validates everything and throws ``SchemaError`` naming the
 /// entity and property at fault, so a `Schema` in hand is always consistent.
 ///

@@ -75,9 +75,20 @@ public enum AtomicFile {
     public static func removeStaleStaging(near url: URL) {
         let dir = url.deletingLastPathComponent()
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: dir.path) else { return }
-        for name in names where name.hasPrefix(stagingPrefix) && name.contains("-" + url.lastPathComponent) {
+        for name in names where stagedName(name, belongsTo: url.lastPathComponent) {
             try? FileManager.default.removeItem(at: dir.appendingPathComponent(name))
         }
+    }
+
+    /// Whether `name` is a staging entry made for the file `target`: the prefix, a UUID, a dash, then `target`
+    /// itself or `target` followed by a sidecar suffix. (A substring match would also take the staging files of
+    /// `x-target` next door.)
+    static func stagedName(_ name: String, belongsTo target: String) -> Bool {
+        guard name.hasPrefix(stagingPrefix) else { return false }
+        let rest = name.dropFirst(stagingPrefix.count)
+        guard rest.count > 37, UUID(uuidString: String(rest.prefix(36))) != nil, rest.dropFirst(36).first == "-" else { return false }
+        let tail = rest.dropFirst(37)
+        return tail == target || tail.hasPrefix(target + "-") || tail.hasPrefix(target + ".")
     }
 
     /// Removes the entries of a directory whose name starts with `exactName` (a staging name and its sidecars).

@@ -1,0 +1,22 @@
+import Foundation
+import StoreAPI
+import Testing
+
+@Suite struct AtomicFileTests {
+    /// Leftovers of an interrupted operation on `a.sqlite` are removed; staging files of other targets in the same
+    /// directory (even ones whose names end the same way) and the store itself are not.
+    @Test func staleStagingIsRemovedForItsTargetOnly() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("atomicfile-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let p = AtomicFile.stagingPrefix
+        let mine = ["\(p)\(UUID().uuidString)-a.sqlite", "\(p)\(UUID().uuidString)-a.sqlite-wal",
+                    "\(p)\(UUID().uuidString)-a.sqlite.lock", "\(p)\(UUID().uuidString)-a.sqlite-old-a.sqlite"]
+        let others = ["\(p)\(UUID().uuidString)-x-a.sqlite", "\(p)\(UUID().uuidString)-a.sqlite3", "a.sqlite", "a.sqlite-wal",
+                      "\(p)not-a-uuid-a.sqlite", "notes.txt"]
+        for name in mine + others { try Data("x".utf8).write(to: dir.appendingPathComponent(name)) }
+        AtomicFile.removeStaleStaging(near: dir.appendingPathComponent("a.sqlite"))
+        let left = Set(try FileManager.default.contentsOfDirectory(atPath: dir.path))
+        #expect(left == Set(others))
+    }
+}

@@ -28,8 +28,9 @@ extension StoreContext {
                 if o.state == .clean, included.insert(o.key).inserted { results.append(o) }
             }
         }
+        // One evaluator per fetch: building it snapshots every changed object.
+        let evaluator = contextEvaluator()
         if !pending.isEmpty {
-            let evaluator = contextEvaluator()
             for o in pending where o.state == .inserted || o.state == .updated {
                 if try request.predicate.map({ try evaluator.evaluate($0, on: o.record) }) ?? true,
                    included.insert(o.key).inserted
@@ -40,7 +41,7 @@ extension StoreContext {
         }
         var records = results.map(\.record)
         let byKey = Dictionary(results.map { ($0.record.primaryKey, $0) }, uniquingKeysWith: { a, _ in a })
-        try contextEvaluator().sort(&records, by: request.sortDescriptors)
+        try evaluator.sort(&records, by: request.sortDescriptors)
         let sliced = PredicateEvaluator.slice(records, offset: request.offset, limit: request.limit)
         // Primary keys are unique per hierarchy and a fetch covers one hierarchy; across stores, keys may repeat,
         // so fall back to identity when they do.

@@ -47,9 +47,30 @@ let package = Package(
             path: "Benchmarks/storebench"
         ),
 
+        // The second process of the conformance suite's multiProcess group, for the built-in backends.
+        .executableTarget(
+            name: "conformance-worker",
+            dependencies: ["StoreConformance", "SQLiteBackend", "LMDBBackend", "XMLBackend"],
+            path: "Tools/conformance-worker"
+        ),
+
+        // A small process the reliability tests drive and kill: loops context saves, writes concurrently, holds a
+        // store open. Not a product; only the tests use it.
+        .executableTarget(
+            name: "storestress",
+            dependencies: ["StoreAPI", "SQLiteBackend", "LMDBBackend", "XMLBackend"],
+            path: "Tools/storestress"
+        ),
+
         .testTarget(name: "StoreAPITests", dependencies: ["StoreAPI", "StoreConformance"]),
-        .testTarget(name: "SQLiteBackendTests", dependencies: ["StoreAPI", "SQLiteBackend", "StoreConformance", "CSQLite"]),
-        .testTarget(name: "LMDBBackendTests", dependencies: ["StoreAPI", "LMDBBackend", "StoreConformance", "CLMDB"]),
+        .testTarget(
+            name: "SQLiteBackendTests",
+            dependencies: ["StoreAPI", "SQLiteBackend", "StoreConformance", "CSQLite", "conformance-worker"]
+        ),
+        .testTarget(
+            name: "LMDBBackendTests",
+            dependencies: ["StoreAPI", "LMDBBackend", "StoreConformance", "CLMDB", "conformance-worker"]
+        ),
         .testTarget(name: "XMLBackendTests", dependencies: ["StoreAPI", "XMLBackend", "StoreConformance"]),
         // Every backend together: the operations matrix across types, and the storectl binary end to end.
         .testTarget(
@@ -59,6 +80,16 @@ let package = Package(
         .testTarget(
             name: "StorectlTests",
             dependencies: ["StoreAPI", "SQLiteBackend", "LMDBBackend", "XMLBackend", "storectl"]
+        ),
+        // Crash-kill harness, resource failures, concurrent writers, destroy safety and path names, end to end.
+        .testTarget(
+            name: "ReliabilityTests",
+            dependencies: ["StoreAPI", "SQLiteBackend", "LMDBBackend", "XMLBackend", "storectl", "storestress"]
+        ),
+        // Seeded mutation fuzzing of every reader of untrusted input (a short deterministic run; longer by env var).
+        .testTarget(
+            name: "FuzzTests",
+            dependencies: ["StoreAPI", "SQLiteBackend", "LMDBBackend", "XMLBackend"]
         ),
     ],
     swiftLanguageModes: [.v6]

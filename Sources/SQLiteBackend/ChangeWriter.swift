@@ -22,6 +22,11 @@ struct ChangeWriter {
     let storeUUID: UUID
 
     private var maxInserted: [String: Int64] = [:]
+    /// The highest key inserted into the root written last, folded into `maxInserted` when the root changes: saves
+    /// insert runs of one entity, and this keeps two dictionary updates per record out of them.
+    private var runMaximum: (root: String, key: Int64)?
+    /// The layout looked up last, for the same reason.
+    private var lastLayout: EntityLayout?
 
     init(layout: StoreLayout, connection: SQLiteConnection, url: URL, storeUUID: UUID) {
         self.layout = layout
@@ -35,6 +40,7 @@ struct ChangeWriter {
         try clearConstrainedColumns(of: changes.updated)
         for r in changes.updated { try write(r, insert: false) }
         for r in changes.inserted { try write(r, insert: true) }
+        flushRunMaximum()
         for r in changes.updated { try writeRelationships(r) }
         for r in changes.inserted { try writeRelationships(r) }
         for (root, highest) in maxInserted {
@@ -53,6 +59,28 @@ struct ChangeWriter {
     private func entityLayout(_ name: String) throws -> EntityLayout {
         guard let el = layout.entities[name] else { throw StoreError.unknownEntity(name) }
         return el
+    }
+
+    private mutating func cachedEntityLayout(_ name: String) throws -> EntityLayout {
+        if let last = lastLayout, last.entity.name == name { return last }
+        let el = try entityLayout(name)
+        lastLayout = el
+        return el
+    }
+
+    private mutating func noteInserted(_ key: Int64, root: String) {
+        if let run = runMaximum, run.root == root {
+            runMaximum = (root, max(run.key, key))
+            return
+        }
+        flushRunMaximum()
+        runMaximum = (root, key)
+    }
+
+    private mutating func flushRunMaximum() {
+        guard let run = runMaximum else { return }
+        maxInserted[run.root] = max(maxInserted[run.root] ?? .min, run.key)
+        runMaximum = nil
     }
 
     private func table(_ el: EntityLayout) throws -> TableLayout {
@@ -109,7 +137,7 @@ struct ChangeWriter {
     // MARK: Rows
 
     private mutating func write(_ r: Record, insert: Bool) throws {
-        let el = try entityLayout(r.entity)
+        let el = try cachedEntityLayout(r.entity)
         let entity = el.entity
         guard r.attributes.count == entity.attributes.count, r.relationships.count == entity.relationships.count else {
             throw StoreError.io(
@@ -146,7 +174,7 @@ struct ChangeWriter {
             guard rc == SQLITE_DONE else { throw try constraintError(rc, r, el, table(el), insert: insert) }
         }
         if insert {
-            maxInserted[el.root] = max(maxInserted[el.root] ?? .min, r.primaryKey)
+            noteInserted(r.primaryKey, root: el.root)
         } else if connection.changes == 0 {
             throw StoreError.objectNotFound(ObjectID(storeUUID: storeUUID, entity: r.entity, primaryKey: r.primaryKey))
         }

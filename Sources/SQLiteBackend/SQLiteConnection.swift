@@ -16,6 +16,9 @@ final class SQLiteConnection: @unchecked Sendable {
     let url: URL
     let isReadOnly: Bool
     private var statements: [String: OpaquePointer] = [:]
+    /// The statement used last: bulk writes run one statement many times in a row, and comparing its text (a
+    /// memcmp, or nothing when it is the same string) is much cheaper than hashing it for the cache each time.
+    private var lastUsed: (sql: String, handle: OpaquePointer)?
     private var isClosed = false
 
     /// Statements kept at most; generated fetch SQL is cached too, so the cache is bounded.
@@ -65,6 +68,7 @@ final class SQLiteConnection: @unchecked Sendable {
         isClosed = true
         for (_, s) in statements { sqlite3_finalize(s) }
         statements.removeAll()
+        lastUsed = nil
         sqlite3_close_v2(db)
     }
 
@@ -109,7 +113,15 @@ final class SQLiteConnection: @unchecked Sendable {
     /// Prepares `sql` (cached) and runs `body` with it, resetting the statement afterwards. A statement already in
     /// use further up the stack gets a fresh, uncached twin, so nested queries never disturb each other.
     func withStatement<T>(_ sql: String, _ body: (Statement) throws -> T) throws -> T {
+        if let last = lastUsed, last.sql == sql, sqlite3_stmt_busy(last.handle) == 0 {
+            defer {
+                sqlite3_reset(last.handle)
+                sqlite3_clear_bindings(last.handle)
+            }
+            return try body(Statement(handle: last.handle, connection: self))
+        }
         if let cached = statements[sql], sqlite3_stmt_busy(cached) == 0 {
+            lastUsed = (sql, cached)
             defer {
                 sqlite3_reset(cached)
                 sqlite3_clear_bindings(cached)
@@ -131,6 +143,7 @@ final class SQLiteConnection: @unchecked Sendable {
     }
 
     private func evictIdleStatements() {
+        lastUsed = nil
         for (sql, s) in statements where sqlite3_stmt_busy(s) == 0 {
             sqlite3_finalize(s)
             statements.removeValue(forKey: sql)

@@ -31,12 +31,17 @@ public struct ConformanceSuite: Sendable {
     public let peers: [any StoreBackend]
     /// A registry holding the backend and its peers; checks never touch ``BackendRegistry/shared``.
     public let registry: BackendRegistry
+    /// The executable that plays the second process in ``ConformanceGroup/multiProcess`` (see
+    /// ``ConformanceWorker``).
+    public let worker: URL?
 
-    /// Creates a suite for `backend`, with `peers` for cross-backend round trips.
-    public init(backend: any StoreBackend, peers: [any StoreBackend] = []) {
+    /// Creates a suite for `backend`, with `peers` for cross-backend round trips and, for a backend that declares
+    /// ``BackendCapabilities/multiProcess``, the `worker` executable that proves it.
+    public init(backend: any StoreBackend, peers: [any StoreBackend] = [], worker: URL? = nil) {
         self.backend = backend
         self.peers = peers.filter { $0.typeIdentifier != backend.typeIdentifier }
         self.registry = BackendRegistry(backends: [InMemoryBackend(), backend] + peers)
+        self.worker = worker
     }
 
     /// The groups this backend supports, in a sensible order.
@@ -70,6 +75,7 @@ public struct ConformanceSuite: Sendable {
         case .readOnly: try checkReadOnly(harness)
         case .concurrentReaders: try checkConcurrentReaders(harness)
         case .operations: try checkOperations(harness)
+        case .multiProcess: try checkMultiProcess(harness)
         }
     }
 
@@ -117,6 +123,9 @@ public enum ConformanceGroup: String, CaseIterable, Sendable, CustomStringConver
     /// restore, relocate (including a resumed one): identities, metadata, history and sync options preserved,
     /// sources untouched, nothing left behind.
     case operations
+    /// Two processes write one store at once: nothing lost, no key handed out twice, each sees the other's saves
+    /// (for backends that declare ``BackendCapabilities/multiProcess``; needs a ``ConformanceWorker``).
+    case multiProcess
 
     public var description: String { rawValue }
 
@@ -126,6 +135,7 @@ public enum ConformanceGroup: String, CaseIterable, Sendable, CustomStringConver
         case .persistence, .sniffing, .badInput, .ownedFilesAndDestroy: capabilities.contains(.persistent)
         case .history: capabilities.contains(.history)
         case .atomicSave: capabilities.contains(.transactions)
+        case .multiProcess: capabilities.contains(.multiProcess) && capabilities.contains(.persistent)
         default: true
         }
     }
@@ -156,6 +166,23 @@ struct Harness {
 
     var backend: any StoreBackend { suite.backend }
     var isPersistent: Bool { backend.capabilities.contains(.persistent) }
+
+    /// Whether `got` holds the same data as `want`, as far as the backend under test promises: a backend that does
+    /// not declare ``BackendCapabilities/orderedRelationships`` may return ordered to-many relationships in any
+    /// order, so for it they are compared as sets.
+    func sameRecord(_ got: Record, _ want: Record, in entity: Entity) -> Bool {
+        if backend.capabilities.contains(.orderedRelationships) { return got.isLogicallyEqual(to: want, in: entity) }
+        return Self.ignoringOrder(got).isLogicallyEqual(to: Self.ignoringOrder(want), in: entity)
+    }
+
+    private static func ignoringOrder(_ record: Record) -> Record {
+        var r = record
+        r.relationships = r.relationships.map { value in
+            if case .toMany(let keys) = value { return .toMany(keys.sorted()) }
+            return value
+        }
+        return r
+    }
 
     /// A path for a new store of the backend under test.
     func storeURL(_ name: String = "store") -> URL {

@@ -5,7 +5,7 @@ import Testing
 
 /// The published conformance suite, run against the LMDB backend.
 @Suite struct LMDBConformanceTests {
-    static let suite = ConformanceSuite(backend: LMDBStoreBackend())
+    static let suite = ConformanceSuite(backend: LMDBStoreBackend(), worker: ConformanceWorker.executable(named: "conformance-worker"))
 
     @Test(arguments: suite.groups)
     func conformance(_ group: ConformanceGroup) throws {

@@ -187,4 +187,13 @@ struct ObjectKey: Hashable {
     let store: UUID
     let root: String
     let primaryKey: Int64
+
+    // Hashing the primary key alone: the context looks keys up several times per inserted object, and hashing the
+    // root's name and the store's UUID each time cost more than the rest of an insert. Keys that differ only by root
+    // or store collide and are told apart by `==`; a context holds few roots and fewer stores.
+    func hash(into hasher: inout Hasher) { hasher.combine(primaryKey) }
+
+    static func == (a: ObjectKey, b: ObjectKey) -> Bool {
+        a.primaryKey == b.primaryKey && a.root == b.root && a.store == b.store
+    }
 }

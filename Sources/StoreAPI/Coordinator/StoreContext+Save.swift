@@ -22,12 +22,14 @@ extension StoreContext {
         for o in live { try validate(o) }
         try checkUniqueness(live, deleted: objects.filter { $0.state == .deleted })
 
-        var byStore: [UUID: (store: LoadedStore, objects: [ManagedObject])] = [:]
-        var storeOrder: [UUID] = []
+        // A context rarely spans more than a few stores: a linear search by identity beats hashing UUIDs per object.
+        var byStore: [(store: LoadedStore, objects: [ManagedObject])] = []
         for o in objects {
-            let id = o.loadedStore.identifier
-            if byStore[id] == nil { byStore[id] = (o.loadedStore, []); storeOrder.append(id) }
-            byStore[id]?.objects.append(o)
+            if let i = byStore.firstIndex(where: { $0.store === o.loadedStore }) {
+                byStore[i].objects.append(o)
+            } else {
+                byStore.append((o.loadedStore, [o]))
+            }
         }
         let now = Date()
         var saved: Set<ObjectKey> = []
@@ -41,8 +43,7 @@ extension StoreContext {
                 changeOrder.removeAll { saved.contains($0) }
             }
         }
-        for id in storeOrder {
-            guard let (store, group) = byStore[id] else { continue }
+        for (store, group) in byStore {
             let changes = try changeSet(for: group, store: store, timestamp: now)
             if !changes.isEmpty { try store.store.save(changes) }
             for o in group {
@@ -148,12 +149,21 @@ extension StoreContext {
 
     /// Checks every uniqueness constraint of the saved objects against each other and against the stores.
     private func checkUniqueness(_ objects: [ManagedObject], deleted: [ManagedObject]) throws {
+        guard schema.entities.contains(where: { !$0.uniquenessConstraints.isEmpty }) else { return }
         let deletedKeys = Set(deleted.map(\.key))
         var groups: [String: (owner: Entity, attributes: [String], objects: [ManagedObject])] = [:]
+        // Constraints are looked up once per entity, not once per object.
+        var byEntity: [ObjectIdentifier: [(id: String, owner: Entity, attributes: [String])]] = [:]
         for o in objects {
-            for (owner, attrs) in constraints(of: o.entity) {
-                let id = owner.name + "\u{1}" + attrs.joined(separator: "\u{1}")
-                groups[id, default: (owner, attrs, [])].objects.append(o)
+            let applicable = byEntity[ObjectIdentifier(o.entity)] ?? {
+                let found = constraints(of: o.entity).map { owner, attrs in
+                    (id: owner.name + "\u{1}" + attrs.joined(separator: "\u{1}"), owner: owner, attributes: attrs)
+                }
+                byEntity[ObjectIdentifier(o.entity)] = found
+                return found
+            }()
+            for c in applicable {
+                groups[c.id, default: (c.owner, c.attributes, [])].objects.append(o)
             }
         }
         for (_, group) in groups.sorted(by: { $0.key < $1.key }) {

@@ -28,6 +28,9 @@ public final class StoreContext {
     var changed: [ObjectKey: ManagedObject] = [:]
     var changeOrder: [ObjectKey] = []
     var liveAtLastSweep = 0
+    /// The entity and store the last insert resolved, reused while inserts keep naming the same entity and the
+    /// coordinator's stores stay the same (bulk inserts resolve them once, not per record).
+    private var lastInsertTarget: (name: String, entity: Entity, store: LoadedStore, generation: Int)?
 
     init(coordinator: StoreCoordinator) {
         self.coordinator = coordinator
@@ -60,10 +63,7 @@ public final class StoreContext {
     public func insert(
         _ entity: String, _ values: [String: StoreValue] = [:], globalID: UUID = UUID(), into store: LoadedStore? = nil
     ) throws -> ManagedObject {
-        let e = try schema.requireEntity(entity)
-        guard !e.isAbstract else { throw StoreError.abstractEntity(entity) }
-        let target = try store ?? coordinator.store(for: entity)
-        guard target.entityNames.contains(entity) else { throw StoreError.noStoreForEntity(entity) }
+        let (e, target) = try insertTarget(entity, store)
         if let why = target.invalidationReason {
             throw StoreError.refused(target.url ?? URL(fileURLWithPath: "/"), reason: "store is no longer valid: \(why)")
         }
@@ -82,6 +82,19 @@ public final class StoreContext {
         registered[object.key] = WeakObject(object)
         noteChanged(object)
         return object
+    }
+
+    private func insertTarget(_ name: String, _ store: LoadedStore?) throws -> (Entity, LoadedStore) {
+        let generation = coordinator.storesGeneration
+        if store == nil, let last = lastInsertTarget, last.generation == generation, last.name == name {
+            return (last.entity, last.store)
+        }
+        let e = try schema.requireEntity(name)
+        guard !e.isAbstract else { throw StoreError.abstractEntity(name) }
+        let target = try store ?? coordinator.store(for: name)
+        guard target.entityNames.contains(name) else { throw StoreError.noStoreForEntity(name) }
+        if store == nil { lastInsertTarget = (name, e, target, generation) }
+        return (e, target)
     }
 
     // MARK: Lookup

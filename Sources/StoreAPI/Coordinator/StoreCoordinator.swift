@@ -17,6 +17,11 @@ public final class StoreCoordinator: Sendable {
     public let registry: BackendRegistry
 
     private let loaded = Mutex<[LoadedStore]>([])
+    /// Bumped whenever the set of loaded stores changes, so contexts can cache which store an entity goes to.
+    private let generation = Atomic<Int>(0)
+
+    /// Changes whenever a store is added, removed or swapped.
+    var storesGeneration: Int { generation.load(ordering: .acquiring) }
 
     /// Creates a coordinator for `schema`.
     public init(schema: Schema, registry: BackendRegistry = .shared) {
@@ -60,6 +65,7 @@ public final class StoreCoordinator: Sendable {
                         reason: "a store with the same UUID (\(handle.identifier)) is already loaded; is this a copy?"))
                 }
                 stores.append(handle)
+                generation.add(1, ordering: .releasing)
                 return .success(())
             }.get()
             return handle
@@ -74,6 +80,7 @@ public final class StoreCoordinator: Sendable {
         let removed = loaded.withLock { stores in
             let before = stores.count
             stores.removeAll { $0 === store }
+            generation.add(1, ordering: .releasing)
             return before != stores.count
         }
         guard removed else {
@@ -120,6 +127,7 @@ public final class StoreCoordinator: Sendable {
             } else if let new {
                 stores.append(new)
             }
+            generation.add(1, ordering: .releasing)
         }
         old.invalidate(reason)
         try? old.store.close()

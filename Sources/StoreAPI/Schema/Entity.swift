@@ -29,6 +29,7 @@ public final class Entity: Sendable, CustomStringConvertible {
     public var isAbstract: Bool { definition.isAbstract }
 
     private let attributeIndex: [String: Int]
+    private let attributeNames: [String]
     private let relationshipIndex: [String: Int]
 
     init(
@@ -50,11 +51,22 @@ public final class Entity: Sendable, CustomStringConvertible {
         var ri: [String: Int] = [:]
         for (i, r) in relationships.enumerated() { ri[r.name] = i }
         attributeIndex = ai
+        attributeNames = attributes.map(\.name)
         relationshipIndex = ri
     }
 
     /// The position of a stored attribute in ``attributes`` (and in ``Record/attributes``).
-    public func attributeIndex(_ name: String) -> Int? { attributeIndex[name] }
+    public func attributeIndex(_ name: String) -> Int? {
+        // Inserting and reading values looks names up once per value: for the usual handful of attributes,
+        // comparing names (a few instructions when both are short) beats hashing one.
+        if attributes.count <= Self.linearLookupLimit {
+            for i in attributeNames.indices where attributeNames[i] == name { return i }
+            return nil
+        }
+        return attributeIndex[name]
+    }
+
+    private static let linearLookupLimit = 12
     /// The position of a stored relationship in ``relationships`` (and in ``Record/relationships``).
     public func relationshipIndex(_ name: String) -> Int? { relationshipIndex[name] }
     /// The stored attribute named `name`.

@@ -51,7 +51,7 @@ extension ConformanceSuite {
                 continue
             }
             let entity = try #require(metadata.schema.entity(named: want.entity))
-            #expect(got.isLogicallyEqual(to: want, in: entity), "\(what): record \(want.key) differs")
+            #expect(h.sameRecord(got, want, in: entity), "\(what): record \(want.key) differs")
         }
         if backend.capabilities.contains(.history) {
             #expect(try store.history(after: nil) == expected.history, "\(what): history")

@@ -36,7 +36,7 @@ extension ConformanceSuite {
         for (gid, record) in before {
             let entity = try #require(h.schema.entity(named: record.entity))
             let reread = try #require(after[gid], "record \(record.key) is missing after reopen")
-            #expect(reread.isLogicallyEqual(to: record, in: entity), "record \(record.key) changed across close and reopen")
+            #expect(h.sameRecord(reread, record, in: entity), "record \(record.key) changed across close and reopen")
         }
         // Object IDs are permanent: the same ID finds the same record after reopen.
         let r = c2.newContext()

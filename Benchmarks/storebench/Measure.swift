@@ -9,6 +9,28 @@ enum Measure {
         return (value, Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
     }
 
+    /// CPU seconds (user + system, all threads) this process has used so far.
+    static func cpuNow() -> Double {
+        var t = timespec()
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t)
+        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+    }
+
+    /// Runs `body` and returns its result with the CPU and wall-clock seconds it took.
+    static func timing<T>(_ body: () throws -> T) rethrows -> (T, Timing) {
+        let cpu = cpuNow()
+        let (value, wall) = try time(body)
+        return (value, Timing(cpu: cpuNow() - cpu, wall: wall))
+    }
+
+    /// The median of `values` (the mean of the middle two for an even count); 0 for none.
+    static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        guard !sorted.isEmpty else { return 0 }
+        let mid = sorted.count / 2
+        return sorted.count % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
+    }
+
     /// Peak resident set size of this process since the last ``resetPeakRSS()``, in bytes (Linux; 0 elsewhere).
     static func peakRSS() -> Int {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
@@ -29,6 +51,21 @@ enum Measure {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("storebench-\(name)-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         return dir
+    }
+}
+
+/// CPU and wall-clock seconds of one measurement. Ratios use CPU time: on a shared machine wall time mostly
+/// measures the neighbours (it is printed alongside). CPU time leaves out waiting for the disk (fsync), which both
+/// sides do alike.
+struct Timing {
+    var cpu: Double
+    var wall: Double
+
+    static func + (a: Timing, b: Timing) -> Timing { Timing(cpu: a.cpu + b.cpu, wall: a.wall + b.wall) }
+
+    /// The median of each component.
+    static func median(_ runs: [Timing]) -> Timing {
+        Timing(cpu: Measure.median(runs.map(\.cpu)), wall: Measure.median(runs.map(\.wall)))
     }
 }
 

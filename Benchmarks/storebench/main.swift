@@ -4,74 +4,147 @@ import SQLiteBackend
 import StoreAPI
 import XMLBackend
 
-// storebench — our figures beside the engines' own, measured in the same run.
+// storebench — our figures beside the engines' own, measured in the same run, on the same generated data.
 //
-//   storebench                 full run (10⁴, 10⁵, 10⁶ records)
-//   storebench --smoke         tiny sizes, every section once (CI)
-//   storebench --sizes 10000,100000 --only sqlite
+//   storebench                          full run (10⁴, 10⁵, 10⁶ records)
+//   storebench --smoke                  tiny size, every section once, every result checked (CI)
+//   storebench --sizes 1e5 --only convert,copy
 //
 // Build with -c release for figures worth quoting.
 
-struct Options {
-    var sizes = [10_000, 100_000, 1_000_000]
-    var only: Set<String> = []
-    var smoke = false
-
-    init(_ args: [String]) throws {
-        var it = args.makeIterator()
-        while let a = it.next() {
-            switch a {
-            case "--smoke":
-                smoke = true
-                sizes = [2_000]
-            case "--sizes":
-                guard let v = it.next() else { throw Usage.missing(a) }
-                sizes = v.split(separator: ",").compactMap { Int($0) }
-            case "--only":
-                guard let v = it.next() else { throw Usage.missing(a) }
-                only = Set(v.split(separator: ",").map(String.init))
-            case "-h", "--help":
-                throw Usage.help
-            default:
-                throw Usage.unknown(a)
-            }
-        }
-    }
-
-    func wants(_ section: String) -> Bool { only.isEmpty || only.contains(section) }
-}
-
-enum Usage: Error, CustomStringConvertible {
-    case missing(String), unknown(String), help
-    var description: String {
-        switch self {
-        case .missing(let a): "\(a) needs a value"
-        case .unknown(let a): "unknown argument \(a)"
-        case .help: "usage: storebench [--smoke] [--sizes N,N,...] [--only sqlite,lmdb,xml]"
-        }
-    }
+// Line-buffered even into a file or pipe, so a long run shows its progress as it goes. (C's `stdout` global is
+// not concurrency-safe to name in Swift 6, so it is looked up.)
+if let symbol = dlsym(dlopen(nil, RTLD_NOW), "stdout"),
+   let standardOutput = symbol.assumingMemoryBound(to: UnsafeMutablePointer<FILE>?.self).pointee {
+    setvbuf(standardOutput, nil, _IOLBF, 0)
 }
 
 BackendRegistry.shared.register(SQLiteStoreBackend())
 BackendRegistry.shared.register(LMDBStoreBackend())
 BackendRegistry.shared.register(XMLStoreBackend())
 
-do {
-    let options = try Options(Array(CommandLine.arguments.dropFirst()))
+let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.first == "--worker" { Worker.run(Array(arguments.dropFirst())) }
+
+/// Runs the sections for every size and prints the table; returns the failures.
+func runBenchmarks(_ options: Options) throws -> [String] {
     #if DEBUG
-    print("note: debug build; run with -c release for meaningful figures")
+    let build = "debug"
+    #else
+    let build = "release"
     #endif
-    var failed = false
-    for n in options.sizes {
-        if options.wants("sqlite") {
-            failed = !(try SQLiteSection.run(count: n)) || failed
-            failed = !(try runSQLiteBenchmark(count: n)) || failed
-        }
-        if options.wants("lmdb") { failed = !(try runLMDBBenchmark(count: n)) || failed }
-        if options.wants("xml") { runXMLBenchmark(count: n) }
+    let reproduce = "storebench " + arguments.joined(separator: " ")
+    print("storebench (\(build) build) — reproduce with: swift run -c \(build) \(reproduce)")
+    if build == "debug" { print("note: debug build; run with -c release for meaningful figures") }
+    let product = ProductRunner.find(explicit: options.storectl, preferSelf: options.selfRunner)
+    print("our side of convert/copy: \(product.description)")
+    if let startup = product.startup() {
+        print(String(format: "storectl start-up and exit alone: %.1f ms CPU, %.1f ms wall (included in each convert/copy figure)",
+                     startup.cpu * 1000, startup.wall * 1000))
     }
-    if failed {
-        print("\nsome checks failed")
+
+    let fm = FileManager.default
+    let work = try Measure.temporaryDirectory("run")
+    defer { try? fm.removeItem(at: work) }
+    let dataRoot = options.dataDirectory ?? work.appendingPathComponent("data")
+    let table = ResultsTable()
+    var failures: [String] = []
+    var peaksBySize: [(Int, [String: Int])] = []
+
+    for size in options.sizes {
+        let dataset = try Dataset(total: size)
+        let datasetSections = Options.sections.filter(options.wants)
+        if !datasetSections.isEmpty {
+            let dir = SourceStores.directory(root: dataRoot, total: dataset.total)
+            print("\n# \(dataset.total) records: \(dataset.authors) authors, \(dataset.tags) tags, \(dataset.books) books, \(dataset.reviews) reviews")
+            table.begin("source stores, \(ResultRow.count(dataset.total)) records (generated through each backend's store API; not a product figure)")
+            for type in SourceStores.types {
+                let seconds = try SourceStores.ensure(dataset, type: type, in: dir)
+                let bytes = SourceStores.size(SourceStores.url(dir, type), type: type)
+                var row = ResultRow.timed("build source (\(type))", records: dataset.total, ours: seconds ?? Timing(cpu: 0, wall: 0), reference: nil,
+                                          referenceName: String(format: "%.1f MB on disk", Double(bytes) / 1e6))
+                if seconds == nil {
+                    row.ours = "reused"
+                    row.rate = ""
+                    row.oursWall = ""
+                }
+                table.add(row)
+            }
+            let scratch = work.appendingPathComponent("scratch-\(dataset.total)")
+            try fm.createDirectory(at: scratch, withIntermediateDirectories: true)
+            defer { try? fm.removeItem(at: scratch) }
+            let env = BenchEnvironment(dataset: dataset, sourceDirectory: dir, scratch: scratch, runs: options.runs(for: size),
+                                       product: product, table: table, verifyUpTo: options.smoke ? .max : options.verifyUpTo)
+            if options.smoke || dataset.total <= 10_000 {
+                // The three sources must be the same logical store, or every comparison below is meaningless.
+                env.verify("source lmdb vs sqlite", copy: env.source("lmdb"), against: "sqlite", comparesMetadata: false)
+                env.verify("source xml vs sqlite", copy: env.source("xml"), against: "sqlite", comparesMetadata: false)
+            }
+
+            var refs = ConvertSection.References()
+            if options.wants("convert") || options.wants("insert") { refs = try ConvertSection.references(env) }
+            if options.wants("convert") {
+                table.begin("convert, \(env.label) records (each run a fresh process; target ≤1.5× reference read + write, peak RSS ≤100 MB)")
+                peaksBySize.append((dataset.total, try ConvertSection.run(env, refs)))
+            }
+            if options.wants("copy") {
+                table.begin("same-type copy, \(env.label) records (whole processes; target ≤1.2× the engine's copy)")
+                try CopySection.run(env)
+            }
+            if options.wants("open") {
+                table.begin("open a store + fetch its first book, \(env.label) records (fresh process)")
+                try ContextSections.open(env)
+            }
+            if options.wants("fetch") {
+                table.begin("fetch by object ID through a context, \(env.label) records")
+                try ContextSections.fetchByID(env)
+            }
+            if options.wants("predicate") {
+                table.begin("predicate fetch through a context: \(ContextSections.predicate)")
+                try ContextSections.predicateFetch(env, expected: ContextSections.expectedMatches(dataset))
+            }
+            if options.wants("insert") {
+                table.begin("insert the dataset through a context, \(env.label) records")
+                try ContextSections.insert(env, refs: refs)
+            }
+            failures += env.failures
+        }
+
+        // The store-API micro-benchmarks on a flat record (their own tables).
+        if options.wants("sqlite") {
+            if !(try SQLiteSection.run(count: size)) { failures.append("sqlite micro-benchmark check") }
+            if !(try runSQLiteBenchmark(count: size)) { failures.append("sqlite store-API check") }
+        }
+        if options.wants("lmdb"), !(try runLMDBBenchmark(count: size)) { failures.append("lmdb micro-benchmark check") }
+        if options.wants("xml") { runXMLBenchmark(count: size) }
+    }
+
+    // Peak RSS of each conversion at the largest size over the next largest: flat means streaming.
+    if peaksBySize.count >= 2 {
+        let (largeSize, large) = peaksBySize[peaksBySize.count - 1]
+        let (smallSize, small) = peaksBySize[peaksBySize.count - 2]
+        table.begin("peak RSS flatness, \(ResultRow.count(smallSize)) → \(ResultRow.count(largeSize)) records (target ≤1.2×)")
+        for (name, peak) in large.sorted(by: { $0.key < $1.key }) {
+            guard let before = small[name] else { continue }
+            table.add(.flatness("RSS growth " + name, small: (smallSize, before), large: (largeSize, peak), limit: 1.2))
+        }
+    }
+
+    if !table.rows.isEmpty {
+        print("\n# Results (\(build) build; medians; times are CPU seconds (user + system) and ratios compare them — wall")
+        print("# clock alongside; ours/ref < 1 means faster than the reference)")
+        table.printFinal()
+    }
+    print("\nreproduce with: swift run -c \(build) \(reproduce)")
+    return failures
+}
+
+do {
+    let options = try Options(arguments)
+    let failures = try runBenchmarks(options)
+    if !failures.isEmpty {
+        print("\n\(failures.count) check(s) failed:")
+        for f in failures { print("  - \(f)") }
         exit(1)
     }
 } catch let usage as Usage {
@@ -80,5 +153,5 @@ do {
     exit(2)
 } catch {
     print("storebench: \(error)")
-    exit(2)
+    exit(1)
 }

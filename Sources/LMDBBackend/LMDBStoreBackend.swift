@@ -25,7 +25,12 @@ import StoreAPI
 ///
 /// ## Behaviour
 /// A save is one write transaction. Readers use read-only transactions and never block the writer, in this or any
-/// other process (liblmdb's own locking). The memory map starts at 64 MiB (option `lmdb.mapSize`, e.g. `"256M"`)
+/// other process (liblmdb's own locking). Writers take turns: a save waits for another writer — in this process,
+/// or in another process using this framework — for at most ``StoreOptions/timeout`` seconds, then fails with
+/// ``StoreError/locked(_:reason:)`` and writes nothing. Between processes this works through an advisory `flock`
+/// on the data file, held for the length of each write transaction (liblmdb's own writer lock cannot be waited on
+/// with a timeout); programs that do not use this framework (such as `mdb_load`) do not take it, so a save that
+/// meets one of them waits until it is done. The memory map starts at 64 MiB (option `lmdb.mapSize`, e.g. `"256M"`)
 /// and doubles by itself when it fills, up to `lmdb.maxMapSize` (default 1 TiB). Stores opened on the same files in
 /// one process share one environment, as lmdb.h requires. ``copyStore(from:to:)`` uses `mdb_env_copyfd2` with
 /// compaction and works while a writer is active.
@@ -92,9 +97,11 @@ public struct LMDBStoreBackend: StoreBackend {
     /// Replaces the metadata in one write transaction (also seen at once by stores open on the files in this
     /// process). Never creates a store.
     public func writeMetadata(_ metadata: StoreMetadata, at url: URL) throws {
-        let opened = try StoreOpener.acquire(url, options: StoreOptions(createIfMissing: false), creating: nil)
+        let options = StoreOptions(createIfMissing: false)
+        let opened = try StoreOpener.acquire(url, options: options, creating: nil)
         // The store takes over the environment reference and gives it back on close.
-        let store = LMDBPersistentStore(url: url, env: opened.environment, layout: opened.layout, readOnly: opened.environment.isReadOnly)
+        let store = LMDBPersistentStore(
+            url: url, env: opened.environment, layout: opened.layout, readOnly: opened.environment.isReadOnly, timeout: options.timeout)
         defer { try? store.close() }
         if store.isReadOnly { throw StoreError.readOnly(url, reason: "the store's files are not writable") }
         try store.save(StoreChanges(metadata: metadata))
@@ -113,7 +120,7 @@ public struct LMDBStoreBackend: StoreBackend {
             EnvironmentRegistry.release(env)
             throw StoreError.readOnly(url, reason: "the store's files are not writable; open it with a read-only description")
         }
-        return LMDBPersistentStore(url: url, env: env, layout: opened.layout, readOnly: options.isReadOnly || env.isReadOnly)
+        return LMDBPersistentStore(url: url, env: env, layout: opened.layout, readOnly: options.isReadOnly || env.isReadOnly, timeout: options.timeout)
     }
 
     // MARK: Operations

@@ -5,8 +5,8 @@ import Glibc
 import Darwin
 #endif
 
-/// What the first 100 bytes of a path say, read with plain file I/O (never through SQLite, which could create or
-/// recover files).
+/// What the first 100 bytes of a path say, read without a connection (which could create or recover files), through
+/// SQLite's VFS so that this process's locks on a database it has open survive the read.
 enum DatabaseHeader: Equatable {
     case missing
     case directory
@@ -34,22 +34,11 @@ enum DatabaseHeader: Equatable {
         case S_IFDIR: return .directory
         default: return .notSQLite  // a FIFO, socket or device: never opened (a FIFO would block)
         }
-        let fd = open(url.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { return .unreadable(String(cString: strerror(errno))) }
-        defer { close(fd) }
-        var bytes = [UInt8](repeating: 0, count: 100)
-        var total = 0
-        while total < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { buf in
-                Glibc_read(fd, buf.baseAddress.map { $0 + total }, buf.count - total)
-            }
-            if n < 0 {
-                if errno == EINTR { continue }
-                return .unreadable(String(cString: strerror(errno)))
-            }
-            if n == 0 { break }
-            total += n
-        }
+        // Through SQLite's VFS, not open(2): closing a plain descriptor would drop this process's locks on a
+        // database it has open (see VFSFile).
+        guard let file = VFSFile(url, readWrite: false) else { return .unreadable(String(cString: strerror(errno))) }
+        guard let bytes = file.readPrefix(100) else { return .unreadable("read error") }
+        let total = bytes.count
         if total == 0 { return .empty }
         guard total >= magic.count, Array(bytes[0..<magic.count]) == magic else { return .notSQLite }
         guard total == 100 else { return .truncated }
@@ -64,12 +53,4 @@ enum DatabaseHeader: Equatable {
         guard validPageSize, bytes[21] == 64, bytes[22] == 32, bytes[23] == 32 else { return .damaged }
         return .sqlite(applicationID: int32(at: 68), userVersion: int32(at: 60))
     }
-}
-
-private func Glibc_read(_ fd: Int32, _ p: UnsafeMutableRawPointer?, _ n: Int) -> Int {
-    #if canImport(Glibc)
-    return Glibc.read(fd, p, n)
-    #else
-    return Darwin.read(fd, p, n)
-    #endif
 }

@@ -260,6 +260,10 @@ public struct SQLiteStoreBackend: StoreBackend {
                 url, expected: typeIdentifier, found: isDirectory.boolValue ? "a directory" : "a file of another kind")
         }
         OpenStores.invalidateAll(at: url)
+        // Fold a hot -wal into the database first (closing the last connection checkpoints and removes it): a
+        // destroy killed after deleting the -wal would otherwise leave a main file that looks whole but lacks the
+        // commits the log held — and relocate, resuming, would copy that stale store over the complete new one.
+        Self.removeSidecarsIfUnused(url)
         // Sidecars first: until the main file goes, the path is still a store and a retry finishes the job.
         for file in ownedFiles(ofStoreAt: url).reversed() {
             do {

@@ -1,6 +1,11 @@
 import CLibXML2
 import Foundation
 import StoreAPI
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Initialises libxml2 once per process, before any thread uses it (`xmlInitParser` is not itself thread-safe).
 enum LibXML {
@@ -35,6 +40,50 @@ final class LibXMLErrorSink {
     }
 }
 
+/// The bytes of a store file on their way to libxml2, read from a descriptor and passed through an
+/// ``XMLAttributeGuard``: an element with absurdly many attributes stops the read before libxml2's quadratic
+/// duplicate-attribute check turns a 1 MB file into minutes of work.
+final class GuardedFileInput {
+    let fd: Int32
+    var scanner = XMLAttributeGuard()
+    /// Why the input stopped (a guard refusal or a read error), with the line it was on.
+    var failure: (reason: String, line: Int)?
+
+    init(fd: Int32) { self.fd = fd }
+
+    func read(into buffer: UnsafeMutablePointer<CChar>, count: Int) -> Int32 {
+        guard failure == nil else { return -1 }
+        var n: Int
+        repeat { n = Glibc_readFD(fd, buffer, count) } while n < 0 && errno == EINTR
+        guard n >= 0 else {
+            failure = ("cannot read the file: \(String(cString: strerror(errno)))", scanner.line)
+            return -1
+        }
+        let allowed = buffer.withMemoryRebound(to: UInt8.self, capacity: n) {
+            scanner.scan(UnsafeBufferPointer(start: $0, count: n))
+        }
+        guard allowed else {
+            failure = ("an element has more than \(XMLAttributeGuard.limit) attributes, which no store has (refused: "
+                + "the XML parser would take minutes over it)", scanner.line)
+            return -1
+        }
+        return Int32(n)
+    }
+}
+
+private let guardedRead: xmlInputReadCallback = { context, buffer, length in
+    guard let context, let buffer else { return -1 }
+    return Unmanaged<GuardedFileInput>.fromOpaque(context).takeUnretainedValue().read(into: buffer, count: Int(length))
+}
+
+private func Glibc_readFD(_ fd: Int32, _ buffer: UnsafeMutablePointer<CChar>, _ count: Int) -> Int {
+    #if canImport(Glibc)
+    return Glibc.read(fd, buffer, count)
+    #else
+    return Darwin.read(fd, buffer, count)
+    #endif
+}
+
 private let structuredErrorHandler: xmlStructuredErrorFunc = { context, error in
     guard let context, let error else { return }
     Unmanaged<LibXMLErrorSink>.fromOpaque(context).takeUnretainedValue().record(error)
@@ -58,6 +107,7 @@ final class LibXMLReader {
     private let sink = LibXMLErrorSink()
     private var memory: UnsafeMutableBufferPointer<CChar>?
     private var fd: Int32 = -1
+    private var input: GuardedFileInput?
     private var textBuffer: [UInt8] = []
 
     /// Opens `url` for reading.
@@ -69,11 +119,16 @@ final class LibXMLReader {
         guard fd >= 0 else {
             throw StoreError.io(url, operation: "open for reading", reason: String(cString: strerror(errno)))
         }
-        guard let r = xmlReaderForFd(fd, url.path, nil, secureParseOptions) else {
+        let input = GuardedFileInput(fd: fd)
+        guard let r = xmlReaderForIO(guardedRead, nil, Unmanaged.passUnretained(input).toOpaque(), url.path, nil,
+                                     secureParseOptions)
+        else {
             close(fd)
-            throw StoreError.corruptStore(url, reason: "cannot start an XML reader")
+            let why = input.failure.map { "line \($0.line): \($0.reason)" } ?? "cannot start an XML reader"
+            throw StoreError.corruptStore(url, reason: why)
         }
         self.fd = fd
+        self.input = input
         reader = r
         xmlTextReaderSetStructuredErrorHandler(r, structuredErrorHandler, Unmanaged.passUnretained(sink).toOpaque())
     }
@@ -108,6 +163,7 @@ final class LibXMLReader {
     func read() throws -> Bool {
         let rc = xmlTextReaderRead(reader)
         if rc == 1 { return true }
+        if let failure = input?.failure { throw corrupt(failure.reason, line: failure.line) }
         if rc == 0 {
             if let message = sink.message { throw corrupt(message, line: sink.line) }
             return false
@@ -126,6 +182,16 @@ final class LibXMLReader {
             if l > 0 && l < 65535 { return l }
         }
         return Int(xmlTextReaderGetParserLineNumber(reader))
+    }
+
+    /// Whether the document's internal DTD subset declares entities (general or parameter). Stores never do;
+    /// libxml2 substitutes small internal entities in attribute values even without `XML_PARSE_NOENT`, so a file
+    /// that declares them is refused outright. Valid once the reader is past the DOCTYPE (on the root element).
+    var declaresEntities: Bool {
+        guard let node = xmlTextReaderCurrentNode(reader), let doc = node.pointee.doc,
+              let dtd = doc.pointee.intSubset
+        else { return false }
+        return dtd.pointee.entities != nil || dtd.pointee.pentities != nil
     }
 
     /// The current node's name (owned by the reader; valid until it moves).

@@ -6,9 +6,10 @@ import StoreAPI
 /// The whole file is read into memory when the store opens and rewritten on every save — staged, fsynced and
 /// renamed over the old file by the framework — so queries run in memory and a crash never leaves a partial file.
 /// Files are read and written by streaming through libxml2 (`xmlTextReader`, `xmlTextWriter`); no document tree
-/// is ever built. Reading is hardened: no entity substitution, no DTD or network loading, libxml2's size limits
-/// left on, nesting capped at ``XMLStoreFormat/maxDepth``, and every problem reported as
-/// ``StoreError/corruptStore(_:reason:)`` with its line number.
+/// is ever built. Reading is hardened: no entity substitution, no DTD or network loading, a DOCTYPE that declares
+/// entities refused, libxml2's size limits left on, nesting capped at ``XMLStoreFormat/maxDepth``, an element with
+/// more than 256 attributes refused before libxml2 sees it (its duplicate check is quadratic), and every problem
+/// reported as ``StoreError/corruptStore(_:reason:)`` with its line number.
 ///
 /// Stores written by Core Data (`NSXMLStoreType`) open too: their schema, primary keys and global IDs are inferred
 /// from the file, the same way every time (entities from object types, attribute types from `type`, relationship

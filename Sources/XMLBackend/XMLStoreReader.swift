@@ -28,6 +28,9 @@ struct XMLStoreReader {
         let r = try LibXMLReader(fileAt: url)
         guard try r.moveToRoot() else { throw r.corrupt("the file holds no XML elements") }
         guard r.name == "database" else { throw r.corrupt("the root element is <\(r.name)>, not <database>") }
+        if r.declaresEntities {
+            throw r.corrupt("the document type declares entities, which stores never do (refused unread)")
+        }
         guard !r.isEmptyElement, try r.nextChildElement(parentDepth: 0) else {
             throw r.corrupt("<database> holds no <databaseInfo>")
         }

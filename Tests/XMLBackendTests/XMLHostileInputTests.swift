@@ -262,7 +262,7 @@ func expectCorrupt(_ url: URL, _ fragments: [String] = [], sourceLocation: Sourc
         let plain = try dir.write(coreDataDocument("""
             <object type="A" id="z1"><attribute name="x" type="string">&e;</attribute></object>
             """, doctype: "<!DOCTYPE database [<!ENTITY e \"x\">]>"), to: "entity.xml")
-        expectCorrupt(plain, ["entity references are not allowed"])
+        expectCorrupt(plain, ["declares entities"])
     }
 
     @Test func deepNestingIsRefused() throws {
@@ -279,6 +279,67 @@ func expectCorrupt(_ url: URL, _ fragments: [String] = [], sourceLocation: Sourc
             <database><databaseInfo><metadata><plist version="1.0">\(plist)</plist></metadata></databaseInfo></database>
             """, to: "deep-plist.xml")
         expectCorrupt(deepPlist, ["nested deeper than 64"])
+    }
+
+    @Test func entityDeclarationsAreRefusedWhereverTheyAreUsed() throws {
+        let dir = try TempDirectory()
+        let big = String(repeating: "x", count: 10_000)
+        let cases: [(String, String, String)] = [
+            // libxml2 substitutes small internal entities in attribute values even without XML_PARSE_NOENT.
+            ("attribute", "<!DOCTYPE database [<!ENTITY t \"A\">]>", "<object type=\"&t;\" id=\"z1\"></object>"),
+            ("unused", "<!DOCTYPE database [<!ENTITY t \"A\">]>", "<object type=\"A\" id=\"z1\"></object>"),
+            ("parameter", "<!DOCTYPE database [<!ENTITY % p \"<!ENTITY t 'A'>\"> %p;]>", "<object type=\"A\" id=\"z1\"></object>"),
+            ("quadratic", "<!DOCTYPE database [<!ENTITY a \"\(big)\">]>",
+             "<object type=\"" + String(repeating: "&a;", count: 50_000) + "\" id=\"z1\"></object>"),
+        ]
+        for (name, doctype, objects) in cases {
+            let url = try dir.write(coreDataDocument(objects, doctype: doctype), to: "entities-\(name).xml")
+            expectCorrupt(url, ["declares entities", "line"])
+        }
+        // Core Data's own DOCTYPE (a system identifier, never loaded) is fine.
+        let plain = try dir.write(coreDataDocument("<object type=\"A\" id=\"z1\"></object>",
+                                                   doctype: "<!DOCTYPE database SYSTEM \"file:///System/Library/DTDs/CoreData.dtd\">"),
+                                  to: "coredata-doctype.xml")
+        try XMLStoreBackend().readStore(at: plain) { _ in }
+    }
+
+    /// libxml2 2.9 checks every attribute name against all earlier ones of the element: 100,000 attributes (1 MB)
+    /// would take it about half an hour. The reader stops at the 257th, before libxml2 sees the tag.
+    @Test func manyAttributesAreRefusedBeforeLibxml2SeesThem() throws {
+        let dir = try TempDirectory()
+        let attributes = (0..<100_000).map { "a\($0)=\"x\"" }.joined(separator: " ")
+        let url = try dir.write(coreDataDocument("<object type=\"A\" id=\"z1\"\n \(attributes)></object>"), to: "attributes.xml")
+        expectCorrupt(url, ["more than 256 attributes", "line 11"])
+        #expect(throws: StoreError.self) { _ = try openStore(url) }
+        // 256 attributes are many, but allowed; the document then reads (the extra attributes are ignored).
+        let allowed = (0..<254).map { "a\($0)=\"x\"" }.joined(separator: " ")
+        let ok = try dir.write(coreDataDocument("<object type=\"A\" id=\"z1\" \(allowed)></object>"), to: "allowed.xml")
+        try XMLStoreBackend().readStore(at: ok) { _ in }
+        // What only looks like attributes is not counted: comments, CDATA, processing instructions, values, text.
+        let many = String(repeating: "a=\"b\" ", count: 1_000)
+        let lookalikes = try dir.write(coreDataDocument("""
+            <!-- \(many) -->
+            <?pi \(many)?>
+            <object type="A" id="z1"><attribute name="x" type="string"><![CDATA[\(many)<>]]>\(many.replacingOccurrences(of: "\"", with: "&quot;"))</attribute></object>
+            <object type="A" id="z2" note="&gt; \(many.replacingOccurrences(of: "\"", with: "'"))"></object>
+            """, doctype: "<!DOCTYPE database [<!-- ] \(many) --> <?pi ] > ?>]>"), to: "lookalikes.xml")
+        try XMLStoreBackend().readStore(at: lookalikes) { _ in }
+    }
+
+    @Test func invalidCharactersAreReportedWithTheirLine() throws {
+        let dir = try TempDirectory()
+        let object = "<object type=\"A\" id=\"z1\"><attribute name=\"x\" type=\"string\">VALUE</attribute></object>"
+        let parts = coreDataDocument(object).components(separatedBy: "VALUE")
+        let invalid: [[UInt8]] = [[0x00], [0xC3, 0x28, 0xFF], [0xED, 0xA0, 0x80], [0xEF, 0xBF, 0xBE], [0x01], [0xF8, 0x88, 0x80, 0x80, 0x80]]
+        for (i, bad) in invalid.enumerated() {
+            let url = dir.file("chars\(i).xml")
+            try (Data(parts[0].utf8) + Data(bad) + Data(parts[1].utf8)).write(to: url)
+            expectCorrupt(url, ["line 10"])
+        }
+        for (i, reference) in ["&#0;", "&#x110000;", "&#xD800;", "&#xFFFE;", "&#1;"].enumerated() {
+            let url = try dir.write(coreDataDocument(object.replacingOccurrences(of: "VALUE", with: reference)), to: "refs\(i).xml")
+            expectCorrupt(url, ["line 10"])
+        }
     }
 
     @Test func garbageAndWrongRootsAreReported() throws {

@@ -13,8 +13,9 @@ import Synchronization
 ///   shared, growing the map holds it exclusively.
 /// - Only one transaction at a time may open database handles: ``openDatabases(_:create:)`` is serialised and
 ///   every other transaction only uses handles already opened.
-/// - Writers of this process queue on ``writerLock`` before liblmdb's own (inter-process) writer lock, so a
-///   writer that must grow the map never waits for another writer of its own process.
+/// - Writers of this process queue on ``writerLock``, then on the inter-process ``WriterLock`` (both with the
+///   store's timeout), before liblmdb's own writer lock, so a writer that must grow the map never waits for another
+///   writer of its own process, and a writer kept waiting by another process gives up after its timeout.
 final class LMDBEnvironment: @unchecked Sendable {
     let handle: OpaquePointer
     let location: LMDBLocation
@@ -25,6 +26,8 @@ final class LMDBEnvironment: @unchecked Sendable {
     let isUnlocked: Bool
     /// The largest map the environment may grow to.
     let maxMapSize: Int
+    /// liblmdb's descriptor of the data file, which writers lock (see ``WriterLock``); `nil` when read-only.
+    private let dataDescriptor: Int32?
 
     /// Open stores on this environment (guarded by the registry's lock).
     var references = 0
@@ -36,6 +39,8 @@ final class LMDBEnvironment: @unchecked Sendable {
     private let currentLayout = Mutex<StoreLayout?>(nil)
 
     private init(handle: OpaquePointer, location: LMDBLocation, identity: FileIdentity, isReadOnly: Bool, isUnlocked: Bool, maxMapSize: Int) {
+        var fd: Int32 = -1
+        dataDescriptor = !isReadOnly && mdb_env_get_fd(handle, &fd) == 0 && fd >= 0 ? fd : nil
         self.handle = handle
         self.location = location
         self.identity = identity
@@ -106,16 +111,17 @@ final class LMDBEnvironment: @unchecked Sendable {
         return dbi
     }
 
-    /// Opens the named databases not opened yet, creating missing ones when `create` (and writable). Run before the
-    /// transactions that use them, never inside one.
-    func openDatabases(_ names: [String], create: Bool) throws {
+    /// Opens the named databases not opened yet, creating missing ones when `create` (and writable) in a write
+    /// transaction that waits at most `timeout` seconds for other writers. Run before the transactions that use
+    /// them, never inside one.
+    func openDatabases(_ names: [String], create: Bool, timeout: Double) throws {
         databaseOpenLock.lock()
         defer { databaseOpenLock.unlock() }
         let missing = databases.withLock { open in names.filter { open[$0] == nil } }
         if missing.isEmpty { return }
         let opened: [String: MDB_dbi]
         if create && !isReadOnly {
-            opened = try write { txn in
+            opened = try write(timeout: timeout) { txn in
                 var found: [String: MDB_dbi] = [:]
                 for name in missing {
                     var dbi: MDB_dbi = 0
@@ -200,13 +206,22 @@ final class LMDBEnvironment: @unchecked Sendable {
 
     /// Runs `body` in one write transaction and commits it: all of it is stored or none of it.
     ///
+    /// The transaction begins once the writers before it (in this process and, through ``WriterLock``, in other
+    /// processes using this framework) are done; when that takes longer than `timeout` seconds, it fails with an
+    /// `EBUSY` ``LMDBFailure`` (``StoreError/locked(_:reason:)`` for callers) and nothing is written.
+    ///
     /// When the map is full (`MDB_MAP_FULL` from a put or the commit), the transaction is aborted, the map doubled
     /// and `body` run again from the start, so growth is invisible to callers. `body` must therefore be
     /// repeatable and must let `LMDBFailure`s from the transaction propagate unchanged.
-    func write<T>(_ body: (LMDBTransaction) throws -> T) throws -> T {
+    func write<T>(timeout: Double, _ body: (LMDBTransaction) throws -> T) throws -> T {
         guard !isReadOnly else { throw LMDBFailure(code: EACCES, operation: "starting a write transaction") }
-        writerLock.lock()
+        let deadline = WriteDeadline(seconds: timeout)
+        guard writerLock.lock(before: deadline.date) else {
+            throw LMDBFailure(code: EBUSY, operation: "another writer in this process has been saving to the store for longer than the \(WriterLock.formatted(deadline.seconds))-second timeout (StoreOptions.timeout)")
+        }
         defer { writerLock.unlock() }
+        let lockedFile = try dataDescriptor.flatMap { fd in try WriterLock.acquire(fd, before: deadline) ? fd : nil }
+        defer { lockedFile.map(WriterLock.release) }
         while true {
             let attempt: Attempt<T> = try mapLock.withShared {
                 var opened: OpaquePointer?
@@ -256,6 +271,24 @@ final class LMDBEnvironment: @unchecked Sendable {
                 throw LMDBFailure(code: MDB_MAP_FULL, operation: "growing the map beyond the \(maxMapSize)-byte limit (option lmdb.maxMapSize)")
             }
             let next = min(maxMapSize, max(current * 2, 1 << 20))
+            try check(mdb_env_set_mapsize(handle, next), "growing the map to \(next) bytes")
+        }
+    }
+
+    /// Grows the map, before a write transaction, so that `bytes` more than the environment now holds fit (by
+    /// doubling, up to ``maxMapSize``): a large save then does not fill the map and start over on the way.
+    func reserveMapSpace(_ bytes: Int) throws {
+        guard !isReadOnly, bytes > 0 else { return }
+        try mapLock.withExclusive {
+            var info = MDB_envinfo()
+            var stat = MDB_stat()
+            guard mdb_env_info(handle, &info) == 0, mdb_env_stat(handle, &stat) == 0 else { return }
+            let used = (info.me_last_pgno + 1).multipliedReportingOverflow(by: Int(stat.ms_psize))
+            let needed = used.partialValue.addingReportingOverflow(bytes)
+            let wanted = used.overflow || needed.overflow ? maxMapSize : needed.partialValue
+            var next = max(info.me_mapsize, 1 << 20)
+            while next < wanted && next < maxMapSize { next = next > maxMapSize / 2 ? maxMapSize : next * 2 }
+            guard next > info.me_mapsize else { return }
             try check(mdb_env_set_mapsize(handle, next), "growing the map to \(next) bytes")
         }
     }

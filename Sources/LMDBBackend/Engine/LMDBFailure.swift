@@ -29,6 +29,8 @@ struct LMDBFailure: Error, CustomStringConvertible {
             return .corruptStore(url, reason: "\(operation): written by an incompatible LMDB version (\(message))")
         case EACCES, EPERM, EROFS:
             return .readOnly(url, reason: "\(operation): \(message)")
+        case EBUSY:
+            return .locked(url, reason: operation)
         case MDB_TXN_FULL:
             return .io(url, operation: operation, reason: "the save changes more pages than one LMDB transaction can hold; save in smaller batches")
         default:

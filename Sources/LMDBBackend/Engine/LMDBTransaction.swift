@@ -57,9 +57,27 @@ struct LMDBTransaction {
     }
 }
 
-/// A cursor, valid inside ``LMDBTransaction/withCursor(_:_:)``.
+extension LMDBTransaction {
+    /// Opens a cursor that outlives one call: the caller closes it with ``LMDBCursor/close()`` before the
+    /// transaction ends (liblmdb frees a write transaction's cursors at its end, so a later close would free one
+    /// twice).
+    func openCursor(_ dbi: MDB_dbi) throws -> LMDBCursor {
+        var cursor: OpaquePointer?
+        try check(mdb_cursor_open(handle, dbi, &cursor), "opening a cursor")
+        guard let cursor else { throw LMDBFailure(code: EINVAL, operation: "opening a cursor") }
+        return LMDBCursor(handle: cursor)
+    }
+}
+
+/// A cursor, valid inside ``LMDBTransaction/withCursor(_:_:)`` (or until ``close()`` for one from
+/// ``LMDBTransaction/openCursor(_:)``).
 struct LMDBCursor {
     let handle: OpaquePointer
+
+    /// Closes a cursor from ``LMDBTransaction/openCursor(_:)``.
+    func close() {
+        mdb_cursor_close(handle)
+    }
 
     /// Moves the cursor (`MDB_FIRST`, `MDB_NEXT`, `MDB_LAST`, …). Returns the entry it lands on, or `nil` at the
     /// end.
@@ -84,6 +102,7 @@ struct LMDBCursor {
 
     /// Stores `value` under `key` through the cursor (cheap when the key is near the cursor's position). Returns
     /// `false` when `MDB_NOOVERWRITE` or `MDB_APPEND` refused the key.
+    @inline(__always)
     func put(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, flags: UInt32) throws -> Bool {
         var k = MDB_val(key)
         var v = MDB_val(value)

@@ -1,58 +1,5 @@
 import Foundation
 
-/// An append-only byte buffer for the binary record and index-key encodings. Reused between records so a bulk
-/// save does not allocate per record.
-struct ByteWriter {
-    var bytes: [UInt8] = []
-
-    init(capacity: Int = 256) { bytes.reserveCapacity(capacity) }
-
-    mutating func reset() { bytes.removeAll(keepingCapacity: true) }
-
-    @inline(__always) mutating func byte(_ b: UInt8) { bytes.append(b) }
-
-    /// Unsigned LEB128.
-    @inline(__always) mutating func varint(_ value: UInt64) {
-        var v = value
-        while v >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
-            v >>= 7
-        }
-        bytes.append(UInt8(v))
-    }
-
-    /// Zig-zag + LEB128, so small negative numbers stay small.
-    @inline(__always) mutating func signed(_ value: Int64) {
-        varint(UInt64(bitPattern: (value << 1) ^ (value >> 63)))
-    }
-
-    @inline(__always) mutating func fixed64(_ value: UInt64) {
-        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
-    }
-
-    @inline(__always) mutating func fixed32(_ value: UInt32) {
-        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
-    }
-
-    mutating func uuid(_ u: UUID) {
-        withUnsafeBytes(of: u.uuid) { bytes.append(contentsOf: $0) }
-    }
-
-    /// A length-prefixed byte string (copied as one block, not byte by byte).
-    mutating func lengthPrefixed(_ data: Data) {
-        varint(UInt64(data.count))
-        data.withUnsafeBytes { bytes.append(contentsOf: $0) }
-    }
-
-    mutating func string(_ s: String) {
-        var s = s
-        s.withUTF8 { buf in
-            varint(UInt64(buf.count))
-            bytes.append(contentsOf: buf)
-        }
-    }
-}
-
 /// A cursor over encoded bytes (usually straight from the memory map). Every read checks bounds and throws
 /// ``ByteReader/Malformed`` instead of reading past the end, so damaged values are reported, not crashed on.
 struct ByteReader {

@@ -15,23 +15,42 @@ import StoreAPI
 enum RecordCodec {
     static let version: UInt8 = 1
 
-    static func encode(_ record: Record, entityID: UInt32, into w: inout ByteWriter) {
+    /// Writes `record` as an instance of `info`'s entity. Returns `false`, having checked every value on the way,
+    /// when the record does not fit the entity (value counts, an attribute value of another type, a to-one value
+    /// for a to-many relationship or the reverse); the save then reports exactly what is wrong.
+    ///
+    /// The record is read in place through `record`, so a bulk save does not copy (and reference-count) every
+    /// record it writes.
+    static func encode(_ record: UnsafePointer<Record>, _ info: EntityInfo, into w: inout RawWriter) -> Bool {
         w.byte(version)
-        w.varint(UInt64(entityID))
-        w.uuid(record.globalID)
-        w.varint(UInt64(record.attributes.count))
-        for v in record.attributes { ValueCodec.encode(v, into: &w) }
-        w.varint(UInt64(record.relationships.count))
-        for rel in record.relationships {
+        w.varint(UInt64(info.id))
+        w.uuid(record.pointee.globalID)
+        let fits = record.pointee.attributes.withUnsafeBufferPointer { values in
+            info.acceptedTags.withUnsafeBufferPointer { accepted in
+                guard values.count == accepted.count else { return false }
+                w.varint(UInt64(values.count))
+                var fits = true
+                for i in values.indices {
+                    let tag = ValueCodec.encode(values[i], into: &w)
+                    fits = fits && accepted[i] & (1 << UInt16(tag)) != 0
+                }
+                return fits
+            }
+        }
+        guard fits, record.pointee.relationships.count == info.toMany.count else { return false }
+        w.varint(UInt64(record.pointee.relationships.count))
+        for (rel, isToMany) in zip(record.pointee.relationships, info.toMany) {
             switch rel {
-            case .toOne(nil): w.byte(0)
-            case .toOne(let k?): w.byte(1); w.signed(k)
-            case .toMany(let ks):
+            case .toOne(nil) where !isToMany: w.byte(0)
+            case .toOne(let k?) where !isToMany: w.byte(1); w.signed(k)
+            case .toMany(let ks) where isToMany:
                 w.byte(2)
                 w.varint(UInt64(ks.count))
                 for k in ks { w.signed(k) }
+            default: return false
             }
         }
+        return true
     }
 
     /// The entity ID of an encoded record, read without decoding the rest (for filtering scans by entity).
@@ -89,8 +108,9 @@ enum RecordCodec {
     static func indexKey(_ values: [StoreValue]) -> [UInt8]? {
         if values.contains(where: \.isNull) { return nil }
         var w = ByteWriter(capacity: 64)
-        for v in values { ValueCodec.encode(v, into: &w) }
-        if w.bytes.count <= 480 { return w.bytes }
-        return [0xFF] + StoreDigest.sha256(w.bytes)
+        w.encode { raw in for v in values { ValueCodec.encode(v, into: &raw) } }
+        let bytes = w.bytes
+        if bytes.count <= 480 { return bytes }
+        return [0xFF] + StoreDigest.sha256(bytes)
     }
 }

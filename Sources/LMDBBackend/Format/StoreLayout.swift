@@ -71,6 +71,11 @@ final class EntityInfo: Sendable {
     let attributeTypes: [AttributeType]
     /// Whether each stored relationship is to-many, aligned with ``Entity/relationships``.
     let toMany: [Bool]
+    /// The value tags each attribute accepts (bit `1 << tag`, see ``ValueCodec/acceptedTags(_:)``), aligned with
+    /// ``Entity/attributes``: the save checks values by the tag it writes anyway.
+    let acceptedTags: [UInt16]
+    /// Records of an abstract entity cannot be saved.
+    let isAbstract: Bool
 
     init(entity: Entity, id: UInt32, recordsDatabase: String, indexes: [UniqueIndex]) {
         self.entity = entity
@@ -79,6 +84,14 @@ final class EntityInfo: Sendable {
         self.indexes = indexes
         self.attributeTypes = entity.attributes.map(\.type)
         self.toMany = entity.relationships.map(\.isToMany)
+        var masks: [AttributeType: UInt16] = [:]
+        self.acceptedTags = entity.attributes.map { a in
+            if let known = masks[a.type] { return known }
+            let mask = ValueCodec.acceptedTags(a.type)
+            masks[a.type] = mask
+            return mask
+        }
+        self.isAbstract = entity.isAbstract
     }
 }
 

@@ -24,23 +24,48 @@ enum ValueCodec {
             binary, uuid, uri
     }
 
-    static func encode(_ value: StoreValue, into w: inout ByteWriter) {
+    /// Writes `value` and returns its tag (the save checks the tag against the attribute's type).
+    /// Inlined into the record encoder's loop, where the writer then stays in registers.
+    @discardableResult @inline(__always)
+    static func encode(_ value: StoreValue, into w: inout RawWriter) -> UInt8 {
         switch value {
-        case .null: w.byte(Tag.null.rawValue)
-        case .integer16(let v): w.byte(Tag.integer16.rawValue); w.signed(Int64(v))
-        case .integer32(let v): w.byte(Tag.integer32.rawValue); w.signed(Int64(v))
-        case .integer64(let v): w.byte(Tag.integer64.rawValue); w.signed(v)
-        case .decimal(let v): w.byte(Tag.decimal.rawValue); w.string(decimalString(v))
-        case .double(let v): w.byte(Tag.double.rawValue); w.fixed64(v.bitPattern)
-        case .float(let v): w.byte(Tag.float.rawValue); w.fixed32(v.bitPattern)
-        case .string(let v): w.byte(Tag.string.rawValue); w.string(v)
-        case .boolean(let v): w.byte(v ? Tag.boolTrue.rawValue : Tag.boolFalse.rawValue)
-        case .date(let v): w.byte(Tag.date.rawValue); w.fixed64(v.timeIntervalSinceReferenceDate.bitPattern)
-        case .binary(let v): w.byte(Tag.binary.rawValue); w.lengthPrefixed(v)
-        case .uuid(let v): w.byte(Tag.uuid.rawValue); w.uuid(v)
-        case .uri(let v): w.byte(Tag.uri.rawValue); w.string(v.absoluteString)
+        case .null: return w.tagged(.null)
+        case .integer16(let v): w.byte(Tag.integer16.rawValue); w.signed(Int64(v)); return Tag.integer16.rawValue
+        case .integer32(let v): w.byte(Tag.integer32.rawValue); w.signed(Int64(v)); return Tag.integer32.rawValue
+        case .integer64(let v): w.byte(Tag.integer64.rawValue); w.signed(v); return Tag.integer64.rawValue
+        case .decimal(let v): w.byte(Tag.decimal.rawValue); w.string(decimalString(v)); return Tag.decimal.rawValue
+        case .double(let v): w.byte(Tag.double.rawValue); w.fixed64(v.bitPattern); return Tag.double.rawValue
+        case .float(let v): w.byte(Tag.float.rawValue); w.fixed32(v.bitPattern); return Tag.float.rawValue
+        case .string(let v): w.byte(Tag.string.rawValue); w.string(v); return Tag.string.rawValue
+        case .boolean(let v): return w.tagged(v ? .boolTrue : .boolFalse)
+        case .date(let v):
+            w.byte(Tag.date.rawValue)
+            w.fixed64(v.timeIntervalSinceReferenceDate.bitPattern)
+            return Tag.date.rawValue
+        case .binary(let v): w.byte(Tag.binary.rawValue); w.lengthPrefixed(v); return Tag.binary.rawValue
+        case .uuid(let v): w.byte(Tag.uuid.rawValue); w.uuid(v); return Tag.uuid.rawValue
+        case .uri(let v): w.byte(Tag.uri.rawValue); w.string(v.absoluteString); return Tag.uri.rawValue
         }
     }
+
+    /// The tags (as bits: `1 << tag`) of the values that may be stored in an attribute of `type`, derived from
+    /// ``StoreValue/fits(_:)`` so the save's check by tag is exactly that rule.
+    static func acceptedTags(_ type: AttributeType) -> UInt16 {
+        var mask: UInt16 = 0
+        for sample in tagSamples {
+            var scratch = ByteWriter(capacity: 64)
+            let tag = scratch.encode { encode(sample, into: &$0) }
+            if sample.fits(type) { mask |= 1 << UInt16(tag) }
+        }
+        return mask
+    }
+
+    /// One value per tag.
+    private static let tagSamples: [StoreValue] = [
+        .null, .integer16(0), .integer32(0), .integer64(0), .decimal(0), .double(0), .float(0), .string(""),
+        .boolean(false), .boolean(true), .date(Date(timeIntervalSinceReferenceDate: 0)), .binary(Data()),
+        .uuid(UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))), .uri(URL(fileURLWithPath: "/")),
+    ]
 
     static func decode(from r: inout ByteReader) throws -> StoreValue {
         let raw = try r.byte()
@@ -84,5 +109,13 @@ enum ValueCodec {
     static func parseDecimal(_ s: String) -> Decimal? {
         if s == "NaN" { return Decimal.nan }
         return Decimal(string: s, locale: posix)
+    }
+}
+
+extension RawWriter {
+    /// Writes a tag that is the whole value and returns it.
+    @inline(__always) fileprivate mutating func tagged(_ tag: ValueCodec.Tag) -> UInt8 {
+        byte(tag.rawValue)
+        return tag.rawValue
     }
 }

@@ -16,10 +16,14 @@ public final class LMDBPersistentStore: PersistentStore, Sendable {
     let env: LMDBEnvironment
     /// Saves are refused (read-only description or read-only files).
     public let isReadOnly: Bool
+    /// Seconds a save waits for other writers before failing with ``StoreError/locked(_:reason:)``
+    /// (``StoreOptions/timeout``).
+    let writeTimeout: Double
     private let initialLayout: StoreLayout
     private let closed = Mutex(false)
 
-    init(url: URL, env: LMDBEnvironment, layout: StoreLayout, readOnly: Bool) {
+    init(url: URL, env: LMDBEnvironment, layout: StoreLayout, readOnly: Bool, timeout: Double) {
+        self.writeTimeout = timeout
         self.url = url
         self.storeURL = url
         self.env = env
@@ -234,7 +238,7 @@ public final class LMDBPersistentStore: PersistentStore, Sendable {
         try run {
             guard !isReadOnly else { throw StoreError.readOnly(storeURL, reason: "the store was opened read-only") }
             let layout = self.layout
-            return try env.write { txn in
+            return try env.write(timeout: writeTimeout) { txn in
                 let keys = try env.requireDatabase(DatabaseName.keys)
                 let reader = RecordReader(txn: txn, env: env, layout: layout, file: dataFile)
                 var first = try KeyAllocator.stored(txn, keys, root: root) ?? 1

@@ -57,7 +57,7 @@ enum StoreOpener {
         let layout = try StoreLayout(metadata: metadata, storedJSON: info.metadataJSON, existingIDs: ids)
         guard let identity = StoreInspector.identity(of: location) else { throw StoreError.storeNotFound(url) }
         let env = try EnvironmentRegistry.acquire(identity) {
-            try open(location, identity: identity, header: header, layout: layout, options: config)
+            try open(location, identity: identity, header: header, layout: layout, options: config, timeout: options.timeout)
         }
         return Opened(environment: env, layout: env.layout ?? layout)
     }
@@ -65,7 +65,8 @@ enum StoreOpener {
     /// Opens the environment: read-write when the files allow it, otherwise read-only (and without the lock file
     /// when it cannot be used, as on read-only media).
     private static func open(
-        _ location: LMDBLocation, identity: FileIdentity, header: LMDBHeader, layout: StoreLayout, options: LMDBOptions
+        _ location: LMDBLocation, identity: FileIdentity, header: LMDBHeader, layout: StoreLayout, options: LMDBOptions,
+        timeout: Double
     ) throws -> LMDBEnvironment {
         let lockUsable = FileProbe.exists(location.lockFile)
             ? FileProbe.isWritable(location.lockFile)
@@ -84,7 +85,7 @@ enum StoreOpener {
         }
         env.setLayout(layout)
         do {
-            try env.openDatabases(layout.databaseNames, create: !readOnly)
+            try env.openDatabases(layout.databaseNames, create: !readOnly, timeout: timeout)
         } catch let f as LMDBFailure {
             env.close()
             throw f.storeError(location.url)

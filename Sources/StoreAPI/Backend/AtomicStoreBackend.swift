@@ -94,7 +94,10 @@ extension AtomicStoreBackend {
         guard !FileManager.default.fileExists(atPath: destination.path) else { throw StoreError.storeExists(destination) }
         try AtomicFile.write(to: destination) { staging in
             do { try FileManager.default.copyItem(at: source, to: staging) } catch {
-                throw StoreError.io(source, operation: "copy", reason: error.localizedDescription)
+                // Name the file being written (a full disk is the destination's problem) and the system's reason.
+                let posix = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
+                let reason = posix?.domain == NSPOSIXErrorDomain ? String(cString: strerror(Int32(posix?.code ?? 0))) : error.localizedDescription
+                throw StoreError.io(staging, operation: "copying \(source.path)", reason: reason)
             }
         }
     }
@@ -148,6 +151,8 @@ struct AtomicStoreAdapter<Backend: AtomicStoreBackend> {
         let lock: FileLock? = options.isReadOnly ? nil
             : try FileLock.acquire(backend.lockFileURL(for: url), timeout: options.timeout)
         do {
+            // The writer's lock is ours: staging files for this path are a killed writer's unfinished saves.
+            if lock != nil { AtomicFile.removeStaleStaging(near: url) }
             let state = try backend.loadState(at: url)
             let fingerprint = Mutex(FileFingerprint(url))
             let backend = self.backend

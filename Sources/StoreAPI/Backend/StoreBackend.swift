@@ -57,6 +57,20 @@ public protocol StoreBackend: Sendable {
 
     /// The engine's own integrity check. Returns the problems found (empty when healthy).
     func checkIntegrity(at url: URL) throws -> [String]
+
+    /// Whether the store at `url` is open right now — in another process, or through another connection in this
+    /// one — so that deleting or replacing its files would pull them from under a live user (whose later writes
+    /// would then go to deleted files). Destroy and replace refuse such a store unless forced.
+    ///
+    /// Must not write anything, and must not disturb the users it looks for (closing a second descriptor of a
+    /// file drops this process's POSIX locks on it). The default answers `false`, meaning "cannot tell": a
+    /// backend that cannot see its users keeps the unprotected behaviour rather than blocking every destroy.
+    func isInUse(at url: URL) throws -> Bool
+
+    /// Deletes the store like ``destroyStore(at:)``; with `force`, also when another process has it open (that
+    /// process keeps working on the deleted files until it closes them). The default calls ``destroyStore(at:)``,
+    /// which for most backends does not look for users at all.
+    func destroyStore(at url: URL, force: Bool) throws
 }
 
 extension StoreBackend {
@@ -65,6 +79,10 @@ extension StoreBackend {
     }
 
     public func checkIntegrity(at url: URL) throws -> [String] { [] }
+
+    public func isInUse(at url: URL) throws -> Bool { false }
+
+    public func destroyStore(at url: URL, force: Bool) throws { try destroyStore(at: url) }
 }
 
 /// What a backend says about a path.

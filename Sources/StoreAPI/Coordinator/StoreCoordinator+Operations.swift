@@ -31,9 +31,11 @@ extension StoreCoordinator {
     ///
     /// The source is never modified (a missing or invalid source is an error and changes nothing). If the
     /// destination is loaded in this coordinator, it is closed before the swap and reloaded after: objects fetched
-    /// from it before fail with ``StoreError/objectInvalidated(_:reason:)``.
+    /// from it before fail with ``StoreError/objectInvalidated(_:reason:)``. A destination another process has open
+    /// is refused (``StoreError/locked(_:reason:)``) unless `force`.
     @discardableResult
-    public func replaceStore(at destination: URL, type: String? = nil, withStoreAt source: URL, sourceType: String? = nil) throws -> LoadedStore? {
+    public func replaceStore(at destination: URL, type: String? = nil, withStoreAt source: URL, sourceType: String? = nil,
+                             force: Bool = false) throws -> LoadedStore? {
         let loaded = store(at: destination)
         let sourceBackend = try operations.backend(ofStoreAt: source, type: sourceType)
         let destinationType = type ?? loaded?.type ?? (try? registry.detectBackend(at: destination))?.typeIdentifier
@@ -50,7 +52,7 @@ extension StoreCoordinator {
         }
         if let loaded { swap(loaded, for: nil, reason: "the store was replaced") }
         do {
-            let existing = try operations.existingStore(at: destination, replacing: true)
+            let existing = try operations.existingStore(at: destination, replacing: true, force: force)
             try StorePlacement.place(staged: staged, at: destination, backend: destinationBackend, replacing: existing)
         } catch {
             StorePlacement.discard(staged: staged, backend: destinationBackend)
@@ -64,11 +66,19 @@ extension StoreCoordinator {
     }
 
     /// Deletes every file of the store at `url` (removing it from the coordinator first if it is loaded) and
-    /// nothing else. A path that is not a store of `type` is refused.
-    public func destroyStore(at url: URL, type: String? = nil) throws {
+    /// nothing else. A path that is not a store of `type`, or that another process has open (unless `force`), is
+    /// refused; see ``StoreOperations/destroyStore(at:type:force:)``.
+    public func destroyStore(at url: URL, type: String? = nil, force: Bool = false) throws {
         let backend = try operations.backend(ofStoreAt: url, type: type)
-        if let loaded = store(at: url) { swap(loaded, for: nil, reason: "the store was destroyed") }
-        try operations.destroyStore(at: url, type: backend.typeIdentifier)
+        let loaded = store(at: url)
+        if let loaded { swap(loaded, for: nil, reason: "the store was destroyed") }
+        do {
+            try operations.destroyStore(at: url, type: backend.typeIdentifier, force: force)
+        } catch {
+            // Refused (in use elsewhere, a symbolic link): the store is still there, so it stays loaded.
+            if let loaded, backend.sniff(url) == .store { _ = try? addStore(loaded.storeDescription) }
+            throw error
+        }
     }
 
     /// Moves the store at `old` to `new` with every sidecar, idempotently (see

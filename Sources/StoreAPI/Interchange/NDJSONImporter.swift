@@ -94,10 +94,13 @@ public struct NDJSONImporter {
             let line = reader.lineNumber
             if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
             guard let record = parser.parse(bytes, line: line, problems: &problems) else { continue }
-            if let first = lineOfID.updateValue(records.count, forKey: record.globalID) {
+            // Look up before inserting: a third use of an id must still name the first line, not an index that was
+            // never appended.
+            if let first = lineOfID[record.globalID] {
                 problems.add(line: line, "id \(record.globalID.uuidString) is used twice (first on line \(records[first].line))")
                 continue
             }
+            lineOfID[record.globalID] = records.count
             records.append(record)
             if line % 50_000 == 0 { try report(line, nil) }
         }

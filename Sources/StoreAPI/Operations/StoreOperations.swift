@@ -50,17 +50,21 @@ public struct StoreOperations: Sendable {
         /// A change to the destination's metadata, applied before the destination is moved into place (backups
         /// stamp themselves this way).
         public var editMetadata: (@Sendable (inout StoreMetadata) -> Void)?
+        /// Replace an existing destination even while someone has it open (see ``StoreBackend/isInUse(at:)``);
+        /// without it, such a destination is ``StoreError/locked(_:reason:)``.
+        public var force: Bool
 
         /// Creates options.
         public init(replacingExisting: Bool = false, batchSize: Int = 5_000, progress: ProgressHandler? = nil,
                     allowFastCopy: Bool = true, syncOptions: SyncOptions? = nil,
-                    editMetadata: (@Sendable (inout StoreMetadata) -> Void)? = nil) {
+                    editMetadata: (@Sendable (inout StoreMetadata) -> Void)? = nil, force: Bool = false) {
             self.replacingExisting = replacingExisting
             self.batchSize = batchSize
             self.progress = progress
             self.allowFastCopy = allowFastCopy
             self.syncOptions = syncOptions
             self.editMetadata = editMetadata
+            self.force = force
         }
 
         /// Applies ``syncOptions`` and ``editMetadata`` to the metadata a destination gets.
@@ -92,7 +96,8 @@ public struct StoreOperations: Sendable {
         if source.standardizedFileURL == destination.standardizedFileURL {
             throw StoreError.refused(destination, reason: "source and destination are the same path")
         }
-        return try stageAndPlace(at: destination, backend: destinationBackend, replacing: options.replacingExisting) { staged in
+        return try stageAndPlace(at: destination, backend: destinationBackend, replacing: options.replacingExisting,
+                                 force: options.force) { staged in
             try stage(from: source, backend: sourceBackend, to: staged, backend: destinationBackend, options: options)
         }
     }
@@ -105,7 +110,8 @@ public struct StoreOperations: Sendable {
         if let url = source.url, url.standardizedFileURL == destination.standardizedFileURL {
             throw StoreError.refused(destination, reason: "source and destination are the same path")
         }
-        return try stageAndPlace(at: destination, backend: destinationBackend, replacing: options.replacingExisting) { staged in
+        return try stageAndPlace(at: destination, backend: destinationBackend, replacing: options.replacingExisting,
+                                 force: options.force) { staged in
             if options.allowFastCopy, let url = source.url, sourceBackend.typeIdentifier == destinationBackend.typeIdentifier,
                sourceBackend.capabilities.contains(.onlineBackup) {
                 try sourceBackend.copyStore(from: url, to: staged)
@@ -135,13 +141,14 @@ public struct StoreOperations: Sendable {
 
     /// Builds a store at a staging path with `build`, then moves it to `destination` (replacing what is there when
     /// allowed). On any failure the staged files are removed and the destination is as it was.
-    func stageAndPlace(at destination: URL, backend destinationBackend: any StoreBackend, replacing: Bool,
+    func stageAndPlace(at destination: URL, backend destinationBackend: any StoreBackend, replacing: Bool, force: Bool = false,
                        _ build: (URL) throws -> StoreMetadata) throws -> StoreMetadata {
-        let existing = try existingStore(at: destination, replacing: replacing)
+        let existing = try existingStore(at: destination, replacing: replacing, force: force)
         let persistent = destinationBackend.capabilities.contains(.persistent)
         if persistent {
             try AtomicFile.checkDirectory(of: destination)
             AtomicFile.removeStaleStaging(near: destination)
+            AtomicFile.removeNestedStaging(near: destination)
         }
         let staged = AtomicFile.stagingURL(for: destination)
         do {
@@ -156,26 +163,31 @@ public struct StoreOperations: Sendable {
 
     /// Makes the store at `destination` an exact copy of the one at `source`, atomically: every old destination file
     /// is gone afterwards, the source is untouched. A missing or invalid source is an error and leaves the
-    /// destination as it was. The destination keeps its type unless `destinationType` names another.
+    /// destination as it was. The destination keeps its type unless `destinationType` names another. A destination
+    /// someone has open is refused (``StoreError/locked(_:reason:)``) unless `force`.
     @discardableResult
     public func replaceStore(at destination: URL, type destinationType: String? = nil, with source: URL, sourceType: String? = nil,
-                             batchSize: Int = 5_000, progress: ProgressHandler? = nil) throws -> StoreMetadata {
+                             batchSize: Int = 5_000, progress: ProgressHandler? = nil, force: Bool = false) throws -> StoreMetadata {
         let sourceBackend = try backend(ofStoreAt: source, type: sourceType)
         let existingType = (try? registry.detectBackend(at: destination))?.typeIdentifier
         return try copyStore(from: source, sourceType: sourceBackend.typeIdentifier, to: destination,
                              type: destinationType ?? existingType ?? sourceBackend.typeIdentifier,
-                             options: CopyOptions(replacingExisting: true, batchSize: batchSize, progress: progress))
+                             options: CopyOptions(replacingExisting: true, batchSize: batchSize, progress: progress, force: force))
     }
 
     /// Deletes every file of the store at `url` and nothing else. Refuses a path that is not a store (of `type`,
-    /// when given) and a path that is a symbolic link.
-    public func destroyStore(at url: URL, type: String? = nil) throws {
-        if let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),
-           attributes[.type] as? FileAttributeType == .typeSymbolicLink {
+    /// when given), and deletes nothing when the path or any file the store owns is a symbolic link (deleting
+    /// through it could remove files elsewhere; remove the link yourself, or destroy the store at its target).
+    /// A store someone has open (``StoreBackend/isInUse(at:)``) is refused with ``StoreError/locked(_:reason:)``
+    /// unless `force`.
+    public func destroyStore(at url: URL, type: String? = nil, force: Bool = false) throws {
+        if Self.isSymbolicLink(url) {
             throw StoreError.refused(url, reason: "is a symbolic link; destroy the store it points to instead")
         }
         let backend = try backend(ofStoreAt: url, type: type)
-        try backend.destroyStore(at: url)
+        try Self.refuseSymbolicLinks(ofStoreAt: url, backend: backend)
+        if !force { try Self.refuseIfInUse(url, backend: backend, action: "destroy") }
+        try backend.destroyStore(at: url, force: force)
     }
 
     static func rewriteMetadataIfNeeded(at staged: URL, backend: any StoreBackend, options: CopyOptions) throws -> StoreMetadata {
@@ -187,7 +199,7 @@ public struct StoreOperations: Sendable {
     }
 
     /// What exists at a destination: nothing (`nil`), a store that may be replaced, or an error.
-    func existingStore(at destination: URL, replacing: Bool) throws -> (any StoreBackend)? {
+    func existingStore(at destination: URL, replacing: Bool, force: Bool = false) throws -> (any StoreBackend)? {
         let occupied = FileManager.default.fileExists(atPath: destination.path)
         let found = try? registry.detectBackend(at: destination)
         guard occupied || found != nil else { return nil }
@@ -195,6 +207,7 @@ public struct StoreOperations: Sendable {
         guard let found else {
             throw StoreError.refused(destination, reason: "exists and is not a store; not replacing it")
         }
+        if !force { try Self.refuseIfInUse(destination, backend: found, action: "replace") }
         return found
     }
 

@@ -130,6 +130,12 @@ struct PredicateParser {
     /// Deeper nesting than this is refused rather than risking the stack on hostile input.
     static let maxDepth = 200
 
+    /// The deepest tree of `NOT`, `AND` and `OR` inside one another a predicate may build (redundant parentheses
+    /// do not count). Kept under what SQLite's parser takes once a predicate is translated to SQL (about 43
+    /// nested `NOT`s, or 30 levels of `(… OR (…))`, before "parser stack overflow"), with a margin, so that a
+    /// predicate that parses runs on every backend, not only on those that evaluate it themselves.
+    static let maxTreeDepth = 24
+
 
     init(_ source: String, arguments: [StoreValue]) {
         self.source = source
@@ -150,7 +156,20 @@ struct PredicateParser {
                 "\(arguments.count) argument\(arguments.count == 1 ? "" : "s") given but the format uses only \(nextArgument)",
                 atScalar: scalars.count)
         }
+        if Self.treeDepth(result) > Self.maxTreeDepth {
+            throw error("predicate nested more than \(Self.maxTreeDepth) levels deep (NOT, AND and OR inside one another)",
+                        atScalar: 0)
+        }
         return result
+    }
+
+    /// How deeply `NOT`, `AND` and `OR` nest in `p` (a comparison is 1).
+    static func treeDepth(_ p: FetchPredicate) -> Int {
+        switch p {
+        case .true, .false, .comparison: 1
+        case .not(let inner): 1 + treeDepth(inner)
+        case .and(let items), .or(let items): 1 + (items.map(treeDepth).max() ?? 0)
+        }
     }
 
     // MARK: Logic

@@ -41,6 +41,15 @@ final class XcodeModelParser: NSObject, XMLParserDelegate {
         if Self.contains(data, "<!DOCTYPE") || Self.contains(data, "<!ENTITY") {
             throw .unreadableModel(file: file, reason: "the XML declares a DTD or entities, which an Xcode data model never does; refusing to read it")
         }
+        // FoundationXML traps on an element or attribute name that is not valid UTF-8, so such a file must never
+        // reach it. Xcode writes models in UTF-8 (which also makes the byte search above sound).
+        guard String(validating: data, as: UTF8.self) != nil else {
+            throw .unreadableModel(file: file, reason: "the file is not valid UTF-8 text, which Xcode always writes models in")
+        }
+        let scan = XMLAttributeGuard.allows(data)
+        guard scan.allowed else {
+            throw .unreadableModel(file: file, reason: "line \(scan.line): an element has more than \(XMLAttributeGuard.limit) attributes, which no model has; refusing to read it (the XML parser would take minutes over it)")
+        }
         let parser = XMLParser(data: data)
         parser.shouldResolveExternalEntities = false
         parser.shouldProcessNamespaces = false

@@ -7,11 +7,13 @@ struct DestroyCommand: ParsableCommand {
         commandName: "destroy",
         abstract: "Delete a store: every file it owns (main file, -wal, -shm, lock files, …) and nothing else.",
         discussion: """
-            Refuses a path that is not a store (of --type, when given), and a symbolic link.
+            Refuses a path that is not a store (of --type, when given), a store whose path or files are symbolic \
+            links (nothing is deleted), and a store another process has open (unless --force).
 
             Examples:
               storectl destroy old-library.sqlite
               storectl destroy cache.lmdb --type lmdb
+              storectl destroy stale.sqlite --force
             """
     )
 
@@ -21,6 +23,9 @@ struct DestroyCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Only if the store is of this type.", valueName: "type"))
     var type: String?
 
+    @Flag(name: .long, help: "Destroy the store even if another process has it open.")
+    var force = false
+
     @OptionGroup var common: CommonOptions
 
     func run() throws {
@@ -28,7 +33,7 @@ struct DestroyCommand: ParsableCommand {
             let url = URL(fileURLWithPath: store)
             let backend = try Backends.existing(url, type: type)
             let files = backend.ownedFiles(ofStoreAt: url)
-            try Backends.operations.destroyStore(at: url, type: backend.typeIdentifier)
+            try Backends.operations.destroyStore(at: url, type: backend.typeIdentifier, force: force)
             Console.note("destroyed \(url.path) (\(backend.typeIdentifier)): removed \(files.map(\.lastPathComponent).joined(separator: ", "))",
                          quiet: common.quiet)
         }

@@ -10,7 +10,7 @@ struct ReplaceCommand: ParsableCommand {
             DST becomes the same logical store as SRC: every old file of DST is gone afterwards, SRC is untouched. \
             The new store is staged and swapped in only when complete; a missing or invalid SRC is an error and \
             leaves DST as it was. DST keeps its type unless --type names another (SRC's type is used when DST does \
-            not exist yet).
+            not exist yet). A DST another process has open is refused unless --force.
 
             Examples:
               storectl replace library.sqlite --with backups/library-2024-05-01.sqlite
@@ -30,6 +30,9 @@ struct ReplaceCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Source type (default: detected).", valueName: "type"))
     var from: String?
 
+    @Flag(name: .long, help: "Replace DST even if another process has it open.")
+    var force = false
+
     @OptionGroup var transfer: TransferOptions
     @OptionGroup var common: CommonOptions
 
@@ -45,7 +48,7 @@ struct ReplaceCommand: ParsableCommand {
             do {
                 defer { bar.finish() }
                 metadata = try Backends.operations.replaceStore(at: dst, type: type, with: src, sourceType: from,
-                                                                batchSize: transfer.batchSize, progress: bar.handler)
+                                                                batchSize: transfer.batchSize, progress: bar.handler, force: force)
             }
             Console.note("replaced \(dst.path) (\(metadata.storeType)) with \(src.path) in \(Console.seconds(since: start))", quiet: common.quiet)
         }

@@ -1,0 +1,160 @@
+import CLMDB
+import Foundation
+import StoreAPI
+
+/// The global-ID index entries of one save, collected while its records are written and stored together at the
+/// end, in key order.
+///
+/// Global IDs are random UUIDs, so entering them as the records come would descend the index tree to a random leaf
+/// for each, dirtying a different page nearly every time. In key order, consecutive entries land on the page the
+/// cursor is already on, and the entries of a new store (or any that sort after the stored ones) are appended.
+/// Entries are plain values (no reference counting), and sorting is a radix pass on the leading bits of the UUID,
+/// which random UUIDs spread evenly, followed by small sorts of each bucket.
+struct GlobalIDBatch {
+    /// One entry: the UUID as two big-endian halves (their order is the byte order liblmdb sorts keys by), and
+    /// what it points to.
+    struct Entry {
+        let high: UInt64
+        let low: UInt64
+        let primaryKey: Int64
+        let entityID: UInt32
+
+        init(_ id: UUID, entityID: UInt32, primaryKey: Int64) {
+            (high, low) = withUnsafeBytes(of: id.uuid) {
+                (UInt64(bigEndian: $0.loadUnaligned(as: UInt64.self)),
+                 UInt64(bigEndian: $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+            }
+            self.entityID = entityID
+            self.primaryKey = primaryKey
+        }
+
+        /// The 16 key bytes.
+        func withKey<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
+            try withUnsafeBytes(of: (high.bigEndian, low.bigEndian), body)
+        }
+
+        var uuid: UUID {
+            withUnsafeBytes(of: (high.bigEndian, low.bigEndian)) { raw in
+                var t: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+                withUnsafeMutableBytes(of: &t) { $0.copyMemory(from: raw) }
+                return UUID(uuid: t)
+            }
+        }
+
+        @inline(__always) static func < (a: Entry, b: Entry) -> Bool {
+            a.high != b.high ? a.high < b.high : a.low < b.low
+        }
+    }
+
+    private(set) var entries: [Entry] = []
+
+    var isEmpty: Bool { entries.isEmpty }
+
+    mutating func reserve(_ n: Int) { entries.reserveCapacity(n) }
+
+    mutating func append(_ id: UUID, entityID: UInt32, primaryKey: Int64) {
+        entries.append(Entry(id, entityID: entityID, primaryKey: primaryKey))
+    }
+
+    /// The entries in key order (equal keys keep their order, so a later entry for the same UUID comes later).
+    func sorted() -> [Entry] {
+        let n = entries.count
+        guard n > 64 else { return Self.stableSorted(entries[...]) }
+        // About two entries per bucket.
+        let bits = min(20, Int.bitWidth - n.leadingZeroBitCount - 1)
+        let shift = UInt64(64 - bits)
+        var starts = [Int](repeating: 0, count: (1 << bits) + 1)
+        for e in entries { starts[Int(truncatingIfNeeded: e.high >> shift) + 1] += 1 }
+        for b in 1..<starts.count { starts[b] += starts[b - 1] }
+        var next = starts
+        var result = [Entry](unsafeUninitializedCapacity: n) { out, initialized in
+            for e in entries {
+                let b = Int(truncatingIfNeeded: e.high >> shift)
+                out.initializeElement(at: next[b], to: e)
+                next[b] += 1
+            }
+            initialized = n
+        }
+        result.withUnsafeMutableBufferPointer { all in
+            for b in 0..<(1 << bits) {
+                let range = starts[b]..<starts[b + 1]
+                if range.count < 2 { continue }
+                if range.count <= 16 {
+                    Self.insertionSort(all, range)
+                } else {
+                    // Not random after all (many UUIDs share a prefix): an ordinary sort of the bucket.
+                    let sortedBucket = Self.stableSorted(ArraySlice(all[range]))
+                    for (i, e) in zip(range, sortedBucket) { all[i] = e }
+                }
+            }
+        }
+        return result
+    }
+
+    /// Insertion sort of a short range; stable.
+    private static func insertionSort(_ a: UnsafeMutableBufferPointer<Entry>, _ range: Range<Int>) {
+        for i in (range.lowerBound + 1)..<range.upperBound {
+            let e = a[i]
+            var j = i
+            while j > range.lowerBound && e < a[j - 1] {
+                a[j] = a[j - 1]
+                j -= 1
+            }
+            a[j] = e
+        }
+    }
+
+    /// A stable sort (ties in their original order).
+    private static func stableSorted(_ slice: ArraySlice<Entry>) -> [Entry] {
+        slice.enumerated().sorted { x, y in
+            x.element < y.element || (!(y.element < x.element) && x.offset < y.offset)
+        }.map(\.element)
+    }
+
+    /// Writes the entries in key order through one cursor. A UUID already in the index is rewritten when it
+    /// belongs to the same record (an update), and refused when it names another record.
+    func write(_ txn: LMDBTransaction, _ dbi: MDB_dbi, layout: StoreLayout, storeURL: URL) throws {
+        guard !entries.isEmpty else { return }
+        let ordered = sorted()
+        try txn.withCursor(dbi) { cursor in
+            // The largest stored key: entries above it are appended.
+            var last: Entry? = try cursor.move(MDB_LAST).map { k in
+                k.key.count == 16
+                    ? Entry(high: UInt64(bigEndian: k.key.loadUnaligned(as: UInt64.self)),
+                            low: UInt64(bigEndian: k.key.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+                    : Entry(high: .max, low: .max)
+            }
+            for item in ordered {
+                var value = GlobalIDEntry.Bytes(entityID: item.entityID, primaryKey: item.primaryKey)
+                let appending = last.map { $0 < item } ?? true
+                let added = try item.withKey { key in
+                    try value.withBytes { try cursor.put(key, $0, flags: UInt32(appending ? MDB_APPEND : MDB_NOOVERWRITE)) }
+                }
+                if added {
+                    if appending { last = item }
+                    continue
+                }
+                try item.withKey { key in
+                    if let v = try txn.get(dbi, key), let e = GlobalIDEntry.decode(v, layout: layout) {
+                        let mine = layout.entity(id: item.entityID)
+                        if e.entity.rootName != mine?.rootName || e.primaryKey != item.primaryKey {
+                            let name = mine?.name ?? "entity \(item.entityID)"
+                            throw StoreError.io(storeURL, operation: "saving \(name)/p\(item.primaryKey)", reason: "global ID \(item.uuid.uuidString) already belongs to \(e.entity.name)/p\(e.primaryKey)")
+                        }
+                    }
+                    _ = try value.withBytes { try cursor.put(key, $0, flags: 0) }
+                }
+            }
+        }
+    }
+}
+
+extension GlobalIDBatch.Entry {
+    /// A bare key, for comparisons.
+    fileprivate init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+        self.primaryKey = 0
+        self.entityID = 0
+    }
+}

@@ -1,0 +1,261 @@
+import CLMDB
+import Foundation
+import StoreAPI
+
+/// The work of one save inside its write transaction. Created afresh for every attempt (a full map restarts the
+/// transaction), so it keeps no state between attempts.
+struct SaveWriter {
+    let txn: LMDBTransaction
+    let env: LMDBEnvironment
+    /// The layout the store had when the save began (what the stored metadata must still be).
+    let base: StoreLayout
+    /// The layout the changes are written with (the new metadata's, when they change it).
+    let layout: StoreLayout
+    let storeURL: URL
+    let reader: RecordReader
+    private let globalIDs: MDB_dbi
+    /// Database handles by name, so the per-record path does not go through the environment's lock.
+    private var handles: [String: MDB_dbi] = [:]
+    /// The encoding of the record being written, reused for every record.
+    private var buffer = ByteWriter(capacity: 4096)
+    /// Global-ID entries of this save, written in key order at the end.
+    private var globalIDBatch = GlobalIDBatch()
+    /// One cursor per records database written, kept for the whole save: a put through a cursor that is already
+    /// at the end of the tree appends without descending it again. Closed by ``apply(_:)`` before it returns.
+    private var cursors: [MDB_dbi: LMDBCursor] = [:]
+    /// The largest key of each records database as seen in this transaction, for `MDB_APPEND`.
+    private var lastKeys: [String: Int64?] = [:]
+    /// The entity, cursor and largest key of the last insert, so a run of one entity skips the lookups.
+    private var runInfo: EntityInfo?
+    private var runCursor: LMDBCursor?
+    private var runLastKey: Int64?
+
+    init(txn: LMDBTransaction, env: LMDBEnvironment, base: StoreLayout, layout: StoreLayout, storeURL: URL, file: URL) throws {
+        self.txn = txn
+        self.env = env
+        self.base = base
+        self.layout = layout
+        self.storeURL = storeURL
+        self.reader = RecordReader(txn: txn, env: env, layout: layout, file: file)
+        self.globalIDs = try env.requireDatabase(DatabaseName.globalIDs)
+    }
+
+    private mutating func handle(_ name: String) throws -> MDB_dbi {
+        if let dbi = handles[name] { return dbi }
+        let dbi = try env.requireDatabase(name)
+        handles[name] = dbi
+        return dbi
+    }
+
+    /// The cursor over records database `name`, opened on first use.
+    private mutating func cursor(_ name: String) throws -> LMDBCursor {
+        let dbi = try handle(name)
+        if let open = cursors[dbi] { return open }
+        let opened = try txn.openCursor(dbi)
+        cursors[dbi] = opened
+        return opened
+    }
+
+    mutating func apply(_ changes: StoreChanges) throws {
+        defer {
+            for cursor in cursors.values { cursor.close() }
+            cursors = [:]
+            runInfo = nil
+            runCursor = nil
+        }
+        let meta = try handle(DatabaseName.meta)
+        // Another process may have changed the metadata (and the entity IDs) since this store was laid out.
+        let stored = try txn.get(meta, key: MetaKey.metadata)
+        if let stored, stored != base.metadataJSON {
+            throw StaleLayout(metadataJSON: stored, entityIDsJSON: try txn.get(meta, key: MetaKey.entityIDs) ?? [])
+        }
+        if changes.metadata != nil {
+            try txn.put(meta, key: MetaKey.metadata, value: layout.metadataJSON)
+            try txn.put(meta, key: MetaKey.entityIDs, value: try layout.entityIDsJSON())
+        }
+
+        // Removals first: deleted records and the old state of updated ones leave the indexes.
+        for key in changes.deleted {
+            let info = try layout.info(key.entity)
+            let root = info.entity.rootName
+            guard let old = try reader.record(key.primaryKey, root: root) else { continue }
+            try unindex(old, root: root)
+            let dbi = try handle(info.recordsDatabase)
+            try OrderedKey.with(key.primaryKey) { _ = try txn.delete(dbi, $0) }
+        }
+        for r in changes.updated {
+            let root = try layout.info(r.entity).entity.rootName
+            guard let old = try reader.record(r.primaryKey, root: root) else {
+                throw StoreError.objectNotFound(ObjectID(storeUUID: layout.metadata.storeUUID, entity: r.entity, primaryKey: r.primaryKey))
+            }
+            try unindex(old, root: root)
+        }
+
+        // Then additions.
+        globalIDBatch.reserve(changes.updated.count + changes.inserted.count)
+        for r in changes.updated {
+            let info = try layout.info(r.entity)
+            try withUnsafePointer(to: r) { r in
+                try put(r, info, inserting: false)
+                try index(r, info)
+            }
+        }
+        // The largest inserted key per entity (a short list: saves touch few entities).
+        var highest: [(info: EntityInfo, key: Int64)] = []
+        try changes.inserted.withUnsafeBufferPointer { records in
+            guard let first = records.baseAddress else { return }
+            // Records are read in place, never copied. Bulk saves are runs of one entity: the entity is looked up
+            // once per run.
+            var i = 0
+            while i < records.count {
+                let info = try layout.info(first[i].entity)
+                let name = info.entity.name
+                var runHighest = Int64.min
+                repeat {
+                    let r = first + i
+                    try put(r, info, inserting: true)
+                    try index(r, info)
+                    runHighest = max(runHighest, r.pointee.primaryKey)
+                    i += 1
+                } while i < records.count && first[i].entity == name
+                if let known = highest.firstIndex(where: { $0.info === info }) {
+                    highest[known].key = max(highest[known].key, runHighest)
+                } else {
+                    highest.append((info, runHighest))
+                }
+            }
+        }
+        try globalIDBatch.write(txn, globalIDs, layout: layout, storeURL: storeURL)
+        globalIDBatch = GlobalIDBatch()
+        // Keys allocated elsewhere (a transfer) must never be handed out again.
+        if !highest.isEmpty {
+            let keys = try handle(DatabaseName.keys)
+            var byRoot: [String: Int64] = [:]
+            for (info, key) in highest { byRoot[info.entity.rootName] = max(byRoot[info.entity.rootName] ?? .min, key) }
+            for (root, pk) in byRoot {
+                let next = try KeyAllocator.stored(txn, keys, root: root) ?? 1
+                if next <= pk { try KeyAllocator.store(txn, keys, root: root, next: pk == .max ? .max : pk + 1) }
+            }
+        }
+
+        if !changes.history.isEmpty { try appendHistory(changes.history) }
+    }
+
+    /// Encodes `r` (checking it fits its entity on the way) and stores it under its primary key. Inserts are
+    /// appended (`MDB_APPEND`) while their keys ascend past the largest stored key, as bulk inserts do.
+    private mutating func put(_ r: UnsafePointer<Record>, _ info: EntityInfo, inserting: Bool) throws {
+        if info.isAbstract { throw StoreError.abstractEntity(info.entity.name) }
+        let fits = buffer.encode { RecordCodec.encode(r, info, into: &$0) }
+        if !fits {
+            try SaveValidator.check(r.pointee, info, url: storeURL)
+            throw StoreError.io(storeURL, operation: "saving \(r.pointee.key)", reason: "the record does not fit \(info.entity.name)")
+        }
+        let pk = r.pointee.primaryKey
+        let cursor: LMDBCursor
+        var flags: UInt32 = 0
+        if inserting {
+            flags = UInt32(MDB_NOOVERWRITE)
+            let last: Int64?
+            if runInfo === info, let runCursor {
+                cursor = runCursor
+                last = runLastKey
+            } else {
+                if let previous = runInfo { lastKeys[previous.recordsDatabase] = .some(runLastKey) }
+                cursor = try self.cursor(info.recordsDatabase)
+                if let known = lastKeys[info.recordsDatabase] { last = known } else { last = try reader.lastKey(root: info.entity.rootName) }
+                runInfo = info
+                runCursor = cursor
+            }
+            runLastKey = last
+            if last.map({ pk > $0 }) ?? true {
+                // Ascending bulk inserts go straight to the end of the tree.
+                flags = UInt32(MDB_APPEND)
+                runLastKey = pk
+            }
+        } else {
+            cursor = try self.cursor(info.recordsDatabase)
+        }
+        var stored = try OrderedKey.with(pk) { key in
+            try buffer.withBytes { value in try cursor.put(key, value, flags: flags) }
+        }
+        if !stored && flags == UInt32(MDB_APPEND) {
+            // The tracked largest key was out of date: an ordinary insert decides.
+            stored = try OrderedKey.with(pk) { key in
+                try buffer.withBytes { value in try cursor.put(key, value, flags: UInt32(MDB_NOOVERWRITE)) }
+            }
+            runInfo = nil
+            runCursor = nil
+            lastKeys[info.recordsDatabase] = nil
+        }
+        if !stored {
+            throw StoreError.io(storeURL, operation: "inserting \(r.pointee.key)", reason: "primary key \(pk) of \(info.entity.rootName) is already used")
+        }
+    }
+
+    /// The constrained values of `r` for `index`, or `nil` when the index does not apply.
+    private func values(of r: Record, for index: UniqueIndex) -> [StoreValue]? {
+        guard let entity = layout.schema.entity(named: r.entity) else { return nil }
+        var out: [StoreValue] = []
+        for name in index.attributes {
+            guard let i = entity.attributeIndex(name) else { return nil }
+            out.append(r.attributes[i])
+        }
+        return out
+    }
+
+    private mutating func unindex(_ old: Record, root: String) throws {
+        for index in layout.indexesByEntity[old.entity] ?? [] {
+            guard let values = values(of: old, for: index), let key = RecordCodec.indexKey(values) else { continue }
+            let dbi = try handle(index.databaseName)
+            // Only this record's own entry goes; a damaged index never loses another record's entry.
+            if try reader.indexedKey(index, key: key) == old.primaryKey {
+                try key.withUnsafeBytes { _ = try txn.delete(dbi, $0) }
+            }
+        }
+        let gids = globalIDs
+        try withUnsafeBytes(of: old.globalID.uuid) { key in
+            if let v = try txn.get(gids, key), let e = GlobalIDEntry.decode(v, layout: layout),
+                e.entity.rootName == root, e.primaryKey == old.primaryKey
+            {
+                try txn.delete(gids, key)
+            }
+        }
+    }
+
+    private mutating func index(_ record: UnsafePointer<Record>, _ info: EntityInfo) throws {
+        if !info.indexes.isEmpty { try indexUnique(record.pointee, info) }
+        globalIDBatch.append(record.pointee.globalID, entityID: info.id, primaryKey: record.pointee.primaryKey)
+    }
+
+    private mutating func indexUnique(_ r: Record, _ info: EntityInfo) throws {
+        let root = info.entity.rootName
+        for index in info.indexes {
+            guard let values = values(of: r, for: index), let key = RecordCodec.indexKey(values) else { continue }
+            let dbi = try handle(index.databaseName)
+            let added = try txn.put(dbi, key: key, value: OrderedKey.bytes(r.primaryKey), flags: UInt32(MDB_NOOVERWRITE))
+            if added { continue }
+            let existing = try reader.indexedKey(index, key: key)
+            if existing == r.primaryKey { continue }
+            let existingID = try existing.map { pk in
+                ObjectID(storeUUID: layout.metadata.storeUUID, entity: try reader.entityName(pk, root: root) ?? index.owner, primaryKey: pk)
+            }
+            throw StoreError.uniquenessViolation(entity: index.owner, attributes: index.attributes, values: values, existing: existingID)
+        }
+    }
+
+    private mutating func appendHistory(_ transactions: [HistoryTransaction]) throws {
+        let dbi = try handle(DatabaseName.history)
+        var last: Int64 = try txn.withCursor(dbi) { cursor in
+            try cursor.move(MDB_LAST).flatMap { OrderedKey.decode($0.key) } ?? 0
+        }
+        for var t in transactions {
+            if t.token == HistoryTransaction.assignToken { t.token = last + 1 }
+            guard t.token > last else {
+                throw StoreError.io(storeURL, operation: "appending history", reason: "token \(t.token) is not after \(last)")
+            }
+            last = t.token
+            let json = Array(try t.encoded())
+            try txn.put(dbi, key: OrderedKey.bytes(t.token), value: json, flags: UInt32(MDB_APPEND))
+        }
+    }
+}

@@ -1,0 +1,109 @@
+/// Counts the attributes of every start tag in XML bytes as they stream past, so a reader can stop a document
+/// with absurdly many attributes on one element before the parser sees it.
+///
+/// Why: libxml2 2.9 (Debian 12) checks each new attribute name against every earlier one of the same element, so
+/// one element with 20,000 attributes takes it 17 s and with 80,000 (a 1 MB file) almost 10 minutes. No store or
+/// model has more than a handful of attributes per element; ``limit`` is far above that and far below the sizes
+/// that hurt.
+///
+/// The scanner follows just enough XML to know when it is inside a start tag: comments, CDATA sections,
+/// processing instructions, end tags, and declarations (including a DOCTYPE's internal subset, with its own
+/// comments and quoted strings). It never fails on malformed XML — the parser reports that — it only counts.
+package struct XMLAttributeGuard: Sendable {
+    /// The most attributes one element may have.
+    package static let limit = 256
+
+    private enum State: UInt8 {
+        case text, open, bang, bangDash, comment, cdata, pi, endTag, startTag, quoted, declaration, declarationQuoted
+    }
+
+    private var state = State.text
+    /// Where a comment or processing instruction returns to: text, or a declaration's internal subset.
+    private var returnState = State.text
+    private var quote: UInt8 = 0
+    private var attributes = 0
+    private var declarationDepth = 0
+    /// The last bytes seen, newest in the low byte, to find `-->`, `]]>` and `?>` across buffer boundaries.
+    private var recent: UInt32 = 0
+    /// The 1-based line the scan has reached.
+    package private(set) var line = 1
+    /// Set once an element has more than ``limit`` attributes; the line is where that element's attribute was.
+    package private(set) var tooManyAttributes = false
+
+    package init() {}
+
+    /// Scans the next bytes. Returns `false` (and stays failed) once an element has too many attributes.
+    package mutating func scan(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard !tooManyAttributes else { return false }
+        for b in bytes {
+            if b == 0x0A { line += 1 }
+            recent = recent << 8 | UInt32(b)
+            switch state {
+            case .text:
+                if b == UInt8(ascii: "<") { state = .open }
+            case .open:
+                switch b {
+                case UInt8(ascii: "!"): state = .bang
+                case UInt8(ascii: "?"): returnState = .text; state = .pi
+                case UInt8(ascii: "/"): state = .endTag
+                case UInt8(ascii: ">"): state = .text
+                default: state = .startTag; attributes = 0
+                }
+            case .bang:
+                switch b {
+                case UInt8(ascii: "-"): state = .bangDash
+                case UInt8(ascii: "["): state = .cdata
+                case UInt8(ascii: ">"): state = .text
+                default: state = .declaration; declarationDepth = 0
+                }
+            case .bangDash:
+                state = b == UInt8(ascii: "-") ? .comment : .declaration
+            case .comment:
+                if recent & 0xFF_FFFF == 0x2D2D3E { state = returnState }  // -->
+            case .cdata:
+                if recent & 0xFF_FFFF == 0x5D5D3E { state = .text }  // ]]>
+            case .pi:
+                if recent & 0xFFFF == 0x3F3E { state = returnState }  // ?>
+            case .endTag:
+                if b == UInt8(ascii: ">") { state = .text }
+            case .startTag:
+                switch b {
+                case UInt8(ascii: "\""), UInt8(ascii: "'"): quote = b; state = .quoted
+                case UInt8(ascii: ">"): state = .text
+                case UInt8(ascii: "="):
+                    attributes += 1
+                    if attributes > Self.limit {
+                        tooManyAttributes = true
+                        return false
+                    }
+                default: break
+                }
+            case .quoted:
+                if b == quote { state = .startTag }
+            case .declaration:
+                switch b {
+                case UInt8(ascii: "\""), UInt8(ascii: "'"): quote = b; state = .declarationQuoted
+                case UInt8(ascii: "["): declarationDepth += 1
+                case UInt8(ascii: "]"): declarationDepth -= 1
+                case UInt8(ascii: ">"): if declarationDepth <= 0 { state = .text }
+                case UInt8(ascii: "-") where recent == 0x3C21_2D2D:  // <!-- inside the subset
+                    returnState = .declaration; state = .comment
+                case UInt8(ascii: "?") where recent & 0xFFFF == 0x3C3F:  // <? inside the subset
+                    returnState = .declaration; state = .pi
+                default: break
+                }
+            case .declarationQuoted:
+                if b == quote { state = .declaration }
+            }
+        }
+        return true
+    }
+
+    /// Scans a whole document in memory; `false` if an element has too many attributes.
+    package static func allows(_ bytes: some Collection<UInt8>) -> (allowed: Bool, line: Int) {
+        var scanner = XMLAttributeGuard()
+        let ok = bytes.withContiguousStorageIfAvailable { scanner.scan($0) }
+            ?? Array(bytes).withUnsafeBufferPointer { scanner.scan($0) }
+        return (ok, scanner.line)
+    }
+}

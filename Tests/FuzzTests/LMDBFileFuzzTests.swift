@@ -1,0 +1,94 @@
+import Foundation
+import LMDBBackend
+import StoreAPI
+import Testing
+
+/// The LMDB backend's sniffer, metadata reader, open, integrity check and fetches, fed mutated `data.mdb` files.
+///
+/// liblmdb maps the data file and trusts the page numbers in it, so a damaged B-tree page can crash whatever
+/// reads it. Each input therefore runs in a `storectl` child process (`info`, `verify` or `export`, in turn): a
+/// signal, a hang or a runaway memory peak is a failure of this test, not the end of the test run. Set
+/// `STORE_FUZZ_LMDB_IN_PROCESS=1` to also run the inputs in process (faster, but the first crash ends the run).
+@Suite struct LMDBFileFuzzTests {
+    static func corpus(in dir: FuzzDirectory) throws -> [[UInt8]] {
+        var seeds: [[UInt8]] = []
+        let directoryForm = dir.file("fixture.lmdb")
+        try FuzzFixture.write(LMDBStoreBackend(), at: directoryForm)
+        seeds.append(Array(try Data(contentsOf: directoryForm.appendingPathComponent("data.mdb"))))
+        let library = dir.file("library.lmdb")
+        let store = try LMDBStoreBackend().open(at: library, options: StoreOptions(),
+                                                creating: StoreMetadata(storeType: "lmdb", storeUUID: FuzzFixture.gid(700), schema: try LibrarySample.schema()))
+        try NDJSONImporter().importRecords(from: Data(LibrarySample.slice(count: 12, seed: 7)), into: store)
+        try store.close()
+        seeds.append(Array(try Data(contentsOf: library.appendingPathComponent("data.mdb"))))
+        if let lmdb = FuzzPaths.corpus("lmdb"), let data = try? Data(contentsOf: lmdb.appendingPathComponent("minad__lmdb/data.mdb")) {
+            seeds.append(Array(data))
+        }
+        return seeds
+    }
+
+    /// A refusal by the child (exit status 2 with a message naming the store).
+    struct Refused: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    static let verbs: [[String]] = [["info", "--json"], ["verify"], ["export"]]
+
+    /// Property: for every mutated data file, `storectl info`, `verify` and `export` finish within a generous
+    /// time and memory bound, and either succeed or exit with status 2 and a message naming the store — never a
+    /// signal.
+    @Test func mutatedDataFilesInAChildProcess() throws {
+        let storectl = try StorectlBinary.require()
+        let dir = try FuzzDirectory("fuzz-lmdb")
+        let input = dir.file("input.lmdb")
+        var campaign = FuzzCampaign(target: "lmdb-file", corpus: try Self.corpus(in: dir), dialect: .binary, maxSize: 512 << 10,
+                                    ciIterations: 45) { ($0 as? Refused).map { _ in "refused" } }
+        campaign.knownIssue = Self.openLMDBBug
+        let stats = campaign.run { bytes, index in
+            try? FileManager.default.removeItem(at: input)
+            try FileManager.default.createDirectory(at: input, withIntermediateDirectories: true)
+            try Data(bytes).write(to: input.appendingPathComponent("data.mdb"))
+            let verb = Self.verbs[index % Self.verbs.count]
+            let result = try ChildProcess.run(storectl, verb + [input.path], timeout: 120)
+            if result.timedOut || result.signal != nil || result.peakMemoryBytes > 1 << 30 {
+                throw FuzzViolation("storectl \(verb[0]) on a damaged data.mdb: \(result)")
+            }
+            switch result.exitStatus {
+            case 0: return
+            case 1 where verb[0] == "verify":  // problems found and listed
+                throw Refused(description: result.stdout)
+            case 2:
+                guard result.stderr.contains(input.lastPathComponent) else {
+                    throw FuzzViolation("storectl \(verb[0]) refused without naming the store: \(result.stderr)")
+                }
+                throw Refused(description: result.stderr)
+            default:
+                throw FuzzViolation("storectl \(verb[0]) exited \(result.exitStatus ?? -1): \(result.stderr)")
+            }
+        }
+        #expect(stats.accepted > 0, "\(stats)")
+    }
+
+    /// Open bugs in the LMDB backend (reported, owned by the LMDB work): liblmdb trusts the page numbers inside
+    /// the B-tree, so a damaged branch page makes `mdb_dbi_open` / cursor reads touch the map beyond the file
+    /// (SIGBUS) — first seen from `StoreInspector.readInfo` during `sniff`; and `LMDBHeader.probe` traps on
+    /// `lastPage + 1` when a meta page's last page is `UInt64.max`. Remove once those are fixed.
+    static func openLMDBBug(_ failure: String) -> String? {
+        failure.contains("killed by signal") ? "LMDB: damaged pages crash liblmdb or LMDBHeader.probe (open bug)" : nil
+    }
+
+    /// The same inputs in process, for a fast long run once liblmdb-facing reads are hardened.
+    @Test(.enabled(if: FuzzConfiguration.environment["STORE_FUZZ_LMDB_IN_PROCESS"] == "1"))
+    func mutatedDataFilesInProcess() throws {
+        let dir = try FuzzDirectory("fuzz-lmdb-in-process")
+        let input = dir.file("input.lmdb")
+        let campaign = FuzzCampaign(target: "lmdb-file", corpus: try Self.corpus(in: dir), dialect: .binary, maxSize: 512 << 10,
+                                    ciIterations: 300, classify: FuzzErrors.store)
+        campaign.run { bytes, _ in
+            try? FileManager.default.removeItem(at: input)
+            try FileManager.default.createDirectory(at: input, withIntermediateDirectories: true)
+            try Data(bytes).write(to: input.appendingPathComponent("data.mdb"))
+            try StoreProbe.readEverything(input, with: LMDBStoreBackend())
+        }
+    }
+}

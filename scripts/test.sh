@@ -4,7 +4,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 swift build --build-tests
-swift test --skip-build --parallel --num-workers 2
+# The log is kept so that a failure's details (printed early in a long run) are repeated at the end, where a CI
+# log's tail shows them.
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+if ! swift test --skip-build --parallel --num-workers 2 2>&1 | tee "$log"; then
+    echo
+    echo "=== failed tests and their issues (repeated from above) ==="
+    grep -E -A6 "^✘ Test .*recorded an issue" "$log" | grep -v "^--$" | cut -c1-600 | head -150 || true
+    exit 1
+fi
 if [ -d Examples/JSONStoreBackend ]; then
     (cd Examples/JSONStoreBackend && swift test)
 fi

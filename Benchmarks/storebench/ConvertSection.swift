@@ -39,9 +39,15 @@ enum ConvertSection {
         return refs
     }
 
-    /// Runs every pair; returns each pair's median peak RSS (for the flatness check across sizes).
-    static func run(_ env: BenchEnvironment, _ refs: References) throws -> [String: Int] {
-        var peaks: [String: Int] = [:]
+    /// A conversion's peak memory: resident set (`VmHWM`) and anonymous memory (heap), bytes.
+    struct Peak {
+        var rss: Int
+        var anon: Int
+    }
+
+    /// Runs every pair; returns each pair's median peaks (for the flatness check across sizes).
+    static func run(_ env: BenchEnvironment, _ refs: References) throws -> [String: Peak] {
+        var peaks: [String: Peak] = [:]
         for from in SourceStores.types {
             for to in SourceStores.types where to != from {
                 let name = "convert \(from) → \(to)"
@@ -57,20 +63,22 @@ enum ConvertSection {
                     if run == 0 { env.verify(name, copy: dst, against: from) }
                     env.remove(dst)
                 }
-                let peak = Int(Measure.median(rss))
+                let peak = Peak(rss: Int(Measure.median(rss)), anon: Int(Measure.median(anon)))
                 let zero = Timing(cpu: 0, wall: 0)
                 let reference = (refs.read[from] ?? zero) + (refs.write[to] ?? zero)
                 env.table.add(.timed(name, records: env.total, ours: Timing.median(times), reference: reference,
                                      referenceName: "\(readName(from)) + \(writeName(to))", maxRatio: maxRatio,
-                                     peakRSS: peak, peakAnon: Int(Measure.median(anon))))
+                                     peakRSS: peak.rss, peakAnon: peak.anon))
                 peaks[name] = peak
             }
         }
         for from in SourceStores.types {
             for to in SourceStores.types where to != from {
                 let name = "convert \(from) → \(to)"
-                env.table.add(.memory("peak RSS " + name, records: env.total, bytes: peaks[name] ?? 0, limit: rssLimit,
-                                      note: String(format: "reference read of %@ peaks at %.1f MB", from, Double(refs.readRSS[from] ?? 0) / 1e6)))
+                let peak = peaks[name] ?? Peak(rss: 0, anon: 0)
+                env.table.add(.memory("peak RSS " + name, records: env.total, bytes: peak.rss, limit: rssLimit,
+                                      note: String(format: "anon (heap) %.1f MB; the reference read of %@ alone peaks at %.1f MB RSS",
+                                                   Double(peak.anon) / 1e6, from, Double(refs.readRSS[from] ?? 0) / 1e6)))
             }
         }
         return peaks

@@ -49,7 +49,7 @@ func runBenchmarks(_ options: Options) throws -> [String] {
     let dataRoot = options.dataDirectory ?? work.appendingPathComponent("data")
     let table = ResultsTable()
     var failures: [String] = []
-    var peaksBySize: [(Int, [String: Int])] = []
+    var peaksBySize: [(Int, [String: ConvertSection.Peak])] = []
 
     for size in options.sizes {
         let dataset = try Dataset(total: size)
@@ -126,7 +126,10 @@ func runBenchmarks(_ options: Options) throws -> [String] {
         table.begin("peak RSS flatness, \(ResultRow.count(smallSize)) → \(ResultRow.count(largeSize)) records (target ≤1.2×)")
         for (name, peak) in large.sorted(by: { $0.key < $1.key }) {
             guard let before = small[name] else { continue }
-            table.add(.flatness("RSS growth " + name, small: (smallSize, before), large: (largeSize, peak), limit: 1.2))
+            var row = ResultRow.flatness("RSS growth " + name, small: (smallSize, before.rss), large: (largeSize, peak.rss), limit: 1.2)
+            row.referenceName += String(format: "; anon (heap) %.1f → %.1f MB (%.2f×)", Double(before.anon) / 1e6,
+                                        Double(peak.anon) / 1e6, Double(peak.anon) / Double(max(1, before.anon)))
+            table.add(row)
         }
     }
 

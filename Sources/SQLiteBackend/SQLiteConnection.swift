@@ -52,8 +52,12 @@ final class SQLiteConnection: @unchecked Sendable {
         }
         let rc = sqlite3_open_v2(path, &handle, flags, nil)
         guard rc == SQLITE_OK, let db = handle else {
-            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
+            var message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
             if let handle { sqlite3_close_v2(handle) }
+            if rc & 0xFF == SQLITE_CANTOPEN && url.path.utf8.count > 512 {
+                // The unix VFS's MAX_PATHNAME: nothing about the file is wrong, the path is too long for SQLite.
+                message += " (the path is \(url.path.utf8.count) bytes; SQLite accepts at most 512)"
+            }
             throw SQLiteConnection.mapError(rc, message: message, url: url, operation: "opening the database")
         }
         let connection = SQLiteConnection(db: db, url: url, isReadOnly: readOnly)

@@ -141,8 +141,17 @@ struct StoreCopier {
         } while rc == SQLITE_OK || rc == SQLITE_BUSY || rc == SQLITE_LOCKED
         let finish = sqlite3_backup_finish(b)
         guard rc == SQLITE_DONE else {
-            throw SQLiteConnection.mapError(
-                rc, message: String(cString: sqlite3_errstr(rc)), url: source, operation: "copying with the backup API")
+            let message = String(cString: sqlite3_errstr(rc))
+            switch rc & 0xFF {
+            case SQLITE_CORRUPT, SQLITE_NOTADB, SQLITE_BUSY, SQLITE_LOCKED:
+                // The source is what is damaged or held by a writer.
+                throw SQLiteConnection.mapError(rc, message: message, url: source, operation: "copying with the backup API")
+            default:
+                // A full disk, a file-size limit, an I/O error: the copy being written failed; the source is
+                // intact, so the error names the destination (and where it was copying from).
+                throw SQLiteConnection.mapError(
+                    rc, message: message, url: destination, operation: "copying \(source.path) with the backup API")
+            }
         }
         guard finish == SQLITE_OK else { throw dst.error(finish, "finishing the backup") }
     }

@@ -86,6 +86,6 @@ struct RelocateResumeTests {
             #expect(problems == nil, "killed \(boundary), then resumed: \(problems ?? "")")
             #expect(Backends.storeType(at: old) == nil, "\(boundary): the old store is still there")
         }
-        print("relocate \(type): killed at \(targets.count) mutations of the old store's removal, resumed each")
+        FileHandle.standardOutput.write(Data("relocate \(type): killed at \(targets.count) mutations of the old store's removal, resumed each\n".utf8))
     }
 }

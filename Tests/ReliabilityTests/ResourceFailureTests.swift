@@ -97,15 +97,7 @@ struct ConstrainedWrite {
         #expect(child.status == (c.kind == .saves ? 1 : 2), "\(label): \(child.summary)")
         let named = (path ?? destinationDirectory).path
         let namesPath = child.stderr.contains("error") && child.stderr.contains(named)
-        if !namesPath && (c.kind == .copy || c.kind == .relocate) && c.destinationType != "xml" && child.stderr.contains(source.path) {
-            // The engines' fast copies (SQLite's backup API, mdb_env_copyfd2) report a failed write against the
-            // store they read: the message names the source, which is intact, instead of the destination.
-            withKnownIssue("\(label): the fast copy's error names the source instead of the destination being written") {
-                #expect(namesPath, "\(child.summary)")
-            }
-        } else {
-            #expect(namesPath, "\(label): the error should name \(named): \(child.summary)")
-        }
+        #expect(namesPath, "\(label): the error should name \(named): \(child.summary)")
         #expect(StoreBytes.contents(of: source) == sourceBytes, "\(label): the source changed")
         #expect(StoreBytes.staging(in: destinationDirectory).isEmpty, "\(label): staging left: \(StoreBytes.staging(in: destinationDirectory))")
         #expect(StoreBytes.staging(in: sourceDirectory).isEmpty, "\(label): staging left beside the source")

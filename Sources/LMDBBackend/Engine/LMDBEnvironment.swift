@@ -68,6 +68,8 @@ final class LMDBEnvironment: @unchecked Sendable {
     static func openHandle(
         _ location: LMDBLocation, readOnly: Bool, noLock: Bool, mapSize: Int?, maxDatabases: Int
     ) throws -> OpaquePointer {
+        // Read-only without a lock writes nothing at all, links or not (sniffing uses that).
+        if !(readOnly && noLock) { try refuseSymbolicLinks(location) }
         var created: OpaquePointer?
         try check(mdb_env_create(&created), "creating an LMDB environment")
         guard let env = created else { throw LMDBFailure(code: ENOMEM, operation: "creating an LMDB environment") }
@@ -84,6 +86,16 @@ final class LMDBEnvironment: @unchecked Sendable {
             throw error
         }
         return env
+    }
+
+    /// liblmdb follows symbolic links: a `lock.mdb` (or data file) linked elsewhere would have its lock table
+    /// written into whatever file the link names, the moment the store is sniffed or opened. A store's own files
+    /// are never links, so such a store is refused before liblmdb touches anything.
+    static func refuseSymbolicLinks(_ location: LMDBLocation) throws {
+        for file in [location.dataFile, location.lockFile] where FileProbe.isSymbolicLink(file) {
+            throw StoreError.refused(
+                location.url, reason: "\(file.lastPathComponent) is a symbolic link; a store's files must be its own")
+        }
     }
 
     /// Closes the handle. Only the registry calls this, once no store uses the environment.

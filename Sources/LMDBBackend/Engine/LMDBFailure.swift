@@ -39,6 +39,16 @@ struct LMDBFailure: Error, CustomStringConvertible {
     }
 }
 
+extension LMDBFailure {
+    /// The error of a failed environment copy, charged to the side that failed: liblmdb's own codes (all
+    /// negative) come from reading the source environment; an `errno` comes from writing the copy (a full disk,
+    /// a file-size limit, an I/O error), and the user needs to hear about the destination, not the intact source.
+    func copyError(source: URL, destination: URL) -> StoreError {
+        guard code > 0 else { return storeError(source) }
+        return .io(destination, operation: "copying \(source.path)", reason: message)
+    }
+}
+
 /// Throws an ``LMDBFailure`` for a non-zero liblmdb return code.
 @inline(__always)
 func check(_ rc: Int32, _ operation: @autoclosure () -> String) throws {

@@ -1,5 +1,6 @@
 import CLMDB
 import Foundation
+import StoreAPI
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -77,10 +78,26 @@ enum FileProbe {
 
     static func isWritable(_ url: URL) -> Bool { access(url.path, W_OK) == 0 }
 
+    static func isSymbolicLink(_ url: URL) -> Bool {
+        var st = stat()
+        return lstat(url.path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFLNK
+    }
+
     /// The names in a directory, or `nil` when it cannot be listed.
     static func contents(of directory: URL) -> [String]? {
         try? FileManager.default.contentsOfDirectory(atPath: directory.path)
     }
 
     static func errnoString() -> String { String(cString: strerror(errno)) }
+
+    /// Makes the staging directory `staging` for the store at `store`; a failure (a name too long once the staging
+    /// prefix is added, a read-only or full directory) is a ``StoreError`` naming the store.
+    static func makeStagingDirectory(_ staging: URL, for store: URL) throws {
+        guard mkdir(staging.path, 0o755) == 0 else {
+            let code = errno
+            let reason = "creating \(staging.lastPathComponent): \(String(cString: strerror(code)))"
+            if code == EACCES || code == EROFS || code == EPERM { throw StoreError.readOnly(store, reason: reason) }
+            throw StoreError.io(store, operation: "staging the store", reason: reason)
+        }
+    }
 }

@@ -134,14 +134,13 @@ struct ByteWriter {
         }
     }
 
-    /// The bytes of the last encoding.
-    func withBytes<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
-        // `self` (and so the storage) is borrowed for the whole call.
-        try body(UnsafeRawBufferPointer(start: storage.base, count: count))
-    }
+    /// The bytes of the last encoding, valid while this writer is neither changed nor dropped. The save path
+    /// hands them straight to liblmdb (which copies them); going through a closure would cost a reference count
+    /// per record.
+    var unsafeBytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: storage.base, count: count) }
 
     /// A copy of the bytes of the last encoding.
-    var bytes: [UInt8] { withBytes { Array($0) } }
+    var bytes: [UInt8] { withExtendedLifetime(storage) { Array(unsafeBytes) } }
 }
 
 /// The memory of a ``ByteWriter``.

@@ -57,42 +57,76 @@ struct GlobalIDBatch {
     }
 
     /// The entries in key order (equal keys keep their order, so a later entry for the same UUID comes later).
+    ///
+    /// Two radix passes on the leading bits of the UUID: the first spreads the entries over at most 2,048
+    /// buckets (few enough that every bucket's write position stays in cache), the second orders each bucket —
+    /// small enough to be in cache itself — by the next bits, and insertion sort finishes the handful of entries
+    /// that share a sub-bucket. Entries that share long prefixes (UUIDs that are not random) end up in crowded
+    /// sub-buckets, which get an ordinary stable sort.
     func sorted() -> [Entry] {
         let n = entries.count
         guard n > 64 else { return Self.stableSorted(entries[...]) }
-        // About two entries per bucket.
-        let bits = min(20, Int.bitWidth - n.leadingZeroBitCount - 1)
-        let shift = UInt64(64 - bits)
-        var starts = [Int](repeating: 0, count: (1 << bits) + 1)
-        for e in entries { starts[Int(truncatingIfNeeded: e.high >> shift) + 1] += 1 }
+        let topBits = min(11, Self.log2(n) - 3)
+        let topShift = UInt64(64 - topBits)
+        var starts = [Int](repeating: 0, count: (1 << topBits) + 1)
+        for e in entries { starts[Int(truncatingIfNeeded: e.high >> topShift) + 1] += 1 }
         for b in 1..<starts.count { starts[b] += starts[b - 1] }
         var next = starts
         var result = [Entry](unsafeUninitializedCapacity: n) { out, initialized in
             for e in entries {
-                let b = Int(truncatingIfNeeded: e.high >> shift)
+                let b = Int(truncatingIfNeeded: e.high >> topShift)
                 out.initializeElement(at: next[b], to: e)
                 next[b] += 1
             }
             initialized = n
         }
+        var largest = 0
+        for b in 0..<(1 << topBits) { largest = max(largest, starts[b + 1] - starts[b]) }
+        var scratch = [Entry](repeating: Entry(high: 0, low: 0), count: largest)
+        var subStarts = [Int](repeating: 0, count: (1 << 12) + 1)
         result.withUnsafeMutableBufferPointer { all in
-            for b in 0..<(1 << bits) {
-                let range = starts[b]..<starts[b + 1]
-                if range.count < 2 { continue }
-                if range.count <= 16 {
-                    Self.insertionSort(all, range)
-                } else {
-                    // Not random after all (many UUIDs share a prefix): an ordinary sort of the bucket.
-                    let sortedBucket = Self.stableSorted(ArraySlice(all[range]))
-                    for (i, e) in zip(range, sortedBucket) { all[i] = e }
+            scratch.withUnsafeMutableBufferPointer { scratch in
+                for b in 0..<(1 << topBits) {
+                    let range = starts[b]..<starts[b + 1]
+                    if range.count <= 16 {
+                        Self.insertionSort(all, range)
+                        continue
+                    }
+                    let subBits = min(12, Self.log2(range.count) + 1)
+                    let subShift = UInt64(64 - topBits - subBits)
+                    let mask = UInt64(1 << subBits) - 1
+                    for i in 0...(1 << subBits) { subStarts[i] = 0 }
+                    for i in range { subStarts[Int(truncatingIfNeeded: (all[i].high >> subShift) & mask) + 1] += 1 }
+                    for i in 1...(1 << subBits) { subStarts[i] += subStarts[i - 1] }
+                    var subNext = Array(subStarts[0..<(1 << subBits)])
+                    for i in range {
+                        let s = Int(truncatingIfNeeded: (all[i].high >> subShift) & mask)
+                        scratch[subNext[s]] = all[i]
+                        subNext[s] += 1
+                    }
+                    for s in 0..<(1 << subBits) {
+                        let sub = subStarts[s]..<subStarts[s + 1]
+                        if sub.count <= 16 {
+                            Self.insertionSort(scratch, sub)
+                        } else {
+                            // Not random after all (many UUIDs share a prefix): an ordinary sort.
+                            let sortedSub = Self.stableSorted(ArraySlice(scratch[sub]))
+                            for (i, e) in zip(sub, sortedSub) { scratch[i] = e }
+                        }
+                    }
+                    for (i, j) in zip(range, 0..<range.count) { all[i] = scratch[j] }
                 }
             }
         }
         return result
     }
 
+    /// ⌊log₂ n⌋ for n ≥ 1.
+    private static func log2(_ n: Int) -> Int { Int.bitWidth - n.leadingZeroBitCount - 1 }
+
     /// Insertion sort of a short range; stable.
     private static func insertionSort(_ a: UnsafeMutableBufferPointer<Entry>, _ range: Range<Int>) {
+        guard range.count > 1 else { return }
         for i in (range.lowerBound + 1)..<range.upperBound {
             let e = a[i]
             var j = i

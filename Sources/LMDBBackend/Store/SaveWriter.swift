@@ -175,14 +175,12 @@ struct SaveWriter {
         } else {
             cursor = try self.cursor(info.recordsDatabase)
         }
-        var stored = try OrderedKey.with(pk) { key in
-            try buffer.withBytes { value in try cursor.put(key, value, flags: flags) }
-        }
+        // Valid until the next record is encoded; liblmdb copies it.
+        let value = buffer.unsafeBytes
+        var stored = try OrderedKey.with(pk) { key in try cursor.put(key, value, flags: flags) }
         if !stored && flags == UInt32(MDB_APPEND) {
             // The tracked largest key was out of date: an ordinary insert decides.
-            stored = try OrderedKey.with(pk) { key in
-                try buffer.withBytes { value in try cursor.put(key, value, flags: UInt32(MDB_NOOVERWRITE)) }
-            }
+            stored = try OrderedKey.with(pk) { key in try cursor.put(key, value, flags: UInt32(MDB_NOOVERWRITE)) }
             runInfo = nil
             runCursor = nil
             lastKeys[info.recordsDatabase] = nil

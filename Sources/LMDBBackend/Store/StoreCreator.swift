@@ -18,7 +18,7 @@ enum StoreCreator {
         if location.isDirectory && !FileProbe.exists(location.url) {
             let staging = AtomicFile.stagingURL(for: location.url)
             do {
-                try fm.createDirectory(at: staging, withIntermediateDirectories: false)
+                try FileProbe.makeStagingDirectory(staging, for: location.url)
                 let stagedData = staging.appendingPathComponent("data.mdb")
                 try initialize(LMDBLocation(url: staging, isDirectory: true), metadata: metadata, createdDirectory: true, options: options)
                 try AtomicFile.fsync(path: stagedData)

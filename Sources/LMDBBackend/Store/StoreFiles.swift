@@ -82,9 +82,9 @@ enum StoreFiles {
         if target.isDirectory {
             let staging = AtomicFile.stagingURL(for: destination)
             do {
-                try fm.createDirectory(at: staging, withIntermediateDirectories: false)
+                try FileProbe.makeStagingDirectory(staging, for: destination)
                 let data = staging.appendingPathComponent("data.mdb")
-                try write(env, to: data, source: source)
+                try write(env, to: data, source: source, destination: destination)
                 if !info.createdDirectory {
                     // This copy made its directory, so destroying the copy may remove it.
                     try markCreatedDirectory(LMDBLocation(url: staging, isDirectory: true))
@@ -103,7 +103,7 @@ enum StoreFiles {
         } else {
             let staging = AtomicFile.stagingURL(for: destination)
             do {
-                try write(env, to: staging, source: source)
+                try write(env, to: staging, source: source, destination: destination)
                 if link(staging.path, destination.path) != 0 {
                     let code = errno
                     if code == EEXIST { throw StoreError.storeExists(destination) }
@@ -118,9 +118,9 @@ enum StoreFiles {
         }
     }
 
-    /// Writes a compacted snapshot of `env` into a new file and fsyncs it. Compaction refuses environments with
-    /// leaked pages; a plain copy is made then.
-    private static func write(_ env: LMDBEnvironment, to url: URL, source: URL) throws {
+    /// Writes a compacted snapshot of `env` into a new file (the staging file of `destination`) and fsyncs it.
+    /// Compaction refuses environments with leaked pages; a plain copy is made then.
+    private static func write(_ env: LMDBEnvironment, to url: URL, source: URL, destination: URL) throws {
         let fd = open(url.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
             let reason = FileProbe.errnoString()
@@ -130,13 +130,16 @@ enum StoreFiles {
         defer { close(fd) }
         do {
             try env.copy(to: fd, compact: true)
+        } catch let f as LMDBFailure where f.code > 0 {
+            // Writing the copy failed (full disk, file-size limit): a plain copy would fail the same way.
+            throw f.copyError(source: source, destination: destination)
         } catch {
             guard ftruncate(fd, 0) == 0, lseek(fd, 0, SEEK_SET) == 0 else {
                 throw StoreError.io(url, operation: "restarting the copy", reason: FileProbe.errnoString())
             }
-            do { try env.copy(to: fd, compact: false) } catch let f as LMDBFailure { throw f.storeError(source) }
+            do { try env.copy(to: fd, compact: false) } catch let f as LMDBFailure { throw f.copyError(source: source, destination: destination) }
         }
-        guard fsync(fd) == 0 else { throw StoreError.io(url, operation: "fsync", reason: FileProbe.errnoString()) }
+        guard fsync(fd) == 0 else { throw StoreError.io(destination, operation: "fsync of the copy", reason: FileProbe.errnoString()) }
     }
 
     /// Records in a staged copy that its directory was made for it.

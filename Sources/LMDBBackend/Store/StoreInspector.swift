@@ -78,7 +78,9 @@ enum StoreInspector {
             if let env {
                 return try env.read { txn in try body(txn) { env.database($0) } }
             }
+            // A lock file linked elsewhere is not used: liblmdb would write its reader table into the link's target.
             let lockUsable = FileProbe.exists(location.lockFile) && FileProbe.isWritable(location.lockFile)
+                && !FileProbe.isSymbolicLink(location.lockFile) && !FileProbe.isSymbolicLink(location.dataFile)
             let maxDatabases = Int(min(header.mainEntries, 100_000)) + 16
             let handle = try LMDBEnvironment.openHandle(
                 location, readOnly: true, noLock: !lockUsable, mapSize: nil, maxDatabases: maxDatabases)

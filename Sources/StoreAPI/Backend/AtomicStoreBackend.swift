@@ -93,12 +93,7 @@ extension AtomicStoreBackend {
         guard sniff(source) == .store else { throw StoreError.storeNotFound(source) }
         guard !FileManager.default.fileExists(atPath: destination.path) else { throw StoreError.storeExists(destination) }
         try AtomicFile.write(to: destination) { staging in
-            do { try FileManager.default.copyItem(at: source, to: staging) } catch {
-                // Name the file being written (a full disk is the destination's problem) and the system's reason.
-                let posix = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
-                let reason = posix?.domain == NSPOSIXErrorDomain ? String(cString: strerror(Int32(posix?.code ?? 0))) : error.localizedDescription
-                throw StoreError.io(staging, operation: "copying \(source.path)", reason: reason)
-            }
+            try AtomicFile.copyContents(of: source, to: staging, reporting: destination)
         }
     }
 

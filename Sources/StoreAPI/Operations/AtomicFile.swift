@@ -34,6 +34,43 @@ public enum AtomicFile {
         }
     }
 
+    /// Copies the bytes of the file `source` into the new file `copy` (which must not exist) with plain POSIX reads
+    /// and writes. `FileManager.copyItem` is not used: it truncates paths over 1,024 bytes on Linux and reports
+    /// failures as `CocoaError`s; here a failed read names the source and a failed write (a full disk, a file-size
+    /// limit) names `reported`, the file the caller is making.
+    static func copyContents(of source: URL, to copy: URL, reporting reported: URL) throws {
+        let input = open(source.path, O_RDONLY | O_CLOEXEC)
+        guard input >= 0 else { throw StoreError.io(source, operation: "open for copying", reason: errnoString()) }
+        defer { close(input) }
+        let output = open(copy.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard output >= 0 else {
+            let code = errno
+            if code == EACCES || code == EROFS || code == EPERM { throw StoreError.readOnly(reported, reason: errnoString()) }
+            throw StoreError.io(reported, operation: "creating the copy", reason: errnoString())
+        }
+        defer { close(output) }
+        let chunk = 1 << 20
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: chunk, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let n = read(input, buffer, chunk)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw StoreError.io(source, operation: "reading for a copy", reason: errnoString())
+            }
+            if n == 0 { return }
+            var written = 0
+            while written < n {
+                let w = posixWrite(output, buffer + written, n - written)
+                if w < 0 {
+                    if errno == EINTR { continue }
+                    throw StoreError.io(reported, operation: "copying \(source.path)", reason: errnoString())
+                }
+                written += w
+            }
+        }
+    }
+
     /// Renames `source` to `destination`, replacing it (POSIX `rename`, atomic on one file system).
     public static func rename(_ source: URL, to destination: URL) throws {
         if Glibc_rename(source.path, destination.path) != 0 {
@@ -110,5 +147,14 @@ private func Glibc_rename(_ a: String, _ b: String) -> Int32 {
     return Glibc.rename(a, b)
     #else
     return Darwin.rename(a, b)
+    #endif
+}
+
+// `write` is shadowed inside AtomicFile too.
+private func posixWrite(_ fd: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {
+    #if canImport(Glibc)
+    return Glibc.write(fd, bytes, count)
+    #else
+    return Darwin.write(fd, bytes, count)
     #endif
 }

@@ -25,7 +25,8 @@ struct CrashTally: CustomStringConvertible {
 
     /// Prints the tally (the counts a full run reports) and records every failure.
     func report() {
-        print(description)
+        // Unbuffered, so a long run's log shows each series as it ends.
+        FileHandle.standardOutput.write(Data((description + "\n").utf8))
         for f in failures.prefix(10) { Issue.record("\(label): \(f)") }
     }
 }
@@ -71,18 +72,36 @@ enum KillPlan: String, Sendable, CustomStringConvertible {
     var description: String { rawValue }
 
     /// The kill points for `command` (program first): makes one complete run to measure or trace it first.
+    ///
+    /// Timed points are fractions of a complete run's duration, turned into delays when they are used: on a shared
+    /// machine the duration drifts with the load, so ``KillPoint/delay(_:)`` values are refreshed every few
+    /// points by ``refreshDelays(_:from:command:)``.
     func points(for command: [String], count: Int, random: inout SeededRandom) throws -> (calibration: Child, points: [KillPoint]) {
         switch self {
         case .timed:
-            let started = Date()
-            let child = try Child(URL(fileURLWithPath: command[0]), Array(command.dropFirst()))
-            child.wait()
-            let duration = Date().timeIntervalSince(started)
-            return (child, (0..<count).map { _ in .delay(Double.random(in: 0...(duration * 1.1), using: &random)) })
+            let (child, duration) = try Self.completeRun(command)
+            return (child, (0..<count).map { _ in .fraction(Double.random(in: 0...1.1, using: &random), of: duration) })
         case .syscalls:
             let (child, all) = try Syscalls.boundaries(of: command)
             return (child, Syscalls.sample(all, count: count, using: &random).map { .syscall($0) })
         }
+    }
+
+    /// Runs `command` to the end and times it.
+    static func completeRun(_ command: [String]) throws -> (Child, Double) {
+        let started = Date()
+        let child = try Child(URL(fileURLWithPath: command[0]), Array(command.dropFirst()))
+        child.wait()
+        return (child, Date().timeIntervalSince(started))
+    }
+
+    /// Every tenth point of a timed series, a fresh complete run re-measures the duration the fractions apply to.
+    /// (The complete run is also one more "next operation on that path"; its result is left for the next point's
+    /// checks, which start by resetting the destination.)
+    static func refresh(_ point: KillPoint, index: Int, command: [String]) throws -> KillPoint {
+        guard case .fraction(let f, _) = point, index > 0, index % 10 == 0 else { return point }
+        let (_, duration) = try completeRun(command)
+        return .fraction(f, of: duration)
     }
 }
 
@@ -135,6 +154,7 @@ enum CrashHarness {
         var complete: Set<[String]> = []
 
         for (point, killPoint) in killPoints.enumerated() {
+            let killPoint = try KillPlan.refresh(killPoint, index: point, command: command)
             StoreBytes.removeAll(at: destination)
             let hadOther = c.operation == .replace || Bool.random(using: &random)
             if hadOther { try StoreBytes.copy(other, to: destination) }

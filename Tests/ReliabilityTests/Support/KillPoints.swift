@@ -6,11 +6,14 @@ import Testing
 /// (between two renames of a placement, between the unlinks of a destroy) that timing alone rarely hits.
 enum KillPoint: CustomStringConvertible {
     case delay(Double)
+    /// A fraction of a complete run's duration (measured in seconds).
+    case fraction(Double, of: Double)
     case syscall(Syscalls.Boundary)
 
     var description: String {
         switch self {
         case .delay(let d): String(format: "after %.3f s", d)
+        case .fraction(let f, let d): String(format: "after %.3f s (%.0f%% of a %.3f s run)", f * d, f * 100, d)
         case .syscall(let b): "at \(b)"
         }
     }
@@ -19,6 +22,8 @@ enum KillPoint: CustomStringConvertible {
     /// kill landed (`false`: the run finished first).
     func run(_ command: [String]) throws -> (child: Child, killed: Bool) {
         switch self {
+        case .fraction(let f, let duration):
+            return try KillPoint.delay(f * duration).run(command)
         case .delay(let seconds):
             let child = try Child(URL(fileURLWithPath: command[0]), Array(command.dropFirst()))
             usleep(UInt32(max(0, seconds) * 1_000_000))

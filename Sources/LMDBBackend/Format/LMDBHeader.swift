@@ -9,7 +9,8 @@ import Darwin
 ///
 /// liblmdb maps the file and trusts its page numbers: a truncated or garbage file can crash the process when a
 /// page past the end of the file is touched (SIGBUS). Every open first validates both meta pages here — magic,
-/// format version, page size, and that the committed pages fit in the file — and refuses the file otherwise.
+/// format version, page size, and that the committed pages fit in the file — and the pages of the main tree
+/// (``PageCheck``), and refuses the file otherwise.
 struct LMDBHeader: Sendable, Equatable {
     /// `MDB_MAGIC`.
     static let magic: UInt32 = 0xBEEF_C0DE
@@ -44,7 +45,7 @@ struct LMDBHeader: Sendable, Equatable {
     }
 
     /// Reads and validates the meta pages of the data file at `url` (64-bit little-endian layout).
-    static func probe(_ url: URL) -> Probe {
+    static func probe(_ url: URL, attempt: Int = 0) -> Probe {
         let fd = open(url.path, O_RDONLY | O_CLOEXEC)
         if fd < 0 {
             return errno == ENOENT ? .missing : .unreadable(FileProbe.errnoString())
@@ -85,11 +86,26 @@ struct LMDBHeader: Sendable, Equatable {
         }
         // liblmdb uses the meta page with the newer transaction.
         let newest = metas[1].transactionID > metas[0].transactionID ? metas[1] : metas[0]
-        let needed = (newest.lastPage + 1).multipliedReportingOverflow(by: UInt64(pageSize))
-        guard !needed.overflow, needed.partialValue <= size else {
+        let pages = newest.lastPage.addingReportingOverflow(1)
+        let needed = pages.partialValue.multipliedReportingOverflow(by: UInt64(pageSize))
+        guard !pages.overflow, !needed.overflow, needed.partialValue <= size else {
             return .damaged("truncated: the committed pages end at byte \(needed.partialValue) but the file holds \(size) bytes")
         }
+        if let reason = PageCheck(fd: fd, pageSize: pageSize, lastPage: newest.lastPage).checkMainTree(root: newest.mainRoot) {
+            // Pages are read without being registered as a reader: a writer in another process may have committed
+            // twice meanwhile and reused pages of this snapshot. Then the check starts over on the new snapshot.
+            if attempt < 8, newestTransaction(fd, size: size, pageSize: pageSize) != newest.transactionID {
+                return probe(url, attempt: attempt + 1)
+            }
+            return .damaged(reason)
+        }
         return .valid(newest)
+    }
+
+    /// The transaction ID of the newer meta page, as it is now.
+    private static func newestTransaction(_ fd: Int32, size: UInt64, pageSize: Int) -> UInt64? {
+        guard let first = readPage(fd, at: 0, size: size), let second = readPage(fd, at: UInt64(pageSize), size: size) else { return nil }
+        return Swift.max(first.u64(144), second.u64(144))
     }
 
     private struct Reason: Error { let text: String }
@@ -114,7 +130,7 @@ struct LMDBHeader: Sendable, Equatable {
         let mainRoot = page.u64(128)
         for (root, what) in [(freeRoot, "free-page"), (mainRoot, "main")] where root != invalidPage {
             guard root >= 2, root <= lastPage else {
-                return .failure(Reason(text: "\(name): the \(what) tree's root page \(root) is outside the file's \(lastPage + 1) pages"))
+                return .failure(Reason(text: "\(name): the \(what) tree's root page \(root) is outside the file's \(lastPage &+ 1) pages"))
             }
         }
         return .success(LMDBHeader(

@@ -19,6 +19,7 @@ enum ExitStatus {
 /// interrupted), instead of ArgumentParser's generic exit code 1, which storectl reserves for "differences found".
 func runCommand(_ name: String, _ body: () throws -> Void) throws {
     Interrupt.install()
+    FaultGuard.install(command: name)
     do {
         try body()
     } catch let code as ExitCode {

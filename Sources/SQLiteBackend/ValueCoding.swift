@@ -58,10 +58,8 @@ enum ValueCoding {
 
     /// The stored text of a decimal: compacted, so equal values have equal text (uniqueness indexes rely on it).
     static func decimalText(_ v: Decimal) -> String {
-        if v.isNaN { return "NaN" }
-        var compact = v
-        NSDecimalCompact(&compact)
-        return compact.description
+        // Compact already: equal values have one text.
+        DecimalText.string(for: v)
     }
 
     /// Reads column `c` of the current row as a value of `type`. Anything that is not what this backend writes
@@ -121,8 +119,7 @@ enum ValueCoding {
         case .decimal:
             guard t == SQLITE_TEXT else { throw bad(typeName(t)) }
             let text = s.text(c)
-            if text == "NaN" { return .decimal(.nan) }
-            guard let v = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else {
+            guard let v = DecimalText.decimal(from: text) else {
                 throw bad("the text \(String(reflecting: text))")
             }
             return .decimal(v)

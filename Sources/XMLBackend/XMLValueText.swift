@@ -4,7 +4,6 @@ import StoreAPI
 /// The text form of attribute values in XML stores (see ``XMLStoreFormat``): exact for every type, and tolerant of
 /// the variations Core Data's own files show (surrounding whitespace, base64 broken over lines).
 enum XMLValueText {
-    private static let posix = Locale(identifier: "en_US_POSIX")
 
     /// The text of a non-null value.
     static func text(for value: StoreValue) -> String {
@@ -13,7 +12,7 @@ enum XMLValueText {
         case .integer16(let v): String(v)
         case .integer32(let v): String(v)
         case .integer64(let v): String(v)
-        case .decimal(let v): v.isNaN ? "NaN" : v.description
+        case .decimal(let v): DecimalText.string(for: v)
         case .double(let v): text(for: v)
         case .float(let v): text(for: v)
         case .string(let v): v
@@ -47,11 +46,7 @@ enum XMLValueText {
         case .integer32: return Int32(s).map { .integer32($0) }
         case .integer64: return Int64(s).map { .integer64($0) }
         case .decimal:
-            if s == "NaN" { return .decimal(.nan) }
-            guard !s.isEmpty, s.allSatisfy({ $0.isASCII && ($0.isNumber || "+-.eE".contains($0)) }),
-                  let d = Decimal(string: s, locale: posix), !d.isNaN
-            else { return nil }
-            return .decimal(d)
+            return DecimalText.decimal(from: s).map { .decimal($0) }
         case .double: return double(s).map { .double($0) }
         case .float: return float(s).map { .float($0) }
         case .boolean:

@@ -100,15 +100,13 @@ enum ValueCodec {
         }
     }
 
-    private static let posix = Locale(identifier: "en_US_POSIX")
 
     static func decimalString(_ d: Decimal) -> String {
-        d.isNaN ? "NaN" : d.description
+        DecimalText.string(for: d)
     }
 
     static func parseDecimal(_ s: String) -> Decimal? {
-        if s == "NaN" { return Decimal.nan }
-        return Decimal(string: s, locale: posix)
+        DecimalText.decimal(from: s)
     }
 }
 

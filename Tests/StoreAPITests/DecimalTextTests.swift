@@ -1,0 +1,68 @@
+import Foundation
+import StoreAPI
+import Testing
+
+/// ``DecimalText`` must give exactly Foundation's text and values: stores written before it (and by Foundation
+/// directly) hold those strings, and SQLite's uniqueness indexes compare them.
+@Suite struct DecimalTextTests {
+    static let posix = Locale(identifier: "en_US_POSIX")
+
+    /// A deterministic spread of decimals: small and large significands, positive and negative exponents,
+    /// trailing zeros, zero, both signs, and significands past 64 bits (the Foundation path).
+    static func samples() -> [Decimal] {
+        var generator = SystemRandomNumberGeneratorSeeded(seed: 0x5EED)
+        var values: [Decimal] = [0, 1, -1, 10, 100, Decimal(UInt64.max), -Decimal(UInt64.max), Decimal(UInt64.max) + 1,
+                                 Decimal(string: "123456789012345678901234567890.123", locale: posix)!,
+                                 Decimal(string: "0.000000000000000000000000000001", locale: posix)!]
+        for _ in 0..<5_000 {
+            let digits = Int.random(in: 1...19, using: &generator)
+            var m: UInt64 = 0
+            for _ in 0..<digits { m = m &* 10 &+ UInt64.random(in: 0...9, using: &generator) }
+            let exponent = Int.random(in: -30...20, using: &generator)
+            let sign: FloatingPointSign = Bool.random(using: &generator) ? .minus : .plus
+            values.append(Decimal(sign: sign, exponent: exponent, significand: Decimal(m)))
+        }
+        return values
+    }
+
+    @Test func formatsExactlyAsFoundation() {
+        var mismatches: [String] = []
+        for d in Self.samples() where DecimalText.string(for: d) != d.description {
+            mismatches.append("\(d.description) formatted as \(DecimalText.string(for: d))")
+        }
+        #expect(mismatches.isEmpty, "\(mismatches.prefix(10))")
+        #expect(DecimalText.string(for: .nan) == "NaN")
+    }
+
+    @Test func parsesExactlyAsFoundation() {
+        var texts = Self.samples().map(\.description)
+        texts += ["1.50", "000123.4500", ".5", "5.", "+7", "-0", "-0.0", "1e3", "1E+2", "1.5e-3", "-2.5E-10", "0e5",
+                  "12345678901234567890", "1234567890123456789012345", "9.999999999999999999e100", "1e-120"]
+        for text in texts {
+            let ours = DecimalText.decimal(from: text)
+            let foundation = Decimal(string: text, locale: Self.posix)
+            #expect(ours == foundation, "\(text): \(String(describing: ours)) vs Foundation's \(String(describing: foundation))")
+            if let ours, let foundation { #expect(ours.description == foundation.description, "\(text)") }
+        }
+    }
+
+    @Test func refusesWhatIsNotAWholeDecimal() {
+        for text in ["", "-", ".", "e5", "1e", "1e+", "12abc", "1.2.3", "1e5x", " 1", "1 ", "0x10", "NaNa", "--1", "١٢"] {
+            #expect(DecimalText.decimal(from: text) == nil, "\(String(reflecting: text)) should not be a decimal")
+        }
+        #expect(DecimalText.decimal(from: "NaN")?.isNaN == true)
+    }
+}
+
+/// A small seeded generator (SplitMix64), so the samples are the same on every run.
+struct SystemRandomNumberGeneratorSeeded: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -79,8 +79,11 @@ struct RecordReader {
             guard col >= 0 else {
                 throw StoreError.corruptStore(url, reason: "no column for \(entity.name).\(a.name)")
             }
-            attributes.append(try ValueCoding.read(
-                s, column: Int32(3 + col), type: a.type, url: url, entity: entity.name, property: a.name))
+            do {
+                attributes.append(try ValueCoding.read(s, column: Int32(3 + col), type: a.type))
+            } catch {
+                throw error.storeError(url: url, entity: entity.name, property: a.name, type: a.type)
+            }
         }
         var relationships: [RelationshipValue] = []
         relationships.reserveCapacity(el.relationships.count)
@@ -107,18 +110,33 @@ struct RecordReader {
     /// Fills every to-many relationship of `records`: one query per relationship per batch.
     func fillToMany(_ records: inout [Record]) throws {
         guard !records.isEmpty else { return }
-        var groups: [RelationshipStorage: [(record: Int, relationship: Int)]] = [:]
-        var order: [RelationshipStorage] = []
+        // Relationship storages are hashed once per entity, not once per record: a page of a scan is usually one
+        // entity, so the slots of the previous record's entity are reused.
+        var groupOf: [RelationshipStorage: Int] = [:]
+        var groups: [(storage: RelationshipStorage, members: [(record: Int, relationship: Int)])] = []
+        var slotsEntity: String?
+        var slots: [(relationship: Int, group: Int)] = []
         for (ri, r) in records.enumerated() {
-            guard let el = layout.entities[r.entity] else { continue }
-            for (k, storage) in el.relationships.enumerated() {
-                if case .foreignKey = storage { continue }
-                if groups[storage] == nil { order.append(storage) }
-                groups[storage, default: []].append((ri, k))
+            if r.entity != slotsEntity {
+                slotsEntity = r.entity
+                slots.removeAll(keepingCapacity: true)
+                guard let el = layout.entities[r.entity] else { continue }
+                for (k, storage) in el.relationships.enumerated() {
+                    if case .foreignKey = storage { continue }
+                    let g: Int
+                    if let existing = groupOf[storage] {
+                        g = existing
+                    } else {
+                        g = groups.count
+                        groupOf[storage] = g
+                        groups.append((storage, []))
+                    }
+                    slots.append((k, g))
+                }
             }
+            for slot in slots { groups[slot.group].members.append((ri, slot.relationship)) }
         }
-        for storage in order {
-            guard let members = groups[storage] else { continue }
+        for (storage, members) in groups {
             let owners = Array(Set(members.map { records[$0.record].primaryKey })).sorted()
             let related = try relatedKeys(storage, owners: owners)
             for m in members {

@@ -67,11 +67,28 @@ enum ValueCoding {
     static func read(_ s: Statement, column c: Int32, type: AttributeType, url: URL, entity: String, property: String)
         throws -> StoreValue
     {
-        let t = s.type(c)
-        if t == SQLITE_NULL { return .null }
-        func bad(_ what: String) -> StoreError {
+        do {
+            return try read(s, column: c, type: type)
+        } catch {
+            throw error.storeError(url: url, entity: entity, property: property, type: type)
+        }
+    }
+
+    /// What a column held instead of a value of the attribute's type (made into a ``StoreError`` by the caller,
+    /// who knows the entity and attribute: the row loop does not pass them for every value).
+    struct Mismatch: Error {
+        let what: String
+
+        func storeError(url: URL, entity: String, property: String, type: AttributeType) -> StoreError {
             .corruptStore(url, reason: "\(entity).\(property) holds \(what), not a \(type.rawValue)")
         }
+    }
+
+    /// Reads column `c` of the current row as a value of `type`.
+    static func read(_ s: Statement, column c: Int32, type: AttributeType) throws(Mismatch) -> StoreValue {
+        let t = s.type(c)
+        if t == SQLITE_NULL { return .null }
+        func bad(_ what: String) -> Mismatch { Mismatch(what: what) }
         switch type {
         case .integer16, .integer32, .integer64, .boolean:
             guard t == SQLITE_INTEGER else { throw bad(typeName(t)) }

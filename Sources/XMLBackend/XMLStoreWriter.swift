@@ -3,8 +3,8 @@ import StoreAPI
 
 /// Writes a whole store in the layout of ``XMLStoreFormat``, streaming records through libxml2's writer.
 ///
-/// Before writing, one pass over the records gives each a document id (`z1`, `z2`, … in write order) so that
-/// `idrefs` can name records written later. Everything the writer is handed is checked against the schema — a
+/// Before writing, one pass over the records notes which exist, so that `idrefs` can name records written later
+/// (document ids come from primary keys: ``DocumentIDs``). Everything the writer is handed is checked against the schema — a
 /// value of the wrong type or a relationship of the wrong kind fails the save, because writing it would produce a
 /// file that cannot be read back.
 struct XMLStoreWriter {
@@ -31,39 +31,39 @@ struct XMLStoreWriter {
         try Self.checkNames(in: schema)
         let plans = try Self.plans(for: schema)
 
-        // Document ids (`z1`, `z2`, … in write order). `idrefs` must name records written later, so the ids of
-        // records in hierarchies some relationship leads to are collected first.
+        // Which records exist, before any is written: `idrefs` may name records written later, and must not name
+        // records that are not in the file. Only hierarchies some relationship leads to need it.
         let referenced = Set(plans.values.flatMap(\.destinationRoots))
-        var ids = [[Int64: Int]](repeating: [:], count: schema.rootEntities.count)
-        var nextID = 1
+        var ids = DocumentIDs(rootCount: schema.rootEntities.count)
         var counting: EntityPlan?
         try contents.forEachRecord { r in
             if counting?.entity.name != r.entity { counting = plans[r.entity] }
             guard let plan = counting else { throw StoreError.unknownEntity(r.entity) }
-            if referenced.contains(plan.rootIndex) {
-                guard ids[plan.rootIndex].updateValue(nextID, forKey: r.primaryKey) == nil else {
-                    throw StoreError.io(url, operation: "writing \(r.key)", reason: "two records share primary key \(r.primaryKey) in \(plan.entity.rootName)")
-                }
+            guard ids.id(root: plan.rootIndex, primaryKey: r.primaryKey) != nil else {
+                throw StoreError.io(url, operation: "writing \(r.key)", reason: "primary key \(r.primaryKey) is too large for a document id")
             }
-            nextID += 1
+            if referenced.contains(plan.rootIndex), !ids.insert(root: plan.rootIndex, primaryKey: r.primaryKey) {
+                throw StoreError.io(url, operation: "writing \(r.key)", reason: "two records share primary key \(r.primaryKey) in \(plan.entity.rootName)")
+            }
         }
 
         let w = try LibXMLWriter(creating: url)
         try w.startDocument()
         try w.doctype("database", systemID: XMLStoreFormat.dtdSystemID)
         try w.startElement("database")
-        try writeDatabaseInfo(w, metadata: metadata, nextObjectID: nextID)
+        try writeDatabaseInfo(w, metadata: metadata, nextObjectID: ids.next)
 
         var plan: EntityPlan?
-        var objectID = 1
         try contents.forEachRecord { r in
             if plan?.entity.name != r.entity { plan = plans[r.entity] }
             guard let plan else { throw StoreError.unknownEntity(r.entity) }
-            if referenced.contains(plan.rootIndex), ids[plan.rootIndex][r.primaryKey] != objectID {
-                throw StoreError.io(url, operation: "writing \(r.key)", reason: "the records were handed over in a different order the second time")
+            if referenced.contains(plan.rootIndex), !ids.contains(root: plan.rootIndex, primaryKey: r.primaryKey) {
+                throw StoreError.io(url, operation: "writing \(r.key)", reason: "the records changed between the two passes over them")
+            }
+            guard let objectID = ids.id(root: plan.rootIndex, primaryKey: r.primaryKey) else {
+                throw StoreError.io(url, operation: "writing \(r.key)", reason: "primary key \(r.primaryKey) is too large for a document id")
             }
             try writeObject(r, objectID: objectID, plan: plan, ids: ids, writer: w)
-            objectID += 1
         }
 
         var wroteHistoryStart = false
@@ -103,7 +103,7 @@ struct XMLStoreWriter {
         try w.endElement(container: true)
     }
 
-    private func writeObject(_ r: Record, objectID: Int, plan: EntityPlan, ids: [[Int64: Int]], writer w: LibXMLWriter) throws {
+    private func writeObject(_ r: Record, objectID: Int, plan: EntityPlan, ids: DocumentIDs, writer w: LibXMLWriter) throws {
         let entity = plan.entity
         guard r.attributes.count == entity.attributes.count, r.relationships.count == entity.relationships.count else {
             throw StoreError.io(url, operation: "writing \(r.key)", reason: "the record has \(r.attributes.count) attribute and \(r.relationships.count) relationship values; \(entity.name) has \(entity.attributes.count) and \(entity.relationships.count)")
@@ -144,11 +144,12 @@ struct XMLStoreWriter {
             try w.attribute("name", cString: plan.relationshipNames[i])
             try w.attribute("type", cString: plan.cardinalities[i])
             try w.attribute("destination", cString: plan.destinations[i])
-            let targets = ids[plan.destinationRoots[i]]
+            let root = plan.destinationRoots[i]
             var idrefs = ""
             var bytes = 0
             for k in keys {
-                guard let n = targets[k] else { continue }  // a record that no longer exists: content keeps it
+                // A record that no longer exists has no id (the content keeps the key).
+                guard ids.contains(root: root, primaryKey: k), let n = ids.id(root: root, primaryKey: k) else { continue }
                 if !idrefs.isEmpty { idrefs += " " }
                 idrefs += "z"
                 idrefs += String(n)

@@ -175,6 +175,33 @@ import XMLBackend
         #expect(try reopened.history(after: nil).count == 1)
     }
 
+    /// Document ids come from primary keys, so keys far apart (sparse), negative or huge still get unique ids,
+    /// every `idrefs` names an object in the file, and the store reads back unchanged.
+    @Test func sparseNegativeAndLargeKeysRoundTrip() throws {
+        let dir = try TempDirectory()
+        let url = dir.file("keys.xml")
+        let schema = try Fixture.schema()
+        let store = try openStore(url, creating: Fixture.metadata(schema))
+        let authors: [Int64] = [-7, 1, 1 << 40]
+        var records = authors.map { Fixture.record(schema, "Author", $0, ["name": .string("a\($0)")], ["books": .toMany([4])]) }
+        records.append(Fixture.record(schema, "Book", 4, ["title": "T"], ["author": .toOne(1 << 40)]))
+        try store.save(StoreChanges(inserted: records))
+        let before = try allRecords(store)
+        try store.close()
+
+        let text = try String(contentsOf: url, encoding: .utf8)
+        let ids = text.split(separator: " ").filter { $0.hasPrefix("id=\"z") }
+        #expect(Set(ids).count == 4, "\(ids)")
+        // Every idref names an object of the file.
+        let defined = Set(ids.map { $0.dropFirst("id=\"".count).prefix(while: { $0 != "\"" }) })
+        let refs = text.components(separatedBy: "idrefs=\"").dropFirst().flatMap { $0.prefix(while: { $0 != "\"" }).split(separator: " ") }
+        #expect(!refs.isEmpty && refs.allSatisfy { defined.contains($0) }, "\(refs) not all in \(defined)")
+
+        let reopened = try openStore(url)
+        defer { try? reopened.close() }
+        #expect(try allRecords(reopened) == before)
+    }
+
     @Test func writtenFileHasCoreDataLayout() throws {
         let dir = try TempDirectory()
         let url = dir.file("layout.xml")
@@ -187,11 +214,14 @@ import XMLBackend
         try store.close()
         let text = try String(contentsOf: url, encoding: .utf8)
         #expect(text.hasPrefix("<?xml version=\"1.0\" standalone=\"yes\"?>\n<!DOCTYPE database SYSTEM"))
-        for fragment in ["<database>", "<databaseInfo>", "<version>134481920</version>", "<UUID>", "<nextObjectID>3</nextObjectID>",
+        // Document ids are primary key × hierarchies + hierarchy + 1 (DocumentIDs): the fixture has 6 root
+        // entities, Author is the second (pk 3 → z20) and Book the third (pk 4 → z27).
+        #expect(schema.rootEntities.count == 6)
+        for fragment in ["<database>", "<databaseInfo>", "<version>134481920</version>", "<UUID>", "<nextObjectID>28</nextObjectID>",
                          "<metadata>", "<plist version=\"1.0\">", "<storeMetadata format=\"storeapi-json\"",
-                         "<object type=\"Author\" id=\"z1\" pk=\"3\"", "<attribute name=\"name\" type=\"string\">Ann</attribute>",
-                         "<relationship name=\"books\" type=\"0/0\" destination=\"Book\" idrefs=\"z2\">4</relationship>",
-                         "<relationship name=\"author\" type=\"0/1\" destination=\"Author\" idrefs=\"z1\">3</relationship>"] {
+                         "<object type=\"Author\" id=\"z20\" pk=\"3\"", "<attribute name=\"name\" type=\"string\">Ann</attribute>",
+                         "<relationship name=\"books\" type=\"0/0\" destination=\"Book\" idrefs=\"z27\">4</relationship>",
+                         "<relationship name=\"author\" type=\"0/1\" destination=\"Author\" idrefs=\"z20\">3</relationship>"] {
             #expect(text.contains(fragment), "missing \(fragment)")
         }
     }

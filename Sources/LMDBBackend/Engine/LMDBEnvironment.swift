@@ -37,6 +37,8 @@ final class LMDBEnvironment: @unchecked Sendable {
     private let databaseOpenLock = NSLock()
     private let databases = Mutex<[String: MDB_dbi]>([:])
     private let currentLayout = Mutex<StoreLayout?>(nil)
+    /// Map bytes touched since the resident pages were last released (see ``releaseResidentPages(after:)``).
+    private let touchedSinceRelease = Atomic<Int>(0)
 
     private init(handle: OpaquePointer, location: LMDBLocation, identity: FileIdentity, isReadOnly: Bool, isUnlocked: Bool, maxMapSize: Int) {
         var fd: Int32 = -1
@@ -263,6 +265,47 @@ final class LMDBEnvironment: @unchecked Sendable {
             case .resized: try adoptNewMapSize()
             }
         }
+    }
+
+    // MARK: Resident pages
+
+    /// How many touched map bytes make the pages worth releasing.
+    static let residentReleaseThreshold = 4 << 20
+
+    /// Releases this process's resident copies of the map's pages once roughly `bytes` more of it have been
+    /// touched since the last release (and ``residentReleaseThreshold`` is reached).
+    ///
+    /// Every page liblmdb reads through the map stays resident in this process — counted in its RSS — until the
+    /// kernel needs the memory: a bulk read or write of a large store (a conversion, an import) would otherwise
+    /// grow the RSS with the file, to hundreds of megabytes for 10⁶ records, though nothing of it is the
+    /// process's own memory. The map is a shared, read-only file mapping, so dropping the pages
+    /// (`MADV_DONTNEED`) loses nothing: the next access maps them again from the page cache. Pointers into the
+    /// map stay valid.
+    func releaseResidentPages(after bytes: Int) {
+        let touched = touchedSinceRelease.add(bytes, ordering: .relaxed).newValue
+        guard touched >= Self.residentReleaseThreshold else { return }
+        touchedSinceRelease.store(0, ordering: .relaxed)
+        // Under the shared lock: the map is not moved (resized) meanwhile.
+        mapLock.withShared {
+            for map in Self.mappings(of: location.dataFile) { _ = madvise(map.start, map.length, MADV_DONTNEED) }
+        }
+    }
+
+    /// Where the data file is mapped in this process. liblmdb does not say (`me_mapaddr` is only set for
+    /// `MDB_FIXEDMAP`), so it is looked up in `/proc/self/maps`; none where there is no such file.
+    private static func mappings(of dataFile: URL) -> [(start: UnsafeMutableRawPointer, length: Int)] {
+        var found: [(start: UnsafeMutableRawPointer, length: Int)] = []
+        #if os(Linux)
+        guard let maps = try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8) else { return [] }
+        let path = dataFile.resolvingSymlinksInPath().path
+        for line in maps.split(separator: "\n") where line.hasSuffix(" " + path) {
+            let range = line.prefix(while: { $0 != " " }).split(separator: "-")
+            guard range.count == 2, let start = UInt(range[0], radix: 16), let end = UInt(range[1], radix: 16), end > start,
+                  let pointer = UnsafeMutableRawPointer(bitPattern: start) else { continue }
+            found.append((pointer, Int(end - start)))
+        }
+        #endif
+        return found
     }
 
     /// The current map size.

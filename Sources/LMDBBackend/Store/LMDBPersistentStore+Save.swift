@@ -45,11 +45,14 @@ extension LMDBPersistentStore {
         // Records are checked against their entities while they are encoded (see SaveWriter.put): a record that
         // does not fit fails the save before its transaction commits, so nothing of it is stored.
         let layout = target
-        if let bytes = SaveSizeEstimate.bytes(for: changes, layout: layout) { try env.reserveMapSpace(bytes) }
+        let estimate = SaveSizeEstimate.bytes(for: changes, layout: layout)
+        if let estimate { try env.reserveMapSpace(estimate) }
         try env.write(timeout: writeTimeout) { txn in
             var writer = try SaveWriter(txn: txn, env: env, base: base, layout: layout, storeURL: storeURL, file: dataFile)
             try writer.apply(changes)
         }
+        // Bulk saves (an import, a conversion) touch pages of the map as they go; keep them from piling up.
+        env.releaseResidentPages(after: estimate ?? 0)
         if changes.metadata != nil { env.setLayout(target) }
     }
 

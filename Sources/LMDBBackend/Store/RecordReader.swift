@@ -61,6 +61,9 @@ struct RecordReader: @unchecked Sendable {
     /// when given (other records are skipped without being decoded), until `body` returns `false`.
     func scan(root: String, entityIDs: Set<UInt32>?, after: Int64? = nil, _ body: (Record) throws -> Bool) throws {
         guard let dbi = recordsDatabase(root) else { return }
+        // Bytes of the map read, so a long scan (a conversion reading the store) does not keep them all resident.
+        var touched = 0
+        defer { env.releaseResidentPages(after: touched) }
         try txn.withCursor(dbi) { cursor in
             let start: (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)?
             if let after {
@@ -70,6 +73,7 @@ struct RecordReader: @unchecked Sendable {
                 start = try cursor.move(MDB_FIRST)
             }
             try cursor.forEach(from: start) { key, value in
+                touched += key.count + value.count + 16
                 guard let pk = OrderedKey.decode(key) else {
                     throw StoreError.corruptStore(file, reason: "a key of \(root) is \(key.count) bytes, not 8")
                 }
@@ -88,8 +92,11 @@ struct RecordReader: @unchecked Sendable {
     func count(root: String, entityIDs: Set<UInt32>) throws -> Int {
         guard let dbi = recordsDatabase(root) else { return 0 }
         var n = 0
+        var touched = 0
+        defer { env.releaseResidentPages(after: touched) }
         try txn.withCursor(dbi) { cursor in
-            try cursor.forEach(from: try cursor.move(MDB_FIRST)) { _, value in
+            try cursor.forEach(from: try cursor.move(MDB_FIRST)) { key, value in
+                touched += key.count + value.count + 16
                 if let id = RecordCodec.entityID(of: value), entityIDs.contains(id) { n += 1 }
                 return true
             }

@@ -146,8 +146,10 @@ struct GlobalIDBatch {
     }
 
     /// Writes the entries in key order through one cursor. A UUID already in the index is rewritten when it
-    /// belongs to the same record (an update), and refused when it names another record.
-    func write(_ txn: LMDBTransaction, _ dbi: MDB_dbi, layout: StoreLayout, storeURL: URL) throws {
+    /// belongs to the same record (an update), and refused when it names another record. Random UUIDs land on
+    /// every leaf page of the index: the pages are released from this process as the writes go
+    /// (``LMDBEnvironment/releaseResidentPages(after:)``).
+    func write(_ txn: LMDBTransaction, _ dbi: MDB_dbi, layout: StoreLayout, storeURL: URL, env: LMDBEnvironment) throws {
         guard !entries.isEmpty else { return }
         let ordered = sorted()
         try txn.withCursor(dbi) { cursor in
@@ -159,6 +161,7 @@ struct GlobalIDBatch {
                     : Entry(high: .max, low: .max)
             }
             for item in ordered {
+                env.releaseResidentPages(after: 4096)
                 var value = GlobalIDEntry.Bytes(entityID: item.entityID, primaryKey: item.primaryKey)
                 let appending = last.map { $0 < item } ?? true
                 let added = try item.withKey { key in

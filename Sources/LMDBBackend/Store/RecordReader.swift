@@ -97,6 +97,11 @@ struct RecordReader: @unchecked Sendable {
         try txn.withCursor(dbi) { cursor in
             try cursor.forEach(from: try cursor.move(MDB_FIRST)) { key, value in
                 touched += key.count + value.count + 16
+                // A count walks the whole hierarchy in a fraction of a second: release as it goes.
+                if touched >= 1 << 20 {
+                    env.releaseResidentPages(after: touched)
+                    touched = 0
+                }
                 if let id = RecordCodec.entityID(of: value), entityIDs.contains(id) { n += 1 }
                 return true
             }

@@ -125,7 +125,7 @@ struct SaveWriter {
                 }
             }
         }
-        try globalIDBatch.write(txn, globalIDs, layout: layout, storeURL: storeURL)
+        try globalIDBatch.write(txn, globalIDs, layout: layout, storeURL: storeURL, env: env)
         globalIDBatch = GlobalIDBatch()
         // Keys allocated elsewhere (a transfer) must never be handed out again.
         if !highest.isEmpty {
@@ -188,6 +188,9 @@ struct SaveWriter {
         if !stored {
             throw StoreError.io(storeURL, operation: "inserting \(r.pointee.key)", reason: "primary key \(pk) of \(info.entity.rootName) is already used")
         }
+        // Index updates land on pages all over the map (about a page each); a large save would keep every one
+        // of them resident.
+        env.releaseResidentPages(after: value.count + 4096)
     }
 
     /// The constrained values of `r` for `index`, or `nil` when the index does not apply.

@@ -282,13 +282,17 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// (`MADV_DONTNEED`) loses nothing: the next access maps them again from the page cache. Pointers into the
     /// map stay valid.
     func releaseResidentPages(after bytes: Int) {
+        #if os(Linux)
         let touched = touchedSinceRelease.add(bytes, ordering: .relaxed).newValue
         guard touched >= Self.residentReleaseThreshold else { return }
         touchedSinceRelease.store(0, ordering: .relaxed)
-        // Under the shared lock: the map is not moved (resized) meanwhile.
+        // Under the shared lock, so the map is not moved (resized) meanwhile — an address range unmapped and
+        // reused for heap memory must never be advised. Callers inside a transaction already hold it shared;
+        // glibc's rwlocks prefer readers, so taking it again cannot wait behind a queued resize.
         mapLock.withShared {
             for map in Self.mappings(of: location.dataFile) { _ = madvise(map.start, map.length, MADV_DONTNEED) }
         }
+        #endif
     }
 
     /// Where the data file is mapped in this process. liblmdb does not say (`me_mapaddr` is only set for

@@ -51,7 +51,9 @@ extension LMDBStoreBackend {
 
 /// Looks for another process's `fcntl` lock on a file without taking one.
 enum InUseProbe {
-    /// The process holding a lock on the first byte of `file` (liblmdb's reader lock), or `nil`.
+    /// The process holding a lock on the first byte of `file` (liblmdb's reader lock), or `nil`. Call it only
+    /// while the store is not open in this process: closing a descriptor of the lock file drops this process's
+    /// own `fcntl` locks on it.
     static func processHolding(_ file: URL) -> Int32? {
         let fd = open(file.path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }

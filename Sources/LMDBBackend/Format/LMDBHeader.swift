@@ -148,21 +148,22 @@ struct LMDBHeader: Sendable, Equatable {
     }
 }
 
+/// Little-endian reads of LMDB's on-disk structures; 0 past the end of the bytes (the checks then fail).
 extension Array where Element == UInt8 {
-    fileprivate func u16(_ at: Int) -> UInt16 {
-        guard at + 2 <= count else { return 0 }
+    func u16(_ at: Int) -> UInt16 {
+        guard at >= 0, at + 2 <= count else { return 0 }
         return UInt16(self[at]) | UInt16(self[at + 1]) << 8
     }
 
-    fileprivate func u32(_ at: Int) -> UInt32 {
-        guard at + 4 <= count else { return 0 }
+    func u32(_ at: Int) -> UInt32 {
+        guard at >= 0, at + 4 <= count else { return 0 }
         var v: UInt32 = 0
         for i in 0..<4 { v |= UInt32(self[at + i]) << (8 * UInt32(i)) }
         return v
     }
 
-    fileprivate func u64(_ at: Int) -> UInt64 {
-        guard at + 8 <= count else { return 0 }
+    func u64(_ at: Int) -> UInt64 {
+        guard at >= 0, at + 8 <= count else { return 0 }
         var v: UInt64 = 0
         for i in 0..<8 { v |= UInt64(self[at + i]) << (8 * UInt64(i)) }
         return v

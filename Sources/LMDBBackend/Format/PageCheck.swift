@@ -128,17 +128,3 @@ struct PageCheck {
         return (page, nodes)
     }
 }
-
-extension Array where Element == UInt8 {
-    fileprivate func u16(_ at: Int) -> UInt16 {
-        guard at >= 0, at + 2 <= count else { return 0 }
-        return UInt16(self[at]) | UInt16(self[at + 1]) << 8
-    }
-
-    fileprivate func u64(_ at: Int) -> UInt64 {
-        guard at >= 0, at + 8 <= count else { return 0 }
-        var v: UInt64 = 0
-        for i in 0..<8 { v |= UInt64(self[at + i]) << (8 * UInt64(i)) }
-        return v
-    }
-}

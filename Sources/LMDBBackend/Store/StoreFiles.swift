@@ -24,7 +24,7 @@ enum StoreFiles {
             if env != nil {
                 throw StoreError.locked(url, reason: "the store is open in this process; close it before destroying it")
             }
-            if let pid = processUsing(location.lockFile) {
+            if let pid = InUseProbe.processHolding(location.lockFile) {
                 throw StoreError.locked(url, reason: "the store is open in another process (pid \(pid))")
             }
             // The lock file goes first: interrupted after it, the store is still whole (liblmdb makes a new lock
@@ -40,22 +40,6 @@ enum StoreFiles {
             }
             try? AtomicFile.fsyncDirectory(of: location.url)
         }
-    }
-
-    /// The process holding liblmdb's shared lock on the lock file (every process with the environment open does),
-    /// or `nil`. Only called while the store is not open in this process: closing a descriptor of the lock file
-    /// would otherwise drop this process's own locks.
-    private static func processUsing(_ lockFile: URL) -> Int32? {
-        let fd = open(lockFile.path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var probe = flock()
-        probe.l_type = Int16(F_WRLCK)
-        probe.l_whence = Int16(SEEK_SET)
-        probe.l_start = 0
-        probe.l_len = 1
-        guard fcntl(fd, F_GETLK, &probe) == 0, probe.l_type != Int16(F_UNLCK) else { return nil }
-        return probe.l_pid
     }
 
     // MARK: Copy

@@ -29,7 +29,7 @@ enum RawSQLite {
         try check(sqlite3_prepare_v2(db, "INSERT INTO item VALUES (?,?,?,?,?,?,?,?,?)", -1, &stmt, nil), db, "prepare")
         defer { sqlite3_finalize(stmt) }
         let payload = BenchData.payload
-        let (_, seconds) = try Measure.time { () throws -> Void in
+        let (_, seconds) = try Measure.cpu { () throws -> Void in
             try check(sqlite3_exec(db, "BEGIN", nil, nil, nil), db, "begin")
             for i in 0..<count {
                 sqlite3_bind_int64(stmt, 1, Int64(i + 1))
@@ -59,7 +59,7 @@ enum RawSQLite {
         try check(sqlite3_prepare_v2(db, "SELECT * FROM item WHERE pk = ?", -1, &stmt, nil), db, "prepare")
         defer { sqlite3_finalize(stmt) }
         var checksum: Int64 = 0
-        let (_, seconds) = Measure.time {
+        let (_, seconds) = Measure.cpu {
             for id in rowids.shuffledDeterministically() {
                 sqlite3_bind_int64(stmt, 1, id)
                 if sqlite3_step(stmt) == SQLITE_ROW {

@@ -38,7 +38,7 @@ private struct SQLiteStoreBench {
         while start < count {
             let n = min(batch, count - start)
             let records = (start..<(start + n)).map { i in values.record(entity, i, primaryKey: first + Int64(i)) }
-            let (_, s) = try Measure.time { try store.save(StoreChanges(inserted: records)) }
+            let (_, s) = try Measure.cpu { try store.save(StoreChanges(inserted: records)) }
             saveSeconds += s
             start += n
         }
@@ -48,14 +48,14 @@ private struct SQLiteStoreBench {
         let keys = (0..<sampleSize).map { first + Int64($0 * step) }
         let rawFetch = try RawSQLite.fetch(at: rawURL, rowids: keys.map { $0 - first + 1 })
         var found = 0
-        let (_, fetchSeconds) = try Measure.time {
+        let (_, fetchSeconds) = try Measure.cpu {
             for k in keys.shuffledDeterministically() {
                 found += try store.records(withKeys: [k], root: "Item").count
             }
         }
 
         var scanned = 0
-        let (_, scanSeconds) = try Measure.time {
+        let (_, scanSeconds) = try Measure.cpu {
             var after: Int64?
             while true {
                 let page = try store.scan(entity: "Item", after: after, limit: 1000)
@@ -134,7 +134,7 @@ private struct SQLiteStoreBench {
         defer { sqlite3_finalize(stmt) }
         let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
         let payload = BenchData.payload
-        let (_, seconds) = try Measure.time {
+        let (_, seconds) = try Measure.cpu {
             try check(sqlite3_exec(db, "BEGIN", nil, nil, nil), "begin")
             for i in 0..<values.titles.count {
                 sqlite3_bind_int64(stmt, 1, Int64(i + 1))
@@ -172,7 +172,7 @@ private struct SQLiteStoreBench {
         }
         defer { sqlite3_finalize(stmt) }
         var checksum = 0
-        let (_, seconds) = Measure.time {
+        let (_, seconds) = Measure.cpu {
             while sqlite3_step(stmt) == SQLITE_ROW {
                 checksum &+= Int(sqlite3_column_int64(stmt, 1))
                 checksum &+= Int(sqlite3_column_double(stmt, 3))

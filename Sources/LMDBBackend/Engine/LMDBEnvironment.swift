@@ -39,6 +39,9 @@ final class LMDBEnvironment: @unchecked Sendable {
     private let currentLayout = Mutex<StoreLayout?>(nil)
     /// Map bytes touched since the resident pages were last released (see ``releaseResidentPages(after:)``).
     private let touchedSinceRelease = Atomic<Int>(0)
+    /// Where this environment's map is, once found (see ``ownMapping()``); cleared whenever liblmdb maps the file
+    /// anew (``remap(_:_:)``), under the exclusive map lock.
+    private let knownMapping = Mutex<MapRange?>(nil)
 
     private init(handle: OpaquePointer, location: LMDBLocation, identity: FileIdentity, isReadOnly: Bool, isUnlocked: Bool, maxMapSize: Int) {
         var fd: Int32 = -1
@@ -290,26 +293,96 @@ final class LMDBEnvironment: @unchecked Sendable {
         // reused for heap memory must never be advised. Callers inside a transaction already hold it shared;
         // glibc's rwlocks prefer readers, so taking it again cannot wait behind a queued resize.
         mapLock.withShared {
-            for map in Self.mappings(of: location.dataFile) { _ = madvise(map.start, map.length, MADV_DONTNEED) }
+            guard let map = ownMapping() else { return }
+            _ = madvise(map.start, map.length, MADV_DONTNEED)
         }
         #endif
     }
 
+    /// This environment's map, found once per mapping of the file (reading `/proc/self/maps` costs about a
+    /// millisecond of kernel time). It is only trusted when the data file is mapped exactly once in the process:
+    /// a short private handle on the same file (a metadata read on another thread) has a map of its own that
+    /// may be unmapped at any moment, and advising a range that was unmapped and reused would discard someone
+    /// else's memory. Called under the shared map lock, so our own map cannot move meanwhile.
+    private func ownMapping() -> MapRange? {
+        knownMapping.withLock { known in
+            if let known { return known }
+            let found = Self.mappings(of: location.dataFile)
+            guard found.count == 1 else { return nil }
+            known = found[0]
+            return known
+        }
+    }
+
     /// Where the data file is mapped in this process. liblmdb does not say (`me_mapaddr` is only set for
-    /// `MDB_FIXEDMAP`), so it is looked up in `/proc/self/maps`; none where there is no such file.
-    private static func mappings(of dataFile: URL) -> [(start: UnsafeMutableRawPointer, length: Int)] {
-        var found: [(start: UnsafeMutableRawPointer, length: Int)] = []
+    /// `MDB_FIXEDMAP`), so it is looked up in `/proc/self/maps` — as bytes: splitting its few hundred lines into
+    /// Strings cost milliseconds per release. None where there is no such file.
+    private static func mappings(of dataFile: URL) -> [MapRange] {
+        var found: [MapRange] = []
         #if os(Linux)
-        guard let maps = try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8) else { return [] }
-        let path = dataFile.resolvingSymlinksInPath().path
-        for line in maps.split(separator: "\n") where line.hasSuffix(" " + path) {
-            let range = line.prefix(while: { $0 != " " }).split(separator: "-")
-            guard range.count == 2, let start = UInt(range[0], radix: 16), let end = UInt(range[1], radix: 16), end > start,
-                  let pointer = UnsafeMutableRawPointer(bitPattern: start) else { continue }
-            found.append((pointer, Int(end - start)))
+        let suffix = Array((" " + dataFile.resolvingSymlinksInPath().path).utf8)
+        guard let maps = readProcFile("/proc/self/maps") else { return [] }
+        var lineStart = 0
+        while lineStart < maps.count {
+            let lineEnd = maps[lineStart...].firstIndex(of: UInt8(ascii: "\n")) ?? maps.count
+            defer { lineStart = lineEnd + 1 }
+            guard lineEnd - lineStart > suffix.count, maps[(lineEnd - suffix.count)..<lineEnd].elementsEqual(suffix) else { continue }
+            // "start-end perms offset dev inode path": two hexadecimal addresses first.
+            var i = lineStart
+            func hex() -> UInt? {
+                var value: UInt = 0
+                var digits = 0
+                while i < lineEnd, let d = hexDigit(maps[i]) {
+                    guard digits < 16 else { return nil }
+                    value = value << 4 | UInt(d)
+                    digits += 1
+                    i += 1
+                }
+                return digits > 0 ? value : nil
+            }
+            guard let start = hex(), i < lineEnd, maps[i] == UInt8(ascii: "-") else { continue }
+            i += 1
+            guard let end = hex(), end > start, let pointer = UnsafeMutableRawPointer(bitPattern: start) else { continue }
+            found.append(MapRange(start: pointer, length: Int(end - start)))
         }
         #endif
         return found
+    }
+
+    #if os(Linux)
+    private static func hexDigit(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+        default: nil
+        }
+    }
+
+    /// The whole of a `/proc` file (whose size `stat` does not report), read in chunks.
+    private static func readProcFile(_ path: String) -> [UInt8]? {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { Glibc.close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n > 0 {
+                bytes.append(contentsOf: chunk[0..<n])
+            } else if n == 0 {
+                return bytes
+            } else if errno != EINTR {
+                return nil
+            }
+        }
+    }
+    #endif
+
+    /// `mdb_env_set_mapsize`, which unmaps the file and maps it again (at an address that may differ): the
+    /// caller holds the map lock exclusively.
+    private func remap(_ size: Int, _ operation: String) throws {
+        knownMapping.withLock { $0 = nil }
+        try check(mdb_env_set_mapsize(handle, size), operation)
     }
 
     /// The current map size.
@@ -330,7 +403,7 @@ final class LMDBEnvironment: @unchecked Sendable {
                 throw LMDBFailure(code: MDB_MAP_FULL, operation: "growing the map beyond the \(maxMapSize)-byte limit (option lmdb.maxMapSize)")
             }
             let next = min(maxMapSize, max(current * 2, 1 << 20))
-            try check(mdb_env_set_mapsize(handle, next), "growing the map to \(next) bytes")
+            try remap(next, "growing the map to \(next) bytes")
         }
     }
 
@@ -348,14 +421,14 @@ final class LMDBEnvironment: @unchecked Sendable {
             var next = max(info.me_mapsize, 1 << 20)
             while next < wanted && next < maxMapSize { next = next > maxMapSize / 2 ? maxMapSize : next * 2 }
             guard next > info.me_mapsize else { return }
-            try check(mdb_env_set_mapsize(handle, next), "growing the map to \(next) bytes")
+            try remap(next, "growing the map to \(next) bytes")
         }
     }
 
     /// Adopts the map size another process grew the environment to (`MDB_MAP_RESIZED`).
     private func adoptNewMapSize() throws {
         try mapLock.withExclusive {
-            try check(mdb_env_set_mapsize(handle, 0), "adopting the map size another process set")
+            try remap(0, "adopting the map size another process set")
         }
     }
 
@@ -365,4 +438,11 @@ final class LMDBEnvironment: @unchecked Sendable {
             try check(mdb_env_copyfd2(handle, fd, compact ? UInt32(MDB_CP_COMPACT) : 0), "copying the environment")
         }
     }
+}
+
+/// An address range the data file is mapped at. (An address, not an owned pointer: it crosses threads only under
+/// the environment's map lock.)
+struct MapRange: @unchecked Sendable {
+    let start: UnsafeMutableRawPointer
+    let length: Int
 }

@@ -36,7 +36,10 @@ public final class ManagedObject: CustomStringConvertible {
     /// The object's state in its context.
     public internal(set) var state: State
 
-    weak var context: StoreContext?
+    /// The owning context, not retained (a context owns its objects, not the reverse) and not weak (an object
+    /// holding a weak reference is cheap, but see ``StoreContext/registered`` for why objects avoid them). The
+    /// context clears it when it forgets the object or goes away itself, so it is never left dangling.
+    unowned(unsafe) var context: StoreContext?
     /// Current values, including unsaved changes.
     var record: Record
     /// Values as last fetched or saved (`nil` for inserted objects).
@@ -51,6 +54,10 @@ public final class ManagedObject: CustomStringConvertible {
         self.committed = state == .inserted ? nil : record
         self.context = context
         self.state = state
+    }
+
+    deinit {
+        context?.unregister(self)
     }
 
     var key: ObjectKey { ObjectKey(store: loadedStore.identifier, root: entity.rootName, primaryKey: record.primaryKey) }

@@ -36,7 +36,7 @@ extension StoreContext {
         for o in doomed {
             if o.state == .inserted {
                 o.state = .invalidated("it was deleted before it was ever saved")
-                registered.removeValue(forKey: o.key)
+                forget(o)
                 changed.removeValue(forKey: o.key)
                 changeOrder.removeAll { $0 == o.key }
             } else {

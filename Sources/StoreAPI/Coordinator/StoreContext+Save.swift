@@ -32,13 +32,14 @@ extension StoreContext {
             }
         }
         let now = Date()
-        var saved: Set<ObjectKey> = []
+        var savedGroups = 0
         defer {
             // Forget what was written, even when a later store's save failed (its changes stay pending).
-            if saved.count == changeOrder.count {
+            if savedGroups == byStore.count {
                 changed.removeAll(keepingCapacity: true)
                 changeOrder.removeAll(keepingCapacity: true)
-            } else if !saved.isEmpty {
+            } else if savedGroups > 0 {
+                let saved = Set(byStore[..<savedGroups].flatMap { $0.objects.map(\.key) })
                 for key in saved { changed.removeValue(forKey: key) }
                 changeOrder.removeAll { saved.contains($0) }
             }
@@ -46,19 +47,16 @@ extension StoreContext {
         for (store, group) in byStore {
             let changes = try changeSet(for: group, store: store, timestamp: now)
             if !changes.isEmpty { try store.store.save(changes) }
-            for o in group {
-                finishSave(o)
-                saved.insert(o.key)
-            }
+            for o in group { finishSave(o) }
+            savedGroups += 1
         }
     }
 
     /// Marks an object as saved (its context bookkeeping is cleared by ``save()``).
     private func finishSave(_ o: ManagedObject) {
-        let key = o.key
         if o.state == .deleted {
             o.state = .invalidated("it was deleted")
-            registered.removeValue(forKey: key)
+            forget(o)
         } else {
             o.state = .clean
             o.committed = o.record

@@ -54,8 +54,8 @@ private struct WorkerProcess {
         let tag = UUID().uuidString
         out = FileManager.default.temporaryDirectory.appendingPathComponent("conformance-worker-\(tag).out")
         err = FileManager.default.temporaryDirectory.appendingPathComponent("conformance-worker-\(tag).err")
-        FileManager.default.createFile(atPath: out.path, contents: nil)
-        FileManager.default.createFile(atPath: err.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
         process.executableURL = executable
         process.arguments = arguments
         process.standardOutput = try FileHandle(forWritingTo: out)

@@ -1,0 +1,65 @@
+import Foundation
+import LMDBBackend
+import StoreAPI
+import Testing
+
+/// A bulk write or scan does not leave the whole map resident in the process (where it counts as the process's
+/// memory): the store releases the pages it walked. Measured on the store's own mapping in `/proc/self/smaps`, so
+/// other tests running alongside do not blur it.
+@Suite struct LMDBResidentPagesTests {
+    /// Resident kilobytes of every mapping of `file` in this process; nil where `/proc` is not there.
+    static func residentKilobytes(of file: URL) -> Int? {
+        // Read to the end: /proc files report no size, and smaps runs to hundreds of kilobytes.
+        guard let handle = FileHandle(forReadingAtPath: "/proc/self/smaps"), let data = try? handle.readToEnd() else { return nil }
+        try? handle.close()
+        let smaps = String(decoding: data, as: UTF8.self)
+        let path = file.resolvingSymlinksInPath().path
+        var inside = false
+        var total = 0
+        for line in smaps.split(separator: "\n") {
+            if let first = line.first, first.isHexDigit, line.contains("-"), line.split(separator: " ").count >= 5 {
+                inside = line.hasSuffix(" " + path)
+            } else if inside, line.hasPrefix("Rss:") {
+                total += line.split(separator: " ").compactMap { Int($0) }.first ?? 0
+            }
+        }
+        return total
+    }
+
+    @Test func bulkWritesAndScansReleaseTheMap() throws {
+        #if os(Linux)
+        let dir = try TemporaryDirectory()
+        let schema = try LMDBFixture.schema()
+        let url = dir.path("resident.lmdb")
+        let store = try LMDBFixture.create(url, schema: schema)
+        defer { try? store.close() }
+        let dataFile = url.appendingPathComponent("data.mdb")
+        // 24 MB of records in saves of 2 MB: six times the release threshold.
+        let blob = String(repeating: "r", count: 2_000)
+        var key: Int64 = 0
+        for _ in 0..<12 {
+            let batch = try (0..<1_000).map { _ in
+                key += 1
+                return try LMDBFixture.record(schema, "Tag", key, ["name": .string("\(key) " + blob)])
+            }
+            try store.save(StoreChanges(inserted: batch))
+        }
+        let fileKB = (try FileManager.default.attributesOfItem(atPath: dataFile.path)[.size] as? Int ?? 0) / 1024
+        #expect(fileKB > 24_000)
+        let afterWrites = try #require(Self.residentKilobytes(of: dataFile))
+        #expect(afterWrites < 12_000, "after writing \(fileKB) kB, \(afterWrites) kB of the map stayed resident")
+
+        var scanned = 0
+        var after: Int64?
+        while true {
+            let page = try store.scan(entity: "Tag", after: after, limit: 500)
+            guard let last = page.last else { break }
+            scanned += page.count
+            after = last.primaryKey
+        }
+        #expect(scanned == 12_000)
+        let afterScan = try #require(Self.residentKilobytes(of: dataFile))
+        #expect(afterScan < 12_000, "after scanning \(fileKB) kB, \(afterScan) kB of the map stayed resident")
+        #endif
+    }
+}

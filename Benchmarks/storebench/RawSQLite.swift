@@ -16,13 +16,15 @@ enum RawSQLite {
         }
     }
 
-    /// Inserts `count` rows; returns seconds.
-    static func insert(at url: URL, count: Int, inputs: BenchData.Inputs) throws -> Double {
+    /// Inserts `count` rows (with a unique index on the UUID column when `uniqueRef`, as the store keeps on every
+    /// global ID); returns CPU seconds.
+    static func insert(at url: URL, count: Int, inputs: BenchData.Inputs, uniqueRef: Bool = false) throws -> Double {
         var db: OpaquePointer?
         try check(sqlite3_open(url.path, &db), db, "open")
         defer { sqlite3_close(db) }
         for sql in ["PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL",
-                    "CREATE TABLE item(pk INTEGER PRIMARY KEY, number INTEGER, code INTEGER, price REAL, title TEXT, payload BLOB, created REAL, active INTEGER, ref BLOB)"] {
+                    "CREATE TABLE item(pk INTEGER PRIMARY KEY, number INTEGER, code INTEGER, price REAL, title TEXT, payload BLOB, created REAL, active INTEGER, ref BLOB)"]
+            + (uniqueRef ? ["CREATE UNIQUE INDEX item_ref ON item(ref)"] : []) {
             try check(sqlite3_exec(db, sql, nil, nil, nil), db, sql)
         }
         var stmt: OpaquePointer?

@@ -12,6 +12,8 @@ enum SQLiteSection {
 
         let inputs = BenchData.Inputs(count: count)
         let rawInsert = try RawSQLite.insert(at: rawURL, count: count, inputs: inputs)
+        let rawIndexed = try RawSQLite.insert(at: dir.appendingPathComponent("raw-indexed.sqlite"), count: count, inputs: inputs,
+                                              uniqueRef: true)
         let (oursInsert, sample) = try ContextBench.insert(into: description, count: count, inputs: inputs)
         let oursFetch = try ContextBench.fetchByID(description, ids: sample)
         let rawFetch = try RawSQLite.fetch(at: rawURL, rowids: (0..<sample.count).map { Int64($0 * max(1, count / 100_000) + 1) })
@@ -25,6 +27,8 @@ enum SQLiteSection {
         Report.print([
             BenchRow(name: "sqlite: insert through context", count: count, ours: oursInsert, reference: rawInsert,
                      referenceName: "sqlite3 C prepared INSERT, 1 txn"),
+            BenchRow(name: "sqlite: insert through context", count: count, ours: oursInsert, reference: rawIndexed,
+                     referenceName: "same + UNIQUE index on the UUID", note: "the store indexes every global ID"),
             BenchRow(name: "sqlite: fetch by object ID", count: sample.count, ours: oursFetch, reference: rawFetch,
                      referenceName: "sqlite3 C SELECT by rowid"),
         ], title: "SQLite, \(count) records")

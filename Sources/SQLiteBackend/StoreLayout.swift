@@ -389,7 +389,7 @@ struct JoinTableLayout: Sendable {
 }
 
 /// Where one entity's values live.
-struct EntityLayout: Sendable {
+final class EntityLayout: Sendable {
     /// The resolved entity.
     let entity: Entity
     let name: String

@@ -42,6 +42,8 @@ public final class ManagedObject: CustomStringConvertible {
     unowned(unsafe) var context: StoreContext?
     /// Current values, including unsaved changes.
     var record: Record
+    /// Where the object is in its context's ``ChangeList`` (`nil` when it has no unsaved changes there).
+    var changeSlot: Int?
     /// Values as last fetched or saved (`nil` for inserted objects).
     var committed: Record?
 

@@ -37,8 +37,7 @@ extension StoreContext {
             if o.state == .inserted {
                 o.state = .invalidated("it was deleted before it was ever saved")
                 forget(o)
-                changed.removeValue(forKey: o.key)
-                changeOrder.removeAll { $0 == o.key }
+                changes.remove(o)
             } else {
                 o.state = .deleted
                 noteChanged(o)

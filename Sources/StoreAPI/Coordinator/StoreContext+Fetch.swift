@@ -8,7 +8,7 @@ extension StoreContext {
         let kinds = request.includesSubentities ? Set(entity.hierarchyNames) : [entity.name]
         let stores = coordinator.stores(for: request.entity)
         let storeIDs = Set(stores.map(\.identifier))
-        let pending = changeOrder.compactMap { changed[$0] }
+        let pending = changes.objects
             .filter { kinds.contains($0.entity.name) && storeIDs.contains($0.loadedStore.identifier) }
 
         // Fast path: the store answers the whole request.
@@ -66,7 +66,7 @@ extension StoreContext {
         let entity = try schema.requireEntity(request.entity)
         let kinds = request.includesSubentities ? Set(entity.hierarchyNames) : [entity.name]
         let stores = coordinator.stores(for: request.entity)
-        let hasPending = changed.values.contains { kinds.contains($0.entity.name) }
+        let hasPending = changes.contains { kinds.contains($0.entity.name) }
         if !hasPending {
             return try stores.reduce(0) { $0 + (try $1.store.count(request)) }
         }
@@ -77,7 +77,7 @@ extension StoreContext {
     func contextEvaluator() -> PredicateEvaluator {
         // Snapshot current records of changed objects so the evaluator (which must be Sendable) sees them.
         var overlay: [String: [Int64: Record]] = [:]
-        for o in changed.values {
+        for o in changes.objects {
             overlay[o.entity.rootName, default: [:]][o.record.primaryKey] = o.record
         }
         let stores = coordinator.stores

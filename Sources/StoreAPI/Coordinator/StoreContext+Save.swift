@@ -12,7 +12,7 @@ extension StoreContext {
     /// history). A save spanning several stores is atomic per store, not across stores.
     public func save() throws {
         guard hasChanges else { return }
-        let objects = changeOrder.compactMap { changed[$0] }
+        let objects = changes.objects
         for o in objects {
             if let why = o.loadedStore.invalidationReason {
                 throw StoreError.objectInvalidated(o.objectID, reason: why)
@@ -36,12 +36,11 @@ extension StoreContext {
         defer {
             // Forget what was written, even when a later store's save failed (its changes stay pending).
             if savedGroups == byStore.count {
-                changed.removeAll(keepingCapacity: true)
-                changeOrder.removeAll(keepingCapacity: true)
-            } else if savedGroups > 0 {
-                let saved = Set(byStore[..<savedGroups].flatMap { $0.objects.map(\.key) })
-                for key in saved { changed.removeValue(forKey: key) }
-                changeOrder.removeAll { saved.contains($0) }
+                changes.removeAll()
+            } else {
+                for group in byStore[..<savedGroups] {
+                    for o in group.objects { changes.remove(o) }
+                }
             }
         }
         for (store, group) in byStore {
@@ -199,7 +198,8 @@ extension StoreContext {
                 for hit in hits {
                     let hitKey = ObjectKey(store: store.identifier, root: owner.rootName, primaryKey: hit.primaryKey)
                     if exclude.contains(hitKey) { continue }
-                    if let registeredObject = changed[hitKey], registeredObject.state != .clean { continue }
+                    if let registeredObject = registeredObject(hitKey), registeredObject.changeSlot != nil,
+                       registeredObject.state != .clean { continue }
                     guard let hitEntity = schema.entity(named: hit.entity) else { continue }
                     let hitValues = attributes.compactMap { a in hitEntity.attributeIndex(a).map { hit.attributes[$0] } }
                     for (o, values) in chunk where o.record.primaryKey != hit.primaryKey

@@ -29,8 +29,7 @@ public final class StoreContext {
     /// leaves the map only through ``forget(_:)`` (which clears its `context`) or its own deinit.
     var registered: [ObjectKey: Unmanaged<ManagedObject>] = [:]
     /// Objects with unsaved changes (held strongly until saved or rolled back), in the order they first changed.
-    var changed: [ObjectKey: ManagedObject] = [:]
-    var changeOrder: [ObjectKey] = []
+    var changes = ChangeList()
     /// The entity and store the last insert resolved, reused while inserts keep naming the same entity and the
     /// coordinator's stores stay the same (bulk inserts resolve them once, not per record).
     private var lastInsertTarget: (name: String, entity: Entity, store: LoadedStore, generation: Int)?
@@ -50,7 +49,7 @@ public final class StoreContext {
     public var schema: Schema { coordinator.schema }
 
     /// Whether there are unsaved changes.
-    public var hasChanges: Bool { !changed.isEmpty }
+    public var hasChanges: Bool { !changes.isEmpty }
 
     /// Objects inserted, updated and deleted since the last save.
     public var insertedObjects: [ManagedObject] { pending(.inserted) }
@@ -60,7 +59,7 @@ public final class StoreContext {
     public var deletedObjects: [ManagedObject] { pending(.deleted) }
 
     private func pending(_ state: ManagedObject.State) -> [ManagedObject] {
-        changeOrder.compactMap { changed[$0] }.filter { $0.state == state }
+        changes.objects.filter { $0.state == state }
     }
 
     // MARK: Insert
@@ -90,10 +89,8 @@ public final class StoreContext {
             record.attributes[i] = coerced
         }
         let object = ManagedObject(record: record, entity: e, store: target, context: self, state: .inserted)
-        let key = object.key
-        registered[key] = Unmanaged.passUnretained(object)
-        changed[key] = object
-        changeOrder.append(key)
+        registered[object.key] = Unmanaged.passUnretained(object)
+        changes.add(object)
         return object
     }
 
@@ -166,8 +163,7 @@ public final class StoreContext {
     // MARK: Change tracking
 
     func noteChanged(_ object: ManagedObject) {
-        let key = object.key
-        if changed.updateValue(object, forKey: key) == nil { changeOrder.append(key) }
+        changes.add(object)
     }
 
     func markUpdated(_ object: ManagedObject) {
@@ -211,8 +207,7 @@ public final class StoreContext {
     /// Discards every unsaved change: inserted objects become invalid, changed and deleted ones return to their
     /// saved values.
     public func rollback() {
-        for key in changeOrder {
-            guard let o = changed[key] else { continue }
+        for o in changes.objects {
             if let committed = o.committed {
                 o.record = committed
                 o.state = .clean
@@ -221,8 +216,7 @@ public final class StoreContext {
                 forget(o)
             }
         }
-        changed.removeAll()
-        changeOrder.removeAll()
+        changes.removeAll()
     }
 
     /// Forgets every object (unsaved changes are discarded); objects handed out before become invalid.
@@ -233,7 +227,6 @@ public final class StoreContext {
             o.context = nil
         }
         registered.removeAll(keepingCapacity: true)
-        changed.removeAll(keepingCapacity: true)
-        changeOrder.removeAll(keepingCapacity: true)
+        changes.removeAll()
     }
 }

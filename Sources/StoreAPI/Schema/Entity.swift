@@ -30,6 +30,9 @@ public final class Entity: Sendable, CustomStringConvertible {
 
     private let attributeIndex: [String: Int]
     private let attributeNames: [String]
+    /// A new record's values: shared (copy-on-write) by every record made, copied only once one is set.
+    private let blankAttributes: [StoreValue]
+    private let blankRelationships: [RelationshipValue]
     private let relationshipIndex: [String: Int]
 
     init(
@@ -53,6 +56,8 @@ public final class Entity: Sendable, CustomStringConvertible {
         attributeIndex = ai
         attributeNames = attributes.map(\.name)
         relationshipIndex = ri
+        blankAttributes = attributes.map { $0.defaultValue ?? .null }
+        blankRelationships = relationships.map { $0.isToMany ? .toMany([]) : .toOne(nil) }
     }
 
     /// The position of a stored attribute in ``attributes`` (and in ``Record/attributes``).
@@ -82,8 +87,7 @@ public final class Entity: Sendable, CustomStringConvertible {
     public func newRecord(primaryKey: Int64, globalID: UUID = UUID()) -> Record {
         Record(
             entity: name, primaryKey: primaryKey, globalID: globalID,
-            attributes: attributes.map { $0.defaultValue ?? .null },
-            relationships: relationships.map { $0.isToMany ? .toMany([]) : .toOne(nil) }
+            attributes: blankAttributes, relationships: blankRelationships
         )
     }
 

@@ -6,6 +6,9 @@ struct ConnectionSettings {
     var journalMode: String
     var synchronous: String
 
+    /// The page cache of a read-write connection (a bulk load works with a smaller one).
+    static let cacheKiB = 64 * 1024
+
     init(_ options: StoreOptions) throws {
         let journal = (options.backend["sqlite.journal_mode"] ?? "WAL").uppercased()
         guard ["WAL", "DELETE", "TRUNCATE", "PERSIST", "MEMORY"].contains(journal) else {
@@ -30,7 +33,7 @@ struct ConnectionSettings {
         // Every insert also goes into the global-ID index, whose random keys touch pages all over it: a cache that
         // holds the index of a million records (about 30 MiB) and a log that folds back less often keep bulk
         // saves from rewriting the same index pages again and again (measured: see the storebench SQLite rows).
-        try c.exec("PRAGMA cache_size = -65536")
+        try c.exec("PRAGMA cache_size = -\(Self.cacheKiB)")
         if journalMode == "WAL" { try c.exec("PRAGMA wal_autocheckpoint = 8192") }
     }
 }

@@ -17,6 +17,9 @@ final class SQLiteStore: PersistentStore, Sendable {
         var dataVersion: Int64?
         /// Keys reserved in the database but not handed out yet, per hierarchy: `next..<end`.
         var reservedKeys: [String: Range<Int64>] = [:]
+        /// The `CREATE INDEX` statements a bulk load dropped, to run when it finishes (see
+        /// ``BulkLoadingStore``); `nil` outside a bulk load.
+        var deferredIndexes: [String]?
     }
 
     /// Keys reserved per database transaction when fewer are asked for: a context allocates one key per insert,
@@ -63,7 +66,7 @@ final class SQLiteStore: PersistentStore, Sendable {
     private var schema: Schema { layout.schema }
 
     /// Runs `body` with the open connection, under the store's lock.
-    private func withConnection<T: Sendable>(_ body: (SQLiteConnection, inout State) throws -> T) throws -> T {
+    func withConnection<T: Sendable>(_ body: (SQLiteConnection, inout State) throws -> T) throws -> T {
         try state.withLock { s in
             guard let c = s.connection else {
                 throw StoreError.io(fileURL, operation: "using the store", reason: "the store is closed")

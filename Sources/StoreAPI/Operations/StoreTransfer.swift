@@ -44,16 +44,18 @@ public struct StoreTransfer {
         let schema = source.metadata.schema
         let total = progress == nil ? nil : try Self.countRecords(source)
         var done = 0
-        for entity in schema.entities where !entity.isAbstract {
-            var after: Int64?
-            while true {
-                let page = try source.scan(entity: entity.name, after: after, limit: batchSize)
-                if page.isEmpty { break }
-                try destination.save(StoreChanges(inserted: page))
-                done += page.count
-                try report(done, total, entity.name)
-                guard page.count == batchSize, let last = page.last else { break }
-                after = last.primaryKey
+        try bulkLoading(destination) {
+            for entity in schema.entities where !entity.isAbstract {
+                var after: Int64?
+                while true {
+                    let page = try source.scan(entity: entity.name, after: after, limit: batchSize)
+                    if page.isEmpty { break }
+                    try destination.save(StoreChanges(inserted: page))
+                    done += page.count
+                    try report(done, total, entity.name)
+                    guard page.count == batchSize, let last = page.last else { break }
+                    after = last.primaryKey
+                }
             }
         }
         try copyHistory(from: source, to: destination)
@@ -75,25 +77,27 @@ public struct StoreTransfer {
         var history: [HistoryTransaction] = []
         var counters: [String: Int64]?
         var done = 0
-        try backend.readStore(at: url) { element in
-            switch element {
-            case .metadata(let m): counters = m.primaryKeyCounters
-            case .record(let r):
-                page.append(r)
-                if page.count >= batchSize {
-                    try destination.save(StoreChanges(inserted: page))
-                    done += page.count
-                    try report(done, nil, r.entity)
-                    page.removeAll(keepingCapacity: true)
+        try bulkLoading(destination) {
+            try backend.readStore(at: url) { element in
+                switch element {
+                case .metadata(let m): counters = m.primaryKeyCounters
+                case .record(let r):
+                    page.append(r)
+                    if page.count >= batchSize {
+                        try destination.save(StoreChanges(inserted: page))
+                        done += page.count
+                        try report(done, nil, r.entity)
+                        page.removeAll(keepingCapacity: true)
+                    }
+                case .history(let t):
+                    history.append(t)
                 }
-            case .history(let t):
-                history.append(t)
             }
-        }
-        if !page.isEmpty {
-            try destination.save(StoreChanges(inserted: page))
-            done += page.count
-            try report(done, done, nil)
+            if !page.isEmpty {
+                try destination.save(StoreChanges(inserted: page))
+                done += page.count
+                try report(done, done, nil)
+            }
         }
         if !history.isEmpty { try destination.save(StoreChanges(history: history)) }
         try carryKeyCounters(counters, to: destination)

@@ -1,0 +1,76 @@
+import CSQLite
+import Foundation
+import StoreAPI
+
+/// Bulk loads (see ``BulkLoadingStore``): the secondary indexes of the record tables — the unique index on global
+/// IDs, entity-code and foreign-key indexes, uniqueness constraints — are dropped while a new store is filled and
+/// created again, each from one sort, at the end.
+///
+/// Maintaining them row by row costs a B-tree descent per index and row (for global IDs, at random places, so
+/// the page cache must hold the whole index to stay fast); building one sorts the rows once, in memory bounded by
+/// the sorter, spilling to temporary files beyond it. The statements come from `sqlite_master`, so whatever the
+/// layout created is recreated exactly.
+extension SQLiteStore: BulkLoadingStore {
+    func beginBulkLoad() throws -> Bool {
+        try withConnection { c, s in
+            guard !isReadOnly, s.deferredIndexes == nil else { return false }
+            let began = try c.transaction(write: true) {
+                let tables = Set(layout.tables.values.map(\.name))
+                // Join tables keep theirs: a save reads them through it (the many-to-many side that is not the
+                // primary key's prefix looks its rows up by `dst`).
+                let joinTables = Set(layout.joinTables.map(\.name))
+                var indexes: [(name: String, table: String, sql: String)] = []
+                try c.withStatement("SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name") { st in
+                    while try st.step() {
+                        let table = st.text(1)
+                        if tables.contains(table) { indexes.append((st.text(0), table, st.text(2))) }
+                    }
+                }
+                for table in tables.union(joinTables).sorted() {
+                    let empty = try c.int64("SELECT NOT EXISTS (SELECT 1 FROM \(StoreLayout.quote(table)))") == 1
+                    if !empty { return false }
+                }
+                for index in indexes { try c.exec("DROP INDEX \(StoreLayout.quote(index.name))", "deferring index \(index.name)") }
+                s.deferredIndexes = indexes.map(\.sql)
+                return true
+            }
+            if began { Self.setCache(Self.bulkLoadCacheKiB, c) }
+            return began
+        }
+    }
+
+    func finishBulkLoad() throws {
+        try withConnection { c, s in
+            guard let statements = s.deferredIndexes else { return }
+            do {
+                try c.transaction(write: true) {
+                    for sql in statements { try c.exec(sql, "building an index deferred by a bulk load") }
+                }
+            } catch let error as StoreError {
+                throw Self.describeIndexFailure(error, fileURL)
+            }
+            s.deferredIndexes = nil
+            Self.setCache(ConnectionSettings.cacheKiB, c)
+        }
+    }
+
+    /// The page cache while loading: rows are appended in key order, so a small cache serves the inserts, and
+    /// building each index sorts in memory up to the cache size before spilling sorted runs to temporary files —
+    /// the cache size is what bounds the load's memory, whatever the store's size.
+    static let bulkLoadCacheKiB = 16 * 1024
+
+    /// Sets the page cache; a pragma that cannot fail on an open connection, and only a matter of speed if it did.
+    private static func setCache(_ kib: Int, _ c: SQLiteConnection) {
+        try? c.exec("PRAGMA cache_size = -\(kib)")
+    }
+
+    /// A unique index that cannot be built means the loaded records broke it: say which, in the store's terms.
+    private static func describeIndexFailure(_ error: StoreError, _ url: URL) -> StoreError {
+        let text = "\(error)"
+        guard text.contains("UNIQUE constraint failed") else { return error }
+        if text.contains("._gid") {
+            return .corruptStore(url, reason: "two of the loaded records have the same global ID (\(text))")
+        }
+        return .corruptStore(url, reason: "the loaded records break a uniqueness constraint (\(text))")
+    }
+}

@@ -1,0 +1,91 @@
+import CSQLite
+import Foundation
+import StoreAPI
+import Testing
+@testable import SQLiteBackend
+
+/// A transfer into a new SQLite store defers the record tables' indexes and builds them at the end: the result
+/// has exactly the indexes of a store created normally, enforces the same constraints, and a load that breaks one
+/// fails clearly when the index is built.
+@Suite struct SQLiteBulkLoadTests {
+    /// Every index of the database at `url`: name and SQL.
+    static func indexes(_ url: URL) throws -> [String: String] {
+        var db: OpaquePointer?
+        defer { sqlite3_close(db) }
+        guard sqlite3_open_v2(url.path, &db, SQLITE_OPEN_READONLY, nil) == SQLITE_OK else {
+            throw StoreError.io(url, operation: "opening", reason: "sqlite3_open_v2 failed")
+        }
+        var stmt: OpaquePointer?
+        defer { sqlite3_finalize(stmt) }
+        guard sqlite3_prepare_v2(db, "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL", -1, &stmt, nil) == SQLITE_OK
+        else { throw StoreError.io(url, operation: "reading the schema", reason: "prepare failed") }
+        var out: [String: String] = [:]
+        while sqlite3_step(stmt) == SQLITE_ROW {
+            out[String(cString: sqlite3_column_text(stmt, 0))] = String(cString: sqlite3_column_text(stmt, 1))
+        }
+        return out
+    }
+
+    /// A source store with people (a unique email), authors, books (a unique ISBN), tags and chapters.
+    static func source(_ dir: TempDirectory, _ schema: Schema) throws -> any PersistentStore {
+        let store = try Fixture.open(dir.file("source.sqlite"), schema: schema)
+        var records: [Record] = []
+        for i in 1...40 {
+            records.append(Fixture.record(schema, "Author", Int64(i), ["name": .string("author \(i)"), "email": .string("a\(i)@example.org")]))
+            records.append(Fixture.record(schema, "Book", Int64(i), ["title": .string("book \(i)"), "isbn": .string("isbn-\(i)")],
+                                          ["author": .toOne(Int64(i))]))
+            records.append(Fixture.record(schema, "Chapter", Int64(i), ["title": .string("chapter \(i)")], ["book": .toOne(Int64(i))]))
+        }
+        try store.save(StoreChanges(inserted: records))
+        return store
+    }
+
+    @Test func transferRebuildsExactlyTheIndexesOfANewStore() throws {
+        let dir = try TempDirectory()
+        let schema = try Fixture.schema()
+        let source = try Self.source(dir, schema)
+        defer { try? source.close() }
+        let fresh = try Fixture.open(dir.file("fresh.sqlite"), schema: schema)
+        try fresh.close()
+        let expected = try Self.indexes(dir.file("fresh.sqlite"))
+        #expect(expected.keys.contains { $0.hasSuffix("._gid") }, "the layout indexes global IDs")
+
+        let destination = try Fixture.open(dir.file("copy.sqlite"), schema: schema)
+        try StoreTransfer(batchSize: 7).copy(from: source, to: destination)
+        #expect(try destination.count(FetchRequest(entity: "Book")) == 40)
+        // The uniqueness constraints hold again once the load is over.
+        let clash = Fixture.record(schema, "Book", 1_000, ["title": .string("clash"), "isbn": .string("isbn-3")])
+        #expect(throws: StoreError.self) { try destination.save(StoreChanges(inserted: [clash])) }
+        try destination.close()
+        #expect(try Self.indexes(dir.file("copy.sqlite")) == expected)
+    }
+
+    @Test func onlyAnEmptyStoreIsBulkLoaded() throws {
+        let dir = try TempDirectory()
+        let schema = try Fixture.schema()
+        let store = try Self.source(dir, schema)
+        let bulk = try #require(store as? any BulkLoadingStore)
+        #expect(try bulk.beginBulkLoad() == false)
+        try bulk.finishBulkLoad()  // nothing in progress: nothing to do
+        try store.close()
+        let fresh = try Fixture.open(dir.file("fresh.sqlite"), schema: schema)
+        try fresh.close()
+        #expect(try Self.indexes(dir.file("source.sqlite")) == Self.indexes(dir.file("fresh.sqlite")))
+    }
+
+    @Test func duplicateGlobalIDsFailWhenTheIndexIsBuilt() throws {
+        let dir = try TempDirectory()
+        let schema = try Fixture.schema()
+        let store = try Fixture.open(dir.file("dup.sqlite"), schema: schema)
+        defer { try? store.close() }
+        let bulk = try #require(store as? any BulkLoadingStore)
+        #expect(try bulk.beginBulkLoad())
+        let a = Fixture.record(schema, "Tag", 1, ["name": .string("a")])
+        var b = Fixture.record(schema, "Tag", 2, ["name": .string("b")])
+        b = Record(entity: b.entity, primaryKey: b.primaryKey, globalID: a.globalID, attributes: b.attributes, relationships: b.relationships)
+        try store.save(StoreChanges(inserted: [a, b]))
+        let error = try #require(throws: StoreError.self) { try bulk.finishBulkLoad() }
+        #expect("\(error)".contains("same global ID"), "\(error)")
+        #expect("\(error)".contains("dup.sqlite"), "\(error)")
+    }
+}

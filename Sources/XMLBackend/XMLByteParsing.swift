@@ -47,23 +47,80 @@ enum XMLBytes {
 
     /// A UUID in its 36-character form (either case) from a C string.
     static func uuid(cString p: UnsafePointer<UInt8>) -> UUID? {
-        var bytes = [UInt8](repeating: 0, count: 16)
-        var i = 0
-        var b = 0
-        while b < 16 {
-            if i == 8 || i == 13 || i == 18 || i == 23 {
-                guard p[i] == UInt8(ascii: "-") else { return nil }
-                i += 1
-                continue
+        // Into a uuid_t on the stack: a byte array here was a heap allocation per object and reference.
+        var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        let parsed = withUnsafeMutableBytes(of: &value) { bytes -> Bool in
+            var i = 0
+            var b = 0
+            while b < 16 {
+                if i == 8 || i == 13 || i == 18 || i == 23 {
+                    guard p[i] == UInt8(ascii: "-") else { return false }
+                    i += 1
+                    continue
+                }
+                guard let hi = hex(p[i]), let lo = hex(p[i + 1]) else { return false }
+                bytes[b] = hi << 4 | lo
+                b += 1
+                i += 2
             }
-            guard let hi = hex(p[i]), let lo = hex(p[i + 1]) else { return nil }
-            bytes[b] = hi << 4 | lo
-            b += 1
-            i += 2
+            return p[36] == 0
         }
-        guard p[36] == 0 else { return nil }
-        return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+        return parsed ? UUID(uuid: value) : nil
+    }
+
+    /// Strict, padded base64 (what our writer produces) decoded straight from the bytes; `nil` for anything else
+    /// (line breaks, stray characters), which the caller then hands to Foundation's lenient path.
+    static func base64(_ bytes: UnsafeBufferPointer<UInt8>) -> Data? {
+        let n = bytes.count
+        guard n % 4 == 0 else { return nil }
+        if n == 0 { return Data() }
+        let padding = bytes[n - 1] == UInt8(ascii: "=") ? (bytes[n - 2] == UInt8(ascii: "=") ? 2 : 1) : 0
+        let size = n / 4 * 3 - padding
+        var out = Data(count: size)
+        let ok = out.withUnsafeMutableBytes { (dst: UnsafeMutableRawBufferPointer) -> Bool in
+            var o = 0
+            var i = 0
+            while i < n {
+                let last = i + 4 == n
+                let a = base64Value(bytes[i]), b = base64Value(bytes[i + 1])
+                let c = last && padding == 2 ? 0 : base64Value(bytes[i + 2])
+                let d = last && padding >= 1 ? 0 : base64Value(bytes[i + 3])
+                guard a | b | c | d < 64 else { return false }
+                let triple = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6 | UInt32(d)
+                dst[o] = UInt8(truncatingIfNeeded: triple >> 16)
+                if o + 1 < size { dst[o + 1] = UInt8(truncatingIfNeeded: triple >> 8) }
+                if o + 2 < size { dst[o + 2] = UInt8(truncatingIfNeeded: triple) }
+                o += 3
+                i += 4
+            }
+            return true
+        }
+        return ok ? out : nil
+    }
+
+    /// A base64 digit's value; 255 for anything else (padding included).
+    @inline(__always)
+    private static func base64Value(_ c: UInt8) -> UInt8 {
+        switch c {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"): c - UInt8(ascii: "A")
+        case UInt8(ascii: "a")...UInt8(ascii: "z"): c - UInt8(ascii: "a") + 26
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0") + 52
+        case UInt8(ascii: "+"): 62
+        case UInt8(ascii: "/"): 63
+        default: 255
+        }
+    }
+
+    /// A UUID in its 36-character form (either case), spanning all of `bytes`.
+    static func uuid(_ bytes: UnsafeBufferPointer<UInt8>) -> UUID? {
+        guard bytes.count == 36, let base = bytes.baseAddress else { return nil }
+        var copy = (UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0))  // 40 bytes: 36 + NUL
+        return withUnsafeMutableBytes(of: &copy) { raw in
+            raw.copyMemory(from: UnsafeRawBufferPointer(start: base, count: 36))
+            raw[36] = 0
+            guard let text = raw.baseAddress else { return nil }
+            return uuid(cString: text.assumingMemoryBound(to: UInt8.self))
+        }
     }
 
     private static let hexDigits: [UInt8] = Array("0123456789ABCDEF".utf8)

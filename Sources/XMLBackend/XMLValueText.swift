@@ -78,6 +78,10 @@ enum XMLValueText {
                 if bytes[0] == UInt8(ascii: "1") { return .boolean(true) }
                 if bytes[0] == UInt8(ascii: "0") { return .boolean(false) }
             }
+        case .binary, .transformable:
+            if let d = XMLBytes.base64(bytes) { return .binary(d) }
+        case .uuid:
+            if let u = XMLBytes.uuid(bytes) { return .uuid(u) }
         default:
             break
         }

@@ -25,7 +25,7 @@ package struct XMLAttributeGuard: Sendable {
     private var declarationDepth = 0
     /// The last bytes seen, newest in the low byte, to find `-->`, `]]>` and `?>` across buffer boundaries.
     private var recent: UInt32 = 0
-    /// The 1-based line the scan has reached.
+    /// The 1-based line the scan has reached (after a refusal: the line of the attribute that broke the limit).
     package private(set) var line = 1
     /// Set once an element has more than ``limit`` attributes; the line is where that element's attribute was.
     package private(set) var tooManyAttributes = false
@@ -35,12 +35,52 @@ package struct XMLAttributeGuard: Sendable {
     /// Scans the next bytes. Returns `false` (and stays failed) once an element has too many attributes.
     package mutating func scan(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         guard !tooManyAttributes else { return false }
-        for b in bytes {
-            if b == 0x0A { line += 1 }
+        // The scanner's fields live in locals for the loop (written back at the end): the loop runs once per byte
+        // of every document loaded, and kept in registers it costs a few instructions per byte, not a few dozen.
+        var state = self.state, returnState = self.returnState, quote = self.quote
+        var attributes = self.attributes, declarationDepth = self.declarationDepth, recent = self.recent
+        // Lines are counted in a separate pass over the buffer (one the compiler vectorises), not byte by byte.
+        var lines = 0
+        defer {
+            self.state = state
+            self.returnState = returnState
+            self.quote = quote
+            self.attributes = attributes
+            self.declarationDepth = declarationDepth
+            self.recent = recent
+            self.line += lines
+        }
+        guard let p = bytes.baseAddress else { return true }
+        let n = bytes.count
+        var i = 0
+        while i < n {
+            // Text, attribute values and names are most of a document: run through them in a tight loop to the
+            // byte that ends them, then pick up `recent` from the bytes passed.
+            let from = i
+            switch state {
+            case .text, .quoted, .endTag:
+                let stop = state == .text ? UInt8(ascii: "<") : state == .quoted ? quote : UInt8(ascii: ">")
+                while i < n, p[i] != stop { i += 1 }
+            case .startTag:
+                // Names and spaces, up to what the state machine acts on: a quote, "=" or ">".
+                while i < n {
+                    let c = p[i]
+                    if c == UInt8(ascii: "\"") || c == UInt8(ascii: "'") || c == UInt8(ascii: "=") || c == UInt8(ascii: ">") { break }
+                    i += 1
+                }
+            default:
+                break
+            }
+            if i > from {
+                for k in max(from, i - 4)..<i { recent = recent << 8 | UInt32(p[k]) }
+                if i == n { break }
+            }
+            let b = p[i]
+            i += 1
             recent = recent << 8 | UInt32(b)
             switch state {
             case .text:
-                if b == UInt8(ascii: "<") { state = .open }
+                state = .open  // the run above stopped at "<"
             case .open:
                 switch b {
                 case UInt8(ascii: "!"): state = .bang
@@ -65,7 +105,7 @@ package struct XMLAttributeGuard: Sendable {
             case .pi:
                 if recent & 0xFFFF == 0x3F3E { state = returnState }  // ?>
             case .endTag:
-                if b == UInt8(ascii: ">") { state = .text }
+                state = .text  // the run above stopped at ">"
             case .startTag:
                 switch b {
                 case UInt8(ascii: "\""), UInt8(ascii: "'"): quote = b; state = .quoted
@@ -74,12 +114,13 @@ package struct XMLAttributeGuard: Sendable {
                     attributes += 1
                     if attributes > Self.limit {
                         tooManyAttributes = true
+                        lines = Self.newlines(in: UnsafeBufferPointer(rebasing: bytes[0..<i]))
                         return false
                     }
                 default: break
                 }
             case .quoted:
-                if b == quote { state = .startTag }
+                state = .startTag  // the run above stopped at the closing quote
             case .declaration:
                 switch b {
                 case UInt8(ascii: "\""), UInt8(ascii: "'"): quote = b; state = .declarationQuoted
@@ -96,7 +137,15 @@ package struct XMLAttributeGuard: Sendable {
                 if b == quote { state = .declaration }
             }
         }
+        lines = Self.newlines(in: bytes)
         return true
+    }
+
+    /// Line feeds in `bytes`.
+    private static func newlines(in bytes: UnsafeBufferPointer<UInt8>) -> Int {
+        var n = 0
+        for b in bytes { n &+= b == 0x0A ? 1 : 0 }
+        return n
     }
 
     /// Scans a whole document in memory; `false` if an element has too many attributes.

@@ -49,6 +49,15 @@ struct GlobalIDBatch {
     private(set) var entries: [Entry] = []
 
     var isEmpty: Bool { entries.isEmpty }
+    var count: Int { entries.count }
+
+    /// Adds another batch's entries after this one's.
+    mutating func append(contentsOf other: GlobalIDBatch) { entries.append(contentsOf: other.entries) }
+
+    /// Drops the entries after the first `count` (a retried transaction puts back what it added).
+    mutating func truncate(to count: Int) {
+        if entries.count > count { entries.removeSubrange(count...) }
+    }
 
     mutating func reserve(_ n: Int) { entries.reserveCapacity(n) }
 
@@ -151,7 +160,13 @@ struct GlobalIDBatch {
     /// (``LMDBEnvironment/releaseResidentPages(after:)``).
     func write(_ txn: LMDBTransaction, _ dbi: MDB_dbi, layout: StoreLayout, storeURL: URL, env: LMDBEnvironment) throws {
         guard !entries.isEmpty else { return }
-        let ordered = sorted()
+        try Self.write(sorted()[...], txn, dbi, layout: layout, storeURL: storeURL, env: env)
+    }
+
+    /// Writes entries already in key order (see ``write(_:_:layout:storeURL:env:)``).
+    static func write(_ ordered: ArraySlice<Entry>, _ txn: LMDBTransaction, _ dbi: MDB_dbi, layout: StoreLayout, storeURL: URL,
+                      env: LMDBEnvironment) throws {
+        guard !ordered.isEmpty else { return }
         try txn.withCursor(dbi) { cursor in
             // The largest stored key: entries above it are appended.
             var last: Entry? = try cursor.move(MDB_LAST).map { k in

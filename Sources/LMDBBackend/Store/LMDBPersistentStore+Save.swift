@@ -47,10 +47,34 @@ extension LMDBPersistentStore {
         let layout = target
         let estimate = SaveSizeEstimate.bytes(for: changes, layout: layout)
         if let estimate { try env.reserveMapSpace(estimate) }
-        try env.write(timeout: writeTimeout) { txn in
-            var writer = try SaveWriter(txn: txn, env: env, base: base, layout: layout, storeURL: storeURL, file: dataFile)
-            try writer.apply(changes)
+        // A bulk load's global-ID entries pile up over saves and go into the index in large sorted runs. Taken
+        // out of the store for the save (so appending copies nothing) and put back, as it was, if the save fails.
+        var pending = bulkGlobalIDs.withLock { state -> GlobalIDBatch? in
+            defer { if state != nil { state = GlobalIDBatch() } }
+            return state
         }
+        let pendingBefore = pending?.count ?? 0
+        do {
+            // Only inserts are deferred: an update or delete must find the index complete, so it is written first.
+            if pending != nil, !changes.updated.isEmpty || !changes.deleted.isEmpty {
+                try flushGlobalIDs(&pending, layout)
+            }
+            try env.write(timeout: writeTimeout) { txn in
+                pending?.truncate(to: pendingBefore)  // a retried transaction starts over
+                var writer = try SaveWriter(txn: txn, env: env, base: base, layout: layout, storeURL: storeURL, file: dataFile)
+                writer.defersGlobalIDs = pending != nil
+                try writer.apply(changes)
+                if writer.defersGlobalIDs { pending?.append(contentsOf: writer.globalIDBatch) }
+            }
+            if (pending?.count ?? 0) >= Self.bulkGlobalIDRun { try flushGlobalIDs(&pending, layout) }
+        } catch {
+            if var restored = pending {
+                restored.truncate(to: pendingBefore)
+                bulkGlobalIDs.withLock { $0 = restored }
+            }
+            throw error
+        }
+        if let pending { bulkGlobalIDs.withLock { $0 = pending } }
         // Bulk saves (an import, a conversion) touch pages of the map as they go; keep them from piling up.
         env.releaseResidentPages(after: estimate ?? 0)
         if changes.metadata != nil { env.setLayout(target) }

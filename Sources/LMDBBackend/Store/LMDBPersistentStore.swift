@@ -21,6 +21,8 @@ public final class LMDBPersistentStore: PersistentStore, Sendable {
     let writeTimeout: Double
     private let initialLayout: StoreLayout
     private let closed = Mutex(false)
+    /// During a bulk load: the global-ID entries saved but not yet written (see ``beginBulkLoad()``).
+    let bulkGlobalIDs = Mutex<GlobalIDBatch?>(nil)
 
     init(url: URL, env: LMDBEnvironment, layout: StoreLayout, readOnly: Bool, timeout: Double) {
         self.writeTimeout = timeout

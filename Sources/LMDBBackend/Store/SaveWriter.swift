@@ -18,8 +18,11 @@ struct SaveWriter {
     private var handles: [String: MDB_dbi] = [:]
     /// The encoding of the record being written, reused for every record.
     private var buffer = ByteWriter(capacity: 4096)
-    /// Global-ID entries of this save, written in key order at the end.
-    private var globalIDBatch = GlobalIDBatch()
+    /// Global-ID entries of this save, written in key order at the end — or, during a bulk load, left for the
+    /// store to write with those of later saves (see ``LMDBPersistentStore/beginBulkLoad()``).
+    private(set) var globalIDBatch = GlobalIDBatch()
+    /// Whether ``apply(_:)`` leaves the global-ID entries in ``globalIDBatch`` instead of writing them.
+    var defersGlobalIDs = false
     /// One cursor per records database written, kept for the whole save: a put through a cursor that is already
     /// at the end of the tree appends without descending it again. Closed by ``apply(_:)`` before it returns.
     private var cursors: [MDB_dbi: LMDBCursor] = [:]
@@ -125,8 +128,10 @@ struct SaveWriter {
                 }
             }
         }
-        try globalIDBatch.write(txn, globalIDs, layout: layout, storeURL: storeURL, env: env)
-        globalIDBatch = GlobalIDBatch()
+        if !defersGlobalIDs {
+            try globalIDBatch.write(txn, globalIDs, layout: layout, storeURL: storeURL, env: env)
+            globalIDBatch = GlobalIDBatch()
+        }
         // Keys allocated elsewhere (a transfer) must never be handed out again.
         if !highest.isEmpty {
             let keys = try handle(DatabaseName.keys)

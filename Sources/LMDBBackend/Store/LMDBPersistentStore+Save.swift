@@ -53,11 +53,13 @@ extension LMDBPersistentStore {
             defer { if state != nil { state = GlobalIDBatch() } }
             return state
         }
-        let pendingBefore = pending?.count ?? 0
+        // The entries kept before this save's own: a retried transaction, or a failed save, goes back to them.
+        var pendingBefore = pending?.count ?? 0
         do {
-            // Only inserts are deferred: an update or delete must find the index complete, so it is written first.
+            // An update or delete must find the index complete, so what is pending is written first.
             if pending != nil, !changes.updated.isEmpty || !changes.deleted.isEmpty {
                 try flushGlobalIDs(&pending, layout)
+                pendingBefore = 0
             }
             try env.write(timeout: writeTimeout) { txn in
                 pending?.truncate(to: pendingBefore)  // a retried transaction starts over

@@ -1,7 +1,8 @@
 import Foundation
+import StoreAPI
 
-/// Parsing and formatting on raw bytes for the hot paths of loading and saving (keys, UUIDs), where going through
-/// `String` and Foundation's `sscanf`-based UUID parser costs more than the XML itself.
+/// Parsing and formatting on raw bytes for the hot paths of loading and saving (keys, UUIDs, base64), where going
+/// through `String` and Foundation's `sscanf`-based UUID parser costs more than the XML itself.
 enum XMLBytes {
     /// A decimal `Int64` (optional sign) spanning all of `bytes`.
     static func int64<C: Collection>(_ bytes: C) -> Int64? where C.Element == UInt8 {
@@ -36,36 +37,9 @@ enum XMLBytes {
         int64(UnsafeBufferPointer(start: p, count: strlen(UnsafeRawPointer(p).assumingMemoryBound(to: CChar.self))))
     }
 
-    private static func hex(_ c: UInt8) -> UInt8? {
-        switch c {
-        case 0x30...0x39: c - 0x30
-        case 0x41...0x46: c - 0x41 + 10
-        case 0x61...0x66: c - 0x61 + 10
-        default: nil
-        }
-    }
-
     /// A UUID in its 36-character form (either case) from a C string.
     static func uuid(cString p: UnsafePointer<UInt8>) -> UUID? {
-        // Into a uuid_t on the stack: a byte array here was a heap allocation per object and reference.
-        var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        let parsed = withUnsafeMutableBytes(of: &value) { bytes -> Bool in
-            var i = 0
-            var b = 0
-            while b < 16 {
-                if i == 8 || i == 13 || i == 18 || i == 23 {
-                    guard p[i] == UInt8(ascii: "-") else { return false }
-                    i += 1
-                    continue
-                }
-                guard let hi = hex(p[i]), let lo = hex(p[i + 1]) else { return false }
-                bytes[b] = hi << 4 | lo
-                b += 1
-                i += 2
-            }
-            return p[36] == 0
-        }
-        return parsed ? UUID(uuid: value) : nil
+        FastUUID.parse(UnsafeBufferPointer(start: p, count: strlen(UnsafeRawPointer(p).assumingMemoryBound(to: CChar.self))))
     }
 
     /// Strict, padded base64 (what our writer produces) decoded straight from the bytes; `nil` for anything else
@@ -108,18 +82,6 @@ enum XMLBytes {
         case UInt8(ascii: "+"): 62
         case UInt8(ascii: "/"): 63
         default: 255
-        }
-    }
-
-    /// A UUID in its 36-character form (either case), spanning all of `bytes`.
-    static func uuid(_ bytes: UnsafeBufferPointer<UInt8>) -> UUID? {
-        guard bytes.count == 36, let base = bytes.baseAddress else { return nil }
-        var copy = (UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0))  // 40 bytes: 36 + NUL
-        return withUnsafeMutableBytes(of: &copy) { raw in
-            raw.copyMemory(from: UnsafeRawBufferPointer(start: base, count: 36))
-            raw[36] = 0
-            guard let text = raw.baseAddress else { return nil }
-            return uuid(cString: text.assumingMemoryBound(to: UInt8.self))
         }
     }
 

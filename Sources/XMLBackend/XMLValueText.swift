@@ -81,7 +81,7 @@ enum XMLValueText {
         case .binary, .transformable:
             if let d = XMLBytes.base64(bytes) { return .binary(d) }
         case .uuid:
-            if let u = XMLBytes.uuid(bytes) { return .uuid(u) }
+            if let u = FastUUID.parse(bytes) { return .uuid(u) }
         default:
             break
         }

@@ -332,7 +332,7 @@ final class LMDBEnvironment: @unchecked Sendable {
             func hex() -> UInt? {
                 var value: UInt = 0
                 var digits = 0
-                while i < lineEnd, let d = hexDigit(maps[i]) {
+                while i < lineEnd, let d = HexDigit.value(maps[i]) {
                     guard digits < 16 else { return nil }
                     value = value << 4 | UInt(d)
                     digits += 1
@@ -350,14 +350,6 @@ final class LMDBEnvironment: @unchecked Sendable {
     }
 
     #if os(Linux)
-    private static func hexDigit(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
-        default: nil
-        }
-    }
-
     /// The whole of a `/proc` file (whose size `stat` does not report), read in chunks.
     private static func readProcFile(_ path: String) -> [UInt8]? {
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)

@@ -81,6 +81,15 @@ final class SQLiteConnection: @unchecked Sendable {
     // MARK: Errors
 
     /// The connection's last error as a ``StoreError``.
+    /// Frees the page cache's unused pages, and on Linux hands the freed heap back to the system: a smaller
+    /// `cache_size` alone leaves the pages in the allocator, where the process's resident size still counts them.
+    func releaseMemory() {
+        sqlite3_db_release_memory(db)
+        #if os(Linux)
+        malloc_trim(0)
+        #endif
+    }
+
     func error(_ rc: Int32, _ operation: String) -> StoreError {
         Self.mapError(rc, message: String(cString: sqlite3_errmsg(db)), url: url, operation: operation)
     }

@@ -61,6 +61,9 @@ struct GlobalIDBatch {
 
     mutating func reserve(_ n: Int) { entries.reserveCapacity(n) }
 
+    /// Empties the batch, keeping its buffer for the next run.
+    mutating func removeAll() { entries.removeAll(keepingCapacity: true) }
+
     mutating func append(_ id: UUID, entityID: UInt32, primaryKey: Int64) {
         entries.append(Entry(id, entityID: entityID, primaryKey: primaryKey))
     }

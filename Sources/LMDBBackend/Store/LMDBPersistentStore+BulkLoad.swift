@@ -12,7 +12,8 @@ import StoreAPI
 /// duplicate global ID is reported by the save (or the finish) that writes its run — after which the store is
 /// one to discard, as the transfer engine does with its staging store whenever a load fails.
 extension LMDBPersistentStore: BulkLoadingStore {
-    /// Global-ID entries kept before they are written: 2¹⁷ entries, 4 MiB (and as much again while sorted).
+    /// Global-ID entries kept before they are written: 2¹⁷ entries, 4 MiB (and as much again while sorted). A save
+    /// whose entries would not fit writes the run first, so the buffer is allocated once.
     static let bulkGlobalIDRun = 1 << 17
     /// Global-ID entries per transaction when a run is written.
     static let bulkGlobalIDChunk = 1 << 14
@@ -25,7 +26,9 @@ extension LMDBPersistentStore: BulkLoadingStore {
             guard empty else { return false }
             return bulkGlobalIDs.withLock { state in
                 guard state == nil else { return false }
-                state = GlobalIDBatch()
+                var batch = GlobalIDBatch()
+                batch.reserve(Self.bulkGlobalIDRun)
+                state = batch
                 return true
             }
         }
@@ -33,10 +36,18 @@ extension LMDBPersistentStore: BulkLoadingStore {
 
     public func finishBulkLoad() throws {
         try run {
-            var pending = bulkGlobalIDs.withLock { $0 }
+            // Taken out (not copied), so emptying it after the write does not copy the buffer.
+            var pending = bulkGlobalIDs.withLock { state in
+                defer { state = nil }
+                return state
+            }
             guard pending != nil else { return }
-            try flushGlobalIDs(&pending, layout)
-            bulkGlobalIDs.withLock { $0 = nil }
+            do {
+                try flushGlobalIDs(&pending, layout)
+            } catch {
+                bulkGlobalIDs.withLock { $0 = pending }
+                throw error
+            }
         }
     }
 
@@ -44,8 +55,7 @@ extension LMDBPersistentStore: BulkLoadingStore {
     /// ``bulkGlobalIDChunk`` entries. Each holds the pages of one stretch of the key space, so a transaction's
     /// dirty pages (kept in memory until it commits) stay few however large the index has grown.
     func flushGlobalIDs(_ pending: inout GlobalIDBatch?, _ layout: StoreLayout) throws {
-        guard let batch = pending, !batch.isEmpty else { return }
-        let ordered = batch.sorted()
+        guard let ordered = pending?.sorted(), !ordered.isEmpty else { return }
         let dbi = try env.requireDatabase(DatabaseName.globalIDs)
         var start = 0
         while start < ordered.count {
@@ -57,6 +67,6 @@ extension LMDBPersistentStore: BulkLoadingStore {
             env.releaseResidentPages(after: (end - start) * 64)
             start = end
         }
-        pending = GlobalIDBatch()
+        pending?.removeAll()
     }
 }

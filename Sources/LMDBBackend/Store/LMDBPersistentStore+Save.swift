@@ -56,8 +56,10 @@ extension LMDBPersistentStore {
         // The entries kept before this save's own: a retried transaction, or a failed save, goes back to them.
         var pendingBefore = pending?.count ?? 0
         do {
-            // An update or delete must find the index complete, so what is pending is written first.
-            if pending != nil, !changes.updated.isEmpty || !changes.deleted.isEmpty {
+            // An update or delete must find the index complete, so what is pending is written first; so is a run
+            // this save's entries would take past its size (the run's buffer then never grows).
+            if let count = pending?.count,
+               !changes.updated.isEmpty || !changes.deleted.isEmpty || count + changes.inserted.count > Self.bulkGlobalIDRun {
                 try flushGlobalIDs(&pending, layout)
                 pendingBefore = 0
             }
@@ -68,7 +70,6 @@ extension LMDBPersistentStore {
                 try writer.apply(changes)
                 if writer.defersGlobalIDs { pending?.append(contentsOf: writer.globalIDBatch) }
             }
-            if (pending?.count ?? 0) >= Self.bulkGlobalIDRun { try flushGlobalIDs(&pending, layout) }
         } catch {
             if var restored = pending {
                 restored.truncate(to: pendingBefore)

@@ -53,6 +53,16 @@ struct StorectlWorkflowTests {
             #expect(r.status == 0, "convert \(from) → \(to): \(r.stderr)")
             #expect(r.stderr.contains("converted"))
         }
+        // An LMDB store is a directory and the files in it, all listed; the total counts each byte once.
+        let lmdbInfo = try Storectl.run(["info", "library.lmdb", "--json"], in: dir)
+        let lmdbReport = try #require(try JSONSerialization.jsonObject(with: Data(lmdbInfo.stdout.utf8)) as? [String: Any])
+        let lmdbFiles = try #require(lmdbReport["files"] as? [[String: Any]])
+        let plainFiles = lmdbFiles.filter { $0["isDirectory"] as? Bool == false }
+        #expect(plainFiles.count == 2 && lmdbFiles.count == 3, "\(lmdbFiles)")
+        #expect(lmdbReport["totalSize"] as? Int == plainFiles.reduce(0) { $0 + ($1["size"] as? Int ?? 0) })
+        let lmdbText = try Storectl.run(["info", "library.lmdb"], in: dir)
+        #expect(!lmdbText.stdout.contains(" 1 relationships") && !lmdbText.stdout.contains(" 1 attributes"), "\(lmdbText.stdout)")
+
         let diff = try Storectl.run(["diff", "library.sqlite", "final.sqlite"], in: dir)
         #expect(diff.status == 0, "\(diff.stdout)\(diff.stderr)")
         #expect(diff.stderr.contains("identical (\(Self.grouped(Self.sampleLineCount)) records compared)"))

@@ -47,6 +47,9 @@ struct GlobalIDBatch {
     }
 
     private(set) var entries: [Entry] = []
+    /// Where ``sort()`` scatters the entries; kept, so a bulk load's runs reuse one pair of buffers (allocating
+    /// megabytes per run left the heap fragmented and growing).
+    private var spare: [Entry] = []
 
     var isEmpty: Bool { entries.isEmpty }
     var count: Int { entries.count }
@@ -76,27 +79,41 @@ struct GlobalIDBatch {
     /// that share a sub-bucket. Entries that share long prefixes (UUIDs that are not random) end up in crowded
     /// sub-buckets, which get an ordinary stable sort.
     func sorted() -> [Entry] {
+        var copy = self
+        copy.sort()
+        return copy.entries
+    }
+
+    /// Puts ``entries`` in key order (see ``sorted()``), reusing the batch's buffers.
+    mutating func sort() {
         let n = entries.count
-        guard n > 64 else { return Self.stableSorted(entries[...]) }
+        guard n > 64 else {
+            entries = Self.stableSorted(entries[...])
+            return
+        }
         let topBits = min(11, Self.log2(n) - 3)
         let topShift = UInt64(64 - topBits)
         var starts = [Int](repeating: 0, count: (1 << topBits) + 1)
         for e in entries { starts[Int(truncatingIfNeeded: e.high >> topShift) + 1] += 1 }
         for b in 1..<starts.count { starts[b] += starts[b - 1] }
         var next = starts
-        var result = [Entry](unsafeUninitializedCapacity: n) { out, initialized in
+        if spare.count > n {
+            spare.removeLast(spare.count - n)
+        } else {
+            spare.append(contentsOf: repeatElement(Entry(high: 0, low: 0), count: n - spare.count))
+        }
+        spare.withUnsafeMutableBufferPointer { out in
             for e in entries {
                 let b = Int(truncatingIfNeeded: e.high >> topShift)
-                out.initializeElement(at: next[b], to: e)
+                out[next[b]] = e
                 next[b] += 1
             }
-            initialized = n
         }
         var largest = 0
         for b in 0..<(1 << topBits) { largest = max(largest, starts[b + 1] - starts[b]) }
         var scratch = [Entry](repeating: Entry(high: 0, low: 0), count: largest)
         var subStarts = [Int](repeating: 0, count: (1 << 12) + 1)
-        result.withUnsafeMutableBufferPointer { all in
+        spare.withUnsafeMutableBufferPointer { all in
             scratch.withUnsafeMutableBufferPointer { scratch in
                 for b in 0..<(1 << topBits) {
                     let range = starts[b]..<starts[b + 1]
@@ -130,7 +147,7 @@ struct GlobalIDBatch {
                 }
             }
         }
-        return result
+        swap(&entries, &spare)
     }
 
     /// ⌊log₂ n⌋ for n ≥ 1.

@@ -55,8 +55,15 @@ extension LMDBPersistentStore: BulkLoadingStore {
     /// ``bulkGlobalIDChunk`` entries. Each holds the pages of one stretch of the key space, so a transaction's
     /// dirty pages (kept in memory until it commits) stay few however large the index has grown.
     func flushGlobalIDs(_ pending: inout GlobalIDBatch?, _ layout: StoreLayout) throws {
-        guard let ordered = pending?.sorted(), !ordered.isEmpty else { return }
+        guard pending?.isEmpty == false else { return }
+        pending?.sort()
         let dbi = try env.requireDatabase(DatabaseName.globalIDs)
+        try writeSorted(pending?.entries ?? [], dbi, layout)
+        // `entries` was only borrowed above, so emptying keeps the buffer instead of copying it.
+        pending?.removeAll()
+    }
+
+    private func writeSorted(_ ordered: [GlobalIDBatch.Entry], _ dbi: MDB_dbi, _ layout: StoreLayout) throws {
         var start = 0
         while start < ordered.count {
             let end = min(ordered.count, start + Self.bulkGlobalIDChunk)
@@ -67,6 +74,5 @@ extension LMDBPersistentStore: BulkLoadingStore {
             env.releaseResidentPages(after: (end - start) * 64)
             start = end
         }
-        pending?.removeAll()
     }
 }

@@ -36,7 +36,9 @@ struct InfoCommand: ParsableCommand {
         }
         struct FileInfo: Encodable {
             var path: String
+            /// For a directory, the size of everything in it.
             var size: Int64
+            var isDirectory: Bool
         }
         var path: String
         var type: String
@@ -70,12 +72,14 @@ struct InfoCommand: ParsableCommand {
                                   attributes: e.attributes.count, relationships: e.relationships.count,
                                   records: e.isAbstract ? e.hierarchyNames.reduce(0) { $0 + (own[$1] ?? 0) } : own[e.name] ?? 0)
             }
-            let files = backend.ownedFiles(ofStoreAt: url).map { Report.FileInfo(path: $0.path, size: Self.size(of: $0)) }
+            let files = backend.ownedFiles(ofStoreAt: url).map {
+                Report.FileInfo(path: $0.path, size: Self.size(of: $0), isDirectory: Self.isDirectory($0))
+            }
             let report = Report(
                 path: url.path, type: backend.typeIdentifier, storeUUID: metadata.storeUUID.uuidString,
                 formatVersion: metadata.formatVersion, configuration: metadata.configuration, syncOptions: metadata.syncOptions,
                 custom: metadata.custom, versionHashes: metadata.versionHashes, records: own.values.reduce(0, +), historyTransactions: try opened.history(after: nil).count,
-                entities: entities, files: files, totalSize: files.reduce(0) { $0 + $1.size })
+                entities: entities, files: files, totalSize: Self.totalSize(files))
             if json { try JSONOutput.print(report) } else { Console.output(Self.text(report)) }
         }
     }
@@ -89,15 +93,15 @@ struct InfoCommand: ParsableCommand {
         ]
         if let c = r.configuration { lines.append("Configuration: \(c)") }
         if let s = r.syncOptions { lines.append("Sync:        \(s.remote.absoluteString) (\(s.containerIdentifier), \(s.scope.rawValue))") }
-        lines.append("Records:     \(Console.count(r.records)) in \(r.entities.filter { !$0.abstract }.count) entities")
-        lines.append("History:     \(Console.count(r.historyTransactions)) transactions")
+        lines.append("Records:     \(Console.count(r.records)) in \(Console.count(r.entities.filter { !$0.abstract }.count, "entity", plural: "entities"))")
+        lines.append("History:     \(Console.count(r.historyTransactions, "transaction"))")
         lines.append("")
         lines.append("Entities:")
         let width = r.entities.map(\.name.count).max() ?? 0
         for e in r.entities {
             var line = "  " + e.name.padding(toLength: width, withPad: " ", startingAt: 0)
             line += "  " + Console.count(e.records).leftPadded(to: 10) + " records"
-            line += "  \(e.attributes) attributes, \(e.relationships) relationships"
+            line += "  \(Console.count(e.attributes, "attribute")), \(Console.count(e.relationships, "relationship"))"
             if e.abstract { line += ", abstract" }
             if let p = e.parent { line += ", inherits from \(p)" }
             lines.append(line)
@@ -109,8 +113,26 @@ struct InfoCommand: ParsableCommand {
         }
         lines.append("")
         lines.append("Files (\(Console.size(r.totalSize)) in all):")
-        for f in r.files { lines.append("  \(f.path)  \(Console.size(f.size))") }
+        for f in r.files { lines.append("  \(f.path)\(f.isDirectory ? "/" : "")  \(Console.size(f.size))") }
         return lines.joined(separator: "\n")
+    }
+
+    /// The bytes of the listed files: a directory's size counts only what is in it and not listed itself (a
+    /// store's directory and the files in it are listed both).
+    static func totalSize(_ files: [Report.FileInfo]) -> Int64 {
+        let listed = Set(files.map(\.path))
+        var total: Int64 = 0
+        for f in files {
+            guard f.isDirectory else { total += f.size; continue }
+            let inside = files.filter { !$0.isDirectory && $0.path.hasPrefix(f.path + "/") && listed.contains($0.path) }
+            total += f.size - inside.reduce(0) { $0 + $1.size }
+        }
+        return total
+    }
+
+    static func isDirectory(_ url: URL) -> Bool {
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) && isDirectory.boolValue
     }
 
     /// The size of a file, or of everything inside a directory.

@@ -35,6 +35,11 @@ enum Console {
         return (n < 0 ? "-" : "") + out
     }
 
+    /// `1 relationship`, `2 relationships`, `1,000 records` (`plural` where adding an s is wrong).
+    static func count(_ n: Int, _ noun: String, plural: String? = nil) -> String {
+        "\(count(n)) \(n == 1 ? noun : plural ?? noun + "s")"
+    }
+
     /// `1536` → `1.5 KB`.
     static func size(_ bytes: Int64) -> String {
         let units = ["bytes", "KB", "MB", "GB", "TB"]

@@ -28,11 +28,17 @@ struct ChangeWriter {
     /// The layout looked up last, for the same reason.
     private var lastLayout: EntityLayout?
 
-    init(layout: StoreLayout, connection: SQLiteConnection, url: URL, storeUUID: UUID) {
+    /// Whether the store is being bulk loaded (see `SQLiteStore+BulkLoad`): inserted records' join rows are then
+    /// added without reading what is there (the store was empty when the load began, so a record's rows can only
+    /// come from the other side of a many-to-many, which stored the same pairs).
+    let isBulkLoad: Bool
+
+    init(layout: StoreLayout, connection: SQLiteConnection, url: URL, storeUUID: UUID, isBulkLoad: Bool = false) {
         self.layout = layout
         self.connection = connection
         self.url = url
         self.storeUUID = storeUUID
+        self.isBulkLoad = isBulkLoad
     }
 
     mutating func apply(_ changes: StoreChanges) throws {
@@ -42,7 +48,11 @@ struct ChangeWriter {
         for r in changes.inserted { try write(r, insert: true) }
         flushRunMaximum()
         for r in changes.updated { try writeRelationships(r) }
-        for r in changes.inserted { try writeRelationships(r) }
+        if isBulkLoad {
+            try addJoinRows(of: changes.inserted)
+        } else {
+            for r in changes.inserted { try writeRelationships(r) }
+        }
         for (root, highest) in maxInserted {
             // A record at the very top of the key space leaves nothing to allocate: the next allocation says so.
             let next = highest == .max ? highest : highest + 1
@@ -269,11 +279,8 @@ struct ChangeWriter {
                 guard case .toMany(let keys) = r.relationships[k] else {
                     throw shapeError(r, el.entity.relationships[k].name, expected: "to-many")
                 }
-                guard let table = ifk.orderTable else { continue }
-                try syncJoinRows(
-                    JoinStorage(table: table, ownColumn: "src", otherColumn: "dst", ownOrderColumn: "src_ord",
-                                otherRoot: el.root, isShared: false),
-                    owner: r.primaryKey, keys: keys)
+                guard let order = ifk.orderJoin else { continue }
+                try syncJoinRows(order, owner: r.primaryKey, keys: keys)
             case .joinTable(let js):
                 guard case .toMany(let keys) = r.relationships[k] else {
                     throw shapeError(r, el.entity.relationships[k].name, expected: "to-many")
@@ -283,30 +290,86 @@ struct ChangeWriter {
         }
     }
 
+    /// A bulk load's join rows: for each run of records of one entity, each relationship kept in a join or order
+    /// table is written with one statement, upserting (so the two sides of a many-to-many each add their
+    /// position to the same row, and no row is read first — the join tables have no index but their key while
+    /// a load runs).
+    private func addJoinRows(of records: [Record]) throws {
+        var start = 0
+        while start < records.count {
+            let el = try entityLayout(records[start].entity)
+            var end = start + 1
+            while end < records.count, records[end].entity == el.name { end += 1 }
+            let run = records[start..<end]
+            start = end
+            guard el.hasToMany else { continue }
+            for (k, storage) in el.relationships.enumerated() {
+                let js: JoinStorage
+                switch storage {
+                case .foreignKey: continue
+                case .inverseForeignKey(let ifk):
+                    guard let order = ifk.orderJoin else { continue }
+                    js = order
+                case .joinTable(let j): js = j
+                }
+                let ordered = js.ownOrderColumn != nil
+                try connection.withStatement(js.sql.upsertRow) { s in
+                    for r in run {
+                        guard case .toMany(let keys) = r.relationships[k] else {
+                            throw shapeError(r, el.entity.relationships[k].name, expected: "to-many")
+                        }
+                        // A key listed twice keeps its first position.
+                        let distinct = keys.count <= 1 || Self.isDistinct(keys) ? keys : Self.firstOccurrences(keys)
+                        var position: Int64 = 0
+                        for key in distinct {
+                            s.bind(1, r.primaryKey)
+                            s.bind(2, key)
+                            if ordered { s.bind(3, position) }
+                            position += 1
+                            try s.step()
+                            sqlite3_reset(s.handle)
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    private static func firstOccurrences(_ keys: [Int64]) -> [Int64] {
+        var seen = Set<Int64>()
+        return keys.filter { seen.insert($0).inserted }
+    }
+
     /// Makes the join rows of one record's side equal to `keys` (duplicates keep their first position), writing
     /// only what differs.
     private func syncJoinRows(_ js: JoinStorage, owner: Int64, keys: [Int64]) throws {
-        let j = StoreLayout.quote(js.table)
-        let own = js.ownColumn
-        let other = js.otherColumn
-        var current: [Int64: Int64?] = [:]
-        let orderSelect = js.ownOrderColumn.map { ", \($0)" } ?? ""
-        try connection.withStatement("SELECT \(other)\(orderSelect) FROM \(j) WHERE \(own) = ?") { s in
+        let ordered = js.ownOrderColumn != nil
+        var current: [(key: Int64, position: Int64?)] = []
+        try connection.withStatement(js.sql.selectRows) { s in
             s.bind(1, owner)
             while try s.step() {
-                let position: Int64? = js.ownOrderColumn == nil || s.columnIsNull(1) ? nil : s.int64(1)
-                current.updateValue(position, forKey: s.int64(0))
+                current.append((s.int64(0), !ordered || s.columnIsNull(1) ? nil : s.int64(1)))
             }
         }
+        // Most saves write a new record, with no rows yet (or a few, written by the other side of a
+        // many-to-many): everything is added, and no lookups are needed.
+        if current.isEmpty, keys.count <= 1 || Self.isDistinct(keys) {
+            try insertJoinRows(js, owner: owner, keys: keys[...], firstPosition: 0)
+            return
+        }
+        // The other side of a many-to-many saved in the same transfer wrote them all already.
+        if Self.rowsMatch(current, keys, ordered: ordered) { return }
         var wanted: [Int64: Int64] = [:]
         var list: [Int64] = []
         for key in keys where wanted[key] == nil {
             wanted[key] = Int64(list.count)
             list.append(key)
         }
-        let removed = current.keys.filter { wanted[$0] == nil }
+        var existing: [Int64: Int64?] = [:]
+        for row in current { existing.updateValue(row.position, forKey: row.key) }
+        let removed = existing.keys.filter { wanted[$0] == nil }
         if !removed.isEmpty {
-            try connection.withStatement("DELETE FROM \(j) WHERE \(own) = ? AND \(other) = ?") { s in
+            try connection.withStatement(js.sql.deleteRow) { s in
                 for key in removed {
                     s.bind(1, owner)
                     s.bind(2, key)
@@ -315,27 +378,25 @@ struct ChangeWriter {
                 }
             }
         }
-        let insertSQL = js.ownOrderColumn.map { "INSERT INTO \(j) (\(own), \(other), \($0)) VALUES (?, ?, ?)" }
-            ?? "INSERT INTO \(j) (\(own), \(other)) VALUES (?, ?)"
-        let added = list.filter { current[$0] == nil }
+        let added = list.filter { existing[$0] == nil }
         if !added.isEmpty {
-            try connection.withStatement(insertSQL) { s in
+            try connection.withStatement(js.sql.insertRow) { s in
                 for key in added {
                     s.bind(1, owner)
                     s.bind(2, key)
-                    if let position = wanted[key], js.ownOrderColumn != nil { s.bind(3, position) }
+                    if ordered, let position = wanted[key] { s.bind(3, position) }
                     try s.step()
                     sqlite3_reset(s.handle)
                 }
             }
         }
-        guard let oc = js.ownOrderColumn else { return }
+        guard let moveRow = js.sql.moveRow else { return }
         let moved = list.filter { key in
-            guard let existing = current[key] else { return false }
-            return existing != wanted[key]
+            guard let position = existing[key] else { return false }
+            return position != wanted[key]
         }
         if !moved.isEmpty {
-            try connection.withStatement("UPDATE \(j) SET \(oc) = ? WHERE \(own) = ? AND \(other) = ?") { s in
+            try connection.withStatement(moveRow) { s in
                 for key in moved {
                     s.bind(1, wanted[key] ?? 0)
                     s.bind(2, owner)
@@ -345,6 +406,43 @@ struct ChangeWriter {
                 }
             }
         }
+    }
+
+    /// Inserts one row per key, positions counting from `firstPosition` (ordered relationships).
+    private func insertJoinRows(_ js: JoinStorage, owner: Int64, keys: ArraySlice<Int64>, firstPosition: Int64) throws {
+        guard !keys.isEmpty else { return }
+        let ordered = js.ownOrderColumn != nil
+        try connection.withStatement(js.sql.insertRow) { s in
+            var position = firstPosition
+            for key in keys {
+                s.bind(1, owner)
+                s.bind(2, key)
+                if ordered { s.bind(3, position) }
+                position += 1
+                try s.step()
+                sqlite3_reset(s.handle)
+            }
+        }
+    }
+
+    /// Whether the stored rows are exactly `keys` (at their positions, when ordered), for short lists.
+    private static func rowsMatch(_ current: [(key: Int64, position: Int64?)], _ keys: [Int64], ordered: Bool) -> Bool {
+        guard current.count == keys.count, keys.count <= 16 else { return false }
+        // Rows are unique per (owner, other): if every key has its row, the lists are the same.
+        for (i, key) in keys.enumerated() {
+            guard let row = current.first(where: { $0.key == key }) else { return false }
+            if ordered, row.position != Int64(i) { return false }
+        }
+        return isDistinct(keys)
+    }
+
+    /// Whether `keys` holds no key twice: a pairwise check for the short lists most records have, a set beyond.
+    private static func isDistinct(_ keys: [Int64]) -> Bool {
+        if keys.count <= 16 {
+            for i in keys.indices.dropFirst() where keys[..<i].contains(keys[i]) { return false }
+            return true
+        }
+        return Set(keys).count == keys.count
     }
 
     // MARK: History

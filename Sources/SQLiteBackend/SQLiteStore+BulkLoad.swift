@@ -15,10 +15,10 @@ extension SQLiteStore: BulkLoadingStore {
         try withConnection { c, s in
             guard !isReadOnly, s.deferredIndexes == nil else { return false }
             let began = try c.transaction(write: true) {
-                let tables = Set(layout.tables.values.map(\.name))
-                // Join tables keep theirs: a save reads them through it (the many-to-many side that is not the
-                // primary key's prefix looks its rows up by `dst`).
+                // Join and order tables lose theirs too: a bulk load's saves add join rows without reading them
+                // (see ChangeWriter.addJoinRows), so nothing looks rows up by `dst` meanwhile.
                 let joinTables = Set(layout.joinTables.map(\.name))
+                let tables = Set(layout.tables.values.map(\.name)).union(joinTables)
                 var indexes: [(name: String, table: String, sql: String)] = []
                 try c.withStatement("SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name") { st in
                     while try st.step() {

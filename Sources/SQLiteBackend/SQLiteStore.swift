@@ -263,7 +263,7 @@ final class SQLiteStore: PersistentStore, Sendable {
                 }
                 var writer = ChangeWriter(
                     layout: layout, connection: c, url: fileURL,
-                    storeUUID: (newMetadata?.0 ?? s.metadata).storeUUID)
+                    storeUUID: (newMetadata?.0 ?? s.metadata).storeUUID, isBulkLoad: s.deferredIndexes != nil)
                 try writer.apply(changes)
             }
             // Records inserted with their own keys (a transfer) may sit inside a reserved block: hand out only

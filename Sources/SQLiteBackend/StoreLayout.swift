@@ -202,7 +202,7 @@ struct StoreLayout: Sendable {
                         let filter = Set(destHierarchy) == Set(invHierarchy) ? nil : destHierarchy.compactMap { codes[$0] }
                         storages.append(.inverseForeignKey(InverseForeignKey(
                             table: tables[destRoot]?.name ?? "E_" + destRoot, column: fk, orderTable: orderTable,
-                            entityCodes: filter)))
+                            entityCodes: filter, ownerRoot: entity.rootName)))
                     } else {
                         let mine = PropertyKeyString(decl, r.name)
                         let theirs = PropertyKeyString(invDecl, inv.name)
@@ -453,6 +453,18 @@ struct InverseForeignKey: Sendable, Hashable {
     let orderTable: String?
     /// The destination entity codes to keep, when the inverse is declared on a wider entity.
     let entityCodes: [Int64]?
+    /// The order table seen from the owner, for ordered relationships.
+    let orderJoin: JoinStorage?
+
+    init(table: String, column: String, orderTable: String?, entityCodes: [Int64]?, ownerRoot: String) {
+        self.table = table
+        self.column = column
+        self.orderTable = orderTable
+        self.entityCodes = entityCodes
+        orderJoin = orderTable.map {
+            JoinStorage(table: $0, ownColumn: "src", otherColumn: "dst", ownOrderColumn: "src_ord", otherRoot: ownerRoot, isShared: false)
+        }
+    }
 }
 
 /// A to-many relationship kept in a join table, seen from one side.
@@ -468,4 +480,37 @@ struct JoinStorage: Sendable, Hashable {
     let otherRoot: String
     /// Whether the other side of a many-to-many reads the same rows.
     let isShared: Bool
+    /// The statements that keep one record's rows in step, made once: saves run them for every record.
+    let sql: SQL
+
+    struct SQL: Sendable, Hashable {
+        /// This side's rows of one record: the other column, then the position when ordered.
+        let selectRows: String
+        let deleteRow: String
+        let insertRow: String
+        /// Sets this side's position (ordered relationships only).
+        let moveRow: String?
+        /// Adds a row, or (ordered) sets this side's position in the row the other side added: a bulk load's
+        /// way, which needs no read of the rows first.
+        let upsertRow: String
+    }
+
+    init(table: String, ownColumn: String, otherColumn: String, ownOrderColumn: String?, otherRoot: String, isShared: Bool) {
+        self.table = table
+        self.ownColumn = ownColumn
+        self.otherColumn = otherColumn
+        self.ownOrderColumn = ownOrderColumn
+        self.otherRoot = otherRoot
+        self.isShared = isShared
+        let j = StoreLayout.quote(table)
+        sql = SQL(
+            selectRows: "SELECT \(otherColumn)\(ownOrderColumn.map { ", \($0)" } ?? "") FROM \(j) WHERE \(ownColumn) = ?",
+            deleteRow: "DELETE FROM \(j) WHERE \(ownColumn) = ? AND \(otherColumn) = ?",
+            insertRow: ownOrderColumn.map { "INSERT INTO \(j) (\(ownColumn), \(otherColumn), \($0)) VALUES (?, ?, ?)" }
+                ?? "INSERT INTO \(j) (\(ownColumn), \(otherColumn)) VALUES (?, ?)",
+            moveRow: ownOrderColumn.map { "UPDATE \(j) SET \($0) = ? WHERE \(ownColumn) = ? AND \(otherColumn) = ?" },
+            upsertRow: ownOrderColumn.map {
+                "INSERT INTO \(j) (\(ownColumn), \(otherColumn), \($0)) VALUES (?, ?, ?) ON CONFLICT (src, dst) DO UPDATE SET \($0) = excluded.\($0)"
+            } ?? "INSERT OR IGNORE INTO \(j) (\(ownColumn), \(otherColumn)) VALUES (?, ?)")
+    }
 }

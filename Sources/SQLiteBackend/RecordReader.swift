@@ -146,9 +146,13 @@ struct RecordReader {
     }
 
     /// Owner key → related keys (in order for ordered relationships, by key otherwise).
+    ///
+    /// The query orders by owner only, which the owner column's index (or the join table's key) yields without a
+    /// sort; each owner's few rows are then put in order here — by position, rows without one first, then by key,
+    /// as `ORDER BY position, key` would. Letting SQLite sort the whole batch by all three cost about as much as
+    /// reading the rows.
     private func relatedKeys(_ storage: RelationshipStorage, owners: [Int64]) throws -> [Int64: [Int64]] {
         let select: String
-        let orderBy: String
         let extra: String
         let ownerColumn: String
         switch storage {
@@ -159,24 +163,34 @@ struct RecordReader {
             let order = ifk.orderTable.map {
                 " LEFT JOIN \(StoreLayout.quote($0)) AS o ON o.src = \(ownerColumn) AND o.dst = d._pk"
             } ?? ""
-            select = "SELECT \(ownerColumn), d._pk FROM \(StoreLayout.quote(ifk.table)) AS d\(order) WHERE "
+            let position = ifk.orderTable == nil ? "" : ", o.src_ord"
+            select = "SELECT \(ownerColumn), d._pk\(position) FROM \(StoreLayout.quote(ifk.table)) AS d\(order) WHERE "
             extra = ifk.entityCodes.map { " AND d._ent IN (\($0.map(String.init).joined(separator: ", ")))" } ?? ""
-            orderBy = " ORDER BY \(ownerColumn)" + (ifk.orderTable == nil ? "" : ", o.src_ord") + ", d._pk"
         case .joinTable(let js):
             ownerColumn = js.ownColumn
-            select = "SELECT \(js.ownColumn), \(js.otherColumn) FROM \(StoreLayout.quote(js.table)) WHERE "
+            let position = js.ownOrderColumn.map { ", \($0)" } ?? ""
+            select = "SELECT \(js.ownColumn), \(js.otherColumn)\(position) FROM \(StoreLayout.quote(js.table)) WHERE "
             extra = ""
-            orderBy = " ORDER BY \(js.ownColumn)" + (js.ownOrderColumn.map { ", \($0)" } ?? "") + ", \(js.otherColumn)"
         }
+        let orderBy = " ORDER BY \(ownerColumn)"
         var result: [Int64: [Int64]] = [:]
+        var group = RelatedGroup()
         func collect(_ sql: String, _ bindings: [SQLValue], wanted: Set<Int64>?) throws {
             try connection.withStatement(sql) { s in
                 try s.bind(bindings)
+                let hasPosition = sqlite3_column_count(s.handle) > 2
                 while try s.step() {
                     let owner = s.int64(0)
-                    if let wanted, !wanted.contains(owner) { continue }
-                    result[owner, default: []].append(s.int64(1))
+                    if owner != group.owner {
+                        group.flush(into: &result)
+                        group.owner = owner
+                        group.isWanted = wanted?.contains(owner) ?? true
+                    }
+                    guard group.isWanted else { continue }
+                    group.rows.append(RelatedGroup.Row(
+                        hasPosition: hasPosition && !s.columnIsNull(2), position: hasPosition ? s.int64(2) : 0, key: s.int64(1)))
                 }
+                group.flush(into: &result)
             }
         }
         try forEachKeyBatch(owners) { batch in
@@ -222,5 +236,33 @@ struct RecordReader {
 
     static func placeholders(_ n: Int) -> String {
         Array(repeating: "?", count: n).joined(separator: ", ")
+    }
+}
+
+/// The related rows of one owner while they are read: put in order and stored when the next owner's rows begin.
+private struct RelatedGroup {
+    struct Row {
+        /// `false` for a row without a position, which SQLite orders before every position.
+        var hasPosition: Bool
+        var position: Int64
+        var key: Int64
+
+        static func < (a: Row, b: Row) -> Bool {
+            if a.hasPosition != b.hasPosition { return !a.hasPosition }
+            if a.hasPosition, a.position != b.position { return a.position < b.position }
+            return a.key < b.key
+        }
+    }
+
+    var owner: Int64?
+    var isWanted = true
+    /// Reused from owner to owner.
+    var rows: [Row] = []
+
+    mutating func flush(into result: inout [Int64: [Int64]]) {
+        defer { rows.removeAll(keepingCapacity: true) }
+        guard let owner, isWanted, !rows.isEmpty else { return }
+        if !zip(rows, rows.dropFirst()).allSatisfy({ !($1 < $0) }) { rows.sort(by: <) }
+        result[owner, default: []].append(contentsOf: rows.map(\.key))
     }
 }

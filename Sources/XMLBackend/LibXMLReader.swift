@@ -194,6 +194,24 @@ final class LibXMLReader {
         return dtd.pointee.entities != nil || dtd.pointee.pentities != nil
     }
 
+    /// Removes a document type that declares nothing — the `<!DOCTYPE database SYSTEM "…CoreData.dtd">` line of
+    /// every XML store, whose DTD is never loaded — from the document being read. While the document has a
+    /// type, libxml2 looks up every attribute of every element in it (are you an ID? a reference?), about a
+    /// twentieth of a load; without one it skips that. Nothing is lost: there are no declarations to find.
+    /// Call on the root element, after ``declaresEntities``.
+    func dropEmptyDocumentType() {
+        guard let node = xmlTextReaderCurrentNode(reader), let doc = node.pointee.doc,
+              let dtd = doc.pointee.intSubset
+        else { return }
+        let d = dtd.pointee
+        guard d.children == nil, d.entities == nil, d.pentities == nil, d.attributes == nil, d.elements == nil,
+              d.notations == nil, doc.pointee.extSubset == nil
+        else { return }
+        // Unlinking a document's DTD node also clears `doc->intSubset`.
+        xmlUnlinkNode(UnsafeMutableRawPointer(dtd).assumingMemoryBound(to: xmlNode.self))
+        xmlFreeDtd(dtd)
+    }
+
     /// The current node's name (owned by the reader; valid until it moves).
     var namePointer: UnsafePointer<xmlChar>? { xmlTextReaderConstName(reader) }
 

@@ -31,6 +31,7 @@ struct XMLStoreReader {
         if r.declaresEntities {
             throw r.corrupt("the document type declares entities, which stores never do (refused unread)")
         }
+        r.dropEmptyDocumentType()
         guard !r.isEmptyElement, try r.nextChildElement(parentDepth: 0) else {
             throw r.corrupt("<database> holds no <databaseInfo>")
         }

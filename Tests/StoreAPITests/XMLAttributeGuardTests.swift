@@ -56,6 +56,39 @@ import Testing
         #expect(!whole.allowed && whole.line == expectedLine)
     }
 
+    /// Text runs and values of every length from 0 to 40, at every alignment: the scanner looks for the byte that
+    /// ends a run eight bytes at a time, and counts lines the same way.
+    @Test func runsOfEveryLengthAndAlignment() {
+        let limit = XMLAttributeGuard.limit
+        func document(attributes: Int, padding: Int) -> (text: String, refusalLine: Int) {
+            var text = String(repeating: " ", count: padding) + "<database>"
+            for length in 0...40 {
+                // A text run with "=" and ">" in it, a line break at a varying place.
+                let run = String(repeating: "t=>", count: length / 3) + String(repeating: "u", count: length % 3)
+                text += run.prefix(length / 2) + "\n" + run.dropFirst(length / 2) + "<a x=\"1\"></a>"
+            }
+            var refusalLine = 0
+            var element = "<object"
+            for k in 0..<attributes {
+                let length = k % 41
+                let value = String((0..<length).map { i in i % 7 == 3 ? "=" : i % 11 == 5 ? ">" : i % 13 == 9 ? "\n" : "v" })
+                let before = (text + element).filter { $0 == "\n" }.count
+                element += (k % 5 == 0 ? "\n" : " ") + "a\(k)=\"\(value)\""
+                if k == limit { refusalLine = before + (k % 5 == 0 ? 1 : 0) + 1 }
+            }
+            return (text + element + "/></database>\n", refusalLine)
+        }
+        for padding in 0..<9 {
+            let allowed = document(attributes: limit, padding: padding).text
+            let lines = allowed.filter { $0 == "\n" }.count + 1
+            let refused = document(attributes: limit + 1, padding: padding)
+            for chunk in [1, 7, 8, 9, 64, 1 << 16] {
+                #expect(Self.scan(allowed, chunk: chunk) == (true, lines), "padding \(padding), chunk \(chunk)")
+                #expect(Self.scan(refused.text, chunk: chunk) == (false, refused.refusalLine), "padding \(padding), chunk \(chunk)")
+            }
+        }
+    }
+
     @Test func countsEveryLineOfAnAcceptedDocument() {
         let text = Self.noise + Self.element(3) + "\n</database>\n"
         for chunk in [1, 4, 100] {

@@ -60,7 +60,7 @@ package struct XMLAttributeGuard: Sendable {
             switch state {
             case .text, .quoted, .endTag:
                 let stop = state == .text ? UInt8(ascii: "<") : state == .quoted ? quote : UInt8(ascii: ">")
-                while i < n, p[i] != stop { i += 1 }
+                i = Self.index(of: stop, in: p, from: i, to: n)
             case .startTag:
                 // Names and spaces, up to what the state machine acts on: a quote, "=" or ">".
                 while i < n {
@@ -72,7 +72,10 @@ package struct XMLAttributeGuard: Sendable {
                 break
             }
             if i > from {
-                for k in max(from, i - 4)..<i { recent = recent << 8 | UInt32(p[k]) }
+                // Only the run's last byte is kept in `recent`: every pattern matched against it (`-->`, `]]>`,
+                // `?>`, `<!--`) lies in bytes the states without runs (comments, CDATA, processing instructions,
+                // declarations) took one at a time, after at least "<!" or "<?", so no check reaches into a run.
+                recent = UInt32(p[i - 1])
                 if i == n { break }
             }
             let b = p[i]
@@ -141,11 +144,46 @@ package struct XMLAttributeGuard: Sendable {
         return true
     }
 
-    /// Line feeds in `bytes`.
+    /// Line feeds in `bytes`, eight bytes at a time.
     private static func newlines(in bytes: UnsafeBufferPointer<UInt8>) -> Int {
+        guard let p = bytes.baseAddress else { return 0 }
         var n = 0
-        for b in bytes { n &+= b == 0x0A ? 1 : 0 }
+        var i = 0
+        #if _endian(little)
+        let lineFeeds: UInt64 = 0x0A0A_0A0A_0A0A_0A0A, lows: UInt64 = 0x7F7F_7F7F_7F7F_7F7F, highs: UInt64 = 0x8080_8080_8080_8080
+        let count = bytes.count
+        while i &+ 8 <= count {
+            let w = UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self) ^ lineFeeds
+            // A byte's high bit ends up set exactly when the byte is not zero (no carry crosses bytes).
+            let nonZero = ((w & lows) &+ lows) | w
+            n &+= (~nonZero & highs).nonzeroBitCount
+            i &+= 8
+        }
+        #endif
+        while i < bytes.count {
+            n &+= p[i] == 0x0A ? 1 : 0
+            i += 1
+        }
         return n
+    }
+
+    /// The index of the first `byte` in `p[from..<to]`, or `to`; eight bytes at a time where eight remain.
+    @inline(__always)
+    private static func index(of byte: UInt8, in p: UnsafePointer<UInt8>, from: Int, to n: Int) -> Int {
+        var i = from
+        #if _endian(little)
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        let pattern = UInt64(byte) &* ones
+        while i &+ 8 <= n {
+            let w = UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self) ^ pattern
+            // The lowest flagged lane is the first zero lane (a borrow may flag lanes above it, never below).
+            let found = (w &- ones) & ~w & highs
+            if found != 0 { return i &+ found.trailingZeroBitCount &>> 3 }
+            i &+= 8
+        }
+        #endif
+        while i < n, p[i] != byte { i += 1 }
+        return i
     }
 
     /// Scans a whole document in memory; `false` if an element has too many attributes.

@@ -357,7 +357,7 @@ struct ChangeWriter {
             try insertJoinRows(js, owner: owner, keys: keys[...], firstPosition: 0)
             return
         }
-        // The other side of a many-to-many saved in the same transfer wrote them all already.
+        // The other side of a many-to-many, saved earlier, may have written exactly these rows already.
         if Self.rowsMatch(current, keys, ordered: ordered) { return }
         var wanted: [Int64: Int64] = [:]
         var list: [Int64] = []

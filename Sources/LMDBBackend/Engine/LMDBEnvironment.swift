@@ -273,7 +273,7 @@ final class LMDBEnvironment: @unchecked Sendable {
     // MARK: Resident pages
 
     /// How many touched map bytes make the pages worth releasing.
-    static let residentReleaseThreshold = 4 << 20
+    static let residentReleaseThreshold = 2 << 20
 
     /// Releases this process's resident copies of the map's pages once roughly `bytes` more of it have been
     /// touched since the last release (and ``residentReleaseThreshold`` is reached).

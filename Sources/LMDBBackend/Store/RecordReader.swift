@@ -127,28 +127,30 @@ struct RecordReader: @unchecked Sendable {
 
 /// How much of the map a walk has made resident, counted the way the kernel maps it.
 ///
-/// A read fault on a file mapping maps not only the page read but its neighbours already in the page cache
-/// ("fault-around", 64 KiB on Linux, whatever `madvise` says), and a store's pages are not in key order in the
-/// file: counting the bytes read undercounted a scan's resident pages about tenfold (a 10⁶-record conversion
-/// held 8 MB of the source's map between releases, against 1.5 MB at 10⁵). So each page entered counts as a
-/// fault-around window, and a value beyond a page (on overflow pages) as its length.
+/// A read fault on a file mapping maps more than the page read: its neighbours already in the page cache
+/// ("fault-around", 64 KiB), and on recent kernels a whole large folio of the page cache — up to 2 MiB for one
+/// touched page (measured here on Linux 6.18, whatever `madvise` says). A store's pages are not in key order in the
+/// file either. Counting bytes read undercounted a scan's resident pages ten- to a hundredfold, so the footprint
+/// counts every 2 MiB region of the map a walk enters as 2 MiB (and a value beyond a page, on overflow pages, as
+/// its length): an upper bound whatever the page cache holds.
 struct MapFootprint {
-    /// The fault-around window.
-    static let windowBytes = 64 << 10
+    /// The largest a single read fault maps: a PMD-sized folio.
+    static let regionShift = 21
     /// What is worth handing to ``LMDBEnvironment/releaseResidentPages(after:)`` at once (it takes a lock-free
     /// add, but not one per record).
     static let reportBytes = 1 << 20
 
-    private var lastPage = -1
+    private var lastRegion = -1
     private var bytes = 0
 
     /// Notes a value read from the map; `true` when enough has piled up to report.
     mutating func enter(_ value: UnsafeRawBufferPointer) -> Bool {
-        let page = Int(bitPattern: value.baseAddress) >> 12
-        if page != lastPage {
-            lastPage = page
-            bytes += value.count > 4096 ? value.count : Self.windowBytes
+        let region = Int(bitPattern: value.baseAddress) >> Self.regionShift
+        if region != lastRegion {
+            lastRegion = region
+            bytes += 1 << Self.regionShift
         }
+        if value.count > 4096 { bytes += value.count }
         return bytes >= Self.reportBytes
     }
 

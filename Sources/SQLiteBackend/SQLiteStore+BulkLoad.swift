@@ -2,9 +2,10 @@ import CSQLite
 import Foundation
 import StoreAPI
 
-/// Bulk loads (see ``BulkLoadingStore``): the secondary indexes of the record tables — the unique index on global
-/// IDs, entity-code and foreign-key indexes, uniqueness constraints — are dropped while a new store is filled and
-/// created again, each from one sort, at the end.
+/// Bulk loads (see ``BulkLoadingStore``): the secondary indexes of the record and join tables — the unique index
+/// on global IDs, entity-code and foreign-key indexes, uniqueness constraints, the join tables' `dst` indexes — are
+/// dropped while a new store is filled and created again, each from one sort, at the end. Meanwhile saves add join
+/// rows without reading them (`ChangeWriter.addJoinRows`).
 ///
 /// Maintaining them row by row costs a B-tree descent per index and row (for global IDs, at random places, so
 /// the page cache must hold the whole index to stay fast); building one sorts the rows once, in memory bounded by

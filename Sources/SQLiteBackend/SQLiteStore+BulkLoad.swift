@@ -62,10 +62,11 @@ extension SQLiteStore: BulkLoadingStore {
     static let bulkLoadCacheKiB = 16 * 1024
 
     /// The page cache while the indexes are built. SQLite's sorter holds up to the cache size of keys in memory
-    /// before it spills a sorted run to a temporary file, and it does so beside the cache: half the load's cache
-    /// each keeps the two together within what the load used (with the load's cache, a 10⁶-record build peaked
-    /// 20 MB above the load; at 10⁵ the sorter never filled, so memory grew with the store).
-    static let indexBuildCacheKiB = bulkLoadCacheKiB / 2
+    /// before it spills a sorted run to a temporary file, and it does so beside the cache. With the load's cache a
+    /// 10⁶-record build peaked 20 MB above the load while at 10⁵ the sorter never filled, so memory grew with the
+    /// store; with a quarter of it (4 MiB each) the sorter fills at 10⁵ already and spills beyond (xml→sqlite peak
+    /// RSS 10⁵ → 10⁶: 47 → 51 MB; with half, 53 MB).
+    static let indexBuildCacheKiB = bulkLoadCacheKiB / 4
 
     /// Sets the page cache; a pragma that cannot fail on an open connection, and only a matter of speed if it did.
     private static func setCache(_ kib: Int, _ c: SQLiteConnection) {

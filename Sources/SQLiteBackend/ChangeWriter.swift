@@ -312,30 +312,34 @@ struct ChangeWriter {
                     js = order
                 case .joinTable(let j): js = j
                 }
-                let ordered = js.ownOrderColumn != nil
                 try connection.withStatement(js.sql.upsertRow) { s in
                     for r in run {
                         guard case .toMany(let keys) = r.relationships[k] else {
                             throw shapeError(r, el.entity.relationships[k].name, expected: "to-many")
                         }
-                        // A key listed twice keeps its first position.
-                        let distinct = keys.count <= 1 || Self.isDistinct(keys) ? keys : Self.firstOccurrences(keys)
-                        var position: Int64 = 0
-                        for key in distinct {
-                            s.bind(1, r.primaryKey)
-                            s.bind(2, key)
-                            if ordered { s.bind(3, position) }
-                            position += 1
-                            try s.step()
-                            sqlite3_reset(s.handle)
-                        }
+                        try Self.addRows(s, js, owner: r.primaryKey, keys: Self.firstOccurrences(keys))
                     }
                 }
             }
         }
     }
 
+    /// Runs `s` — an insert or upsert of one record's rows on this side — once per key, the positions counting
+    /// from 0 when the side is ordered. `keys` holds no key twice.
+    private static func addRows(_ s: Statement, _ js: JoinStorage, owner: Int64, keys: [Int64]) throws {
+        let ordered = js.ownOrderColumn != nil
+        for (position, key) in keys.enumerated() {
+            s.bind(1, owner)
+            s.bind(2, key)
+            if ordered { s.bind(3, Int64(position)) }
+            try s.step()
+            sqlite3_reset(s.handle)
+        }
+    }
+
+    /// `keys` without repeats, each at its first position (the list itself when it has none, as it usually has not).
     private static func firstOccurrences(_ keys: [Int64]) -> [Int64] {
+        guard keys.count > 1, !isDistinct(keys) else { return keys }
         var seen = Set<Int64>()
         return keys.filter { seen.insert($0).inserted }
     }
@@ -351,10 +355,11 @@ struct ChangeWriter {
                 current.append((s.int64(0), !ordered || s.columnIsNull(1) ? nil : s.int64(1)))
             }
         }
-        // Most saves write a new record, with no rows yet (or a few, written by the other side of a
-        // many-to-many): everything is added, and no lookups are needed.
-        if current.isEmpty, keys.count <= 1 || Self.isDistinct(keys) {
-            try insertJoinRows(js, owner: owner, keys: keys[...], firstPosition: 0)
+        // Most saves write a new record, with no rows yet: everything is added, and no lookups are needed.
+        if current.isEmpty {
+            try connection.withStatement(js.sql.insertRow) {
+                try Self.addRows($0, js, owner: owner, keys: Self.firstOccurrences(keys))
+            }
             return
         }
         // The other side of a many-to-many, saved earlier, may have written exactly these rows already.
@@ -404,23 +409,6 @@ struct ChangeWriter {
                     try s.step()
                     sqlite3_reset(s.handle)
                 }
-            }
-        }
-    }
-
-    /// Inserts one row per key, positions counting from `firstPosition` (ordered relationships).
-    private func insertJoinRows(_ js: JoinStorage, owner: Int64, keys: ArraySlice<Int64>, firstPosition: Int64) throws {
-        guard !keys.isEmpty else { return }
-        let ordered = js.ownOrderColumn != nil
-        try connection.withStatement(js.sql.insertRow) { s in
-            var position = firstPosition
-            for key in keys {
-                s.bind(1, owner)
-                s.bind(2, key)
-                if ordered { s.bind(3, position) }
-                position += 1
-                try s.step()
-                sqlite3_reset(s.handle)
             }
         }
     }

@@ -83,34 +83,32 @@ enum XMLValueText {
         case .uuid:
             if let u = FastUUID.parse(bytes) { return .uuid(u) }
         case .double:
-            if isPlainNumber(bytes), let d = Double(String(decoding: bytes, as: UTF8.self)) { return .double(d) }
+            if let d = plainNumber(bytes).flatMap(Double.init) { return .double(d) }
         case .float:
-            if isPlainNumber(bytes), let f = Float(String(decoding: bytes, as: UTF8.self)) { return .float(f) }
+            if let f = plainNumber(bytes).flatMap(Float.init) { return .float(f) }
         case .date:
-            if isPlainNumber(bytes), let t = Double(String(decoding: bytes, as: UTF8.self)) {
-                return .date(Date(timeIntervalSinceReferenceDate: t))
-            }
+            if let t = plainNumber(bytes).flatMap(Double.init) { return .date(Date(timeIntervalSinceReferenceDate: t)) }
         default:
             break
         }
         return value(from: String(decoding: bytes, as: UTF8.self), type: type)
     }
 
-    /// Whether `bytes` are a plain decimal number — digits, signs, a point, an exponent; no spaces, no hex, no
-    /// `nan(0x…)` — which `Double(String)` reads exactly as ``double(_:)`` would, so the checks for the rest can
-    /// be skipped. (Letters other than `e`/`E` mean infinity, NaN or hex: those take the general path.)
-    private static func isPlainNumber(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard !bytes.isEmpty, bytes.count <= 40 else { return false }
+    /// The text of `bytes` when they are a plain decimal number — digits, signs, a point, an exponent; no spaces,
+    /// no hex, no `nan(0x…)` — which `Double(String)` reads exactly as ``double(_:)`` would, so the checks for the
+    /// rest can be skipped. (Letters other than `e`/`E` mean infinity, NaN or hex: those take the general path.)
+    private static func plainNumber(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        guard !bytes.isEmpty, bytes.count <= 40 else { return nil }
         for b in bytes {
             switch b {
             case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "-"), UInt8(ascii: "+"),
                  UInt8(ascii: "e"), UInt8(ascii: "E"):
                 continue
             default:
-                return false
+                return nil
             }
         }
-        return true
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     static func double(_ s: String) -> Double? {

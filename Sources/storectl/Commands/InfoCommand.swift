@@ -120,11 +120,10 @@ struct InfoCommand: ParsableCommand {
     /// The bytes of the listed files: a directory's size counts only what is in it and not listed itself (a
     /// store's directory and the files in it are listed both).
     static func totalSize(_ files: [Report.FileInfo]) -> Int64 {
-        let listed = Set(files.map(\.path))
         var total: Int64 = 0
         for f in files {
             guard f.isDirectory else { total += f.size; continue }
-            let inside = files.filter { !$0.isDirectory && $0.path.hasPrefix(f.path + "/") && listed.contains($0.path) }
+            let inside = files.filter { !$0.isDirectory && $0.path.hasPrefix(f.path + "/") }
             total += f.size - inside.reduce(0) { $0 + $1.size }
         }
         return total

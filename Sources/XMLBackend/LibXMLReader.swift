@@ -108,7 +108,17 @@ final class LibXMLReader {
     private var memory: UnsafeMutableBufferPointer<CChar>?
     private var fd: Int32 = -1
     private var input: GuardedFileInput?
-    private var textBuffer: [UInt8] = []
+    /// The bytes of the value being read. Behind a pointer held in a constant, so using it needs no runtime
+    /// exclusivity check (an array in a variable here, with its append and remove-all, was a tenth of the
+    /// reader's own instructions).
+    /// Made last in each initializer, so an initializer that throws leaves nothing to free.
+    private let text: UnsafeMutablePointer<ByteScratch>
+
+    private static func makeScratch() -> UnsafeMutablePointer<ByteScratch> {
+        let p = UnsafeMutablePointer<ByteScratch>.allocate(capacity: 1)
+        p.initialize(to: ByteScratch())
+        return p
+    }
 
     /// Opens `url` for reading.
     init(fileAt url: URL) throws {
@@ -130,6 +140,7 @@ final class LibXMLReader {
         self.fd = fd
         self.input = input
         reader = r
+        text = Self.makeScratch()
         xmlTextReaderSetStructuredErrorHandler(r, structuredErrorHandler, Unmanaged.passUnretained(sink).toOpaque())
     }
 
@@ -148,10 +159,14 @@ final class LibXMLReader {
         }
         memory = buffer
         reader = r
+        text = Self.makeScratch()
         xmlTextReaderSetStructuredErrorHandler(r, structuredErrorHandler, Unmanaged.passUnretained(sink).toOpaque())
     }
 
     deinit {
+        text.pointee.deallocate()
+        text.deinitialize(count: 1)
+        text.deallocate()
         xmlFreeTextReader(reader)
         memory?.deallocate()
         if fd >= 0 { close(fd) }
@@ -224,11 +239,39 @@ final class LibXMLReader {
         return Self.equals(p, s)
     }
 
+    /// Whether the current node's name is `name`.
+    @inline(__always)
+    func nameIs(_ name: InternedName) -> Bool {
+        guard let p = namePointer else { return false }
+        return Self.equals(p, name)
+    }
+
+    /// A name as this reader's libxml2 dictionary holds it. The parser interns every element and attribute name
+    /// in that dictionary, so a node's name is nearly always the very pointer interned here: compared by address
+    /// first, and by its bytes only when the address differs.
+    struct InternedName {
+        let pointer: UnsafePointer<xmlChar>?
+        let text: StaticString
+    }
+
+    /// `text` interned in this reader's dictionary.
+    func intern(_ text: StaticString) -> InternedName {
+        InternedName(pointer: xmlTextReaderConstString(reader, text.utf8Start), text: text)
+    }
+
+    /// Whether the C string at `p` is `name`.
+    @inline(__always)
+    static func equals(_ p: UnsafePointer<xmlChar>, _ name: InternedName) -> Bool {
+        p == name.pointer || equals(p, name.text)
+    }
+
     /// Whether the C string at `p` is `s` (`strncmp` stops at `p`'s terminator, so a shorter `p` is never overread).
     @inline(__always)
     static func equals(_ p: UnsafePointer<xmlChar>, _ s: StaticString) -> Bool {
         let n = s.utf8CodeUnitCount
-        return strncmp(UnsafeRawPointer(p).assumingMemoryBound(to: CChar.self),
+        // Most comparisons that fail, fail on the first byte: no call for those.
+        return n > 0 && p[0] == s.utf8Start[0]
+            && strncmp(UnsafeRawPointer(p).assumingMemoryBound(to: CChar.self),
                        UnsafeRawPointer(s.utf8Start).assumingMemoryBound(to: CChar.self), n) == 0 && p[n] == 0
     }
 
@@ -294,15 +337,22 @@ final class LibXMLReader {
     func nextChildElement(parentDepth: Int) throws -> Bool {
         while true {
             guard try read() else { throw corrupt("the file ends before its last element is closed (truncated?)") }
-            switch nodeType {
-            case .element:
+            // Raw node types tested in the order they come, rather than a switch on ``NodeType``: this runs for
+            // every node of a load, and a switch's jump was mispredicted about half the time.
+            let t = xmlTextReaderNodeType(reader)
+            if t == NodeType.element.rawValue {
                 if depth > XMLStoreFormat.maxDepth {
                     throw corrupt("elements nested deeper than \(XMLStoreFormat.maxDepth) levels")
                 }
                 return true
-            case .endElement:
+            }
+            if t == NodeType.significantWhitespace.rawValue || t == NodeType.whitespace.rawValue { continue }
+            if t == NodeType.endElement.rawValue {
                 if depth <= parentDepth { return false }
-            case .whitespace, .significantWhitespace, .comment, .processingInstruction:
+                continue
+            }
+            switch NodeType(rawValue: t) ?? .none {
+            case .comment, .processingInstruction:
                 continue
             case .text, .cdata:
                 throw corrupt("unexpected text between elements")
@@ -333,21 +383,27 @@ final class LibXMLReader {
         try readTextBytes { String(decoding: $0, as: UTF8.self) }
     }
 
-    /// Calls `body` with the UTF-8 bytes of the current element's text content (valid only during the call).
+    /// Calls `body` with the UTF-8 bytes of the current element's text content (valid only during the call;
+    /// `body` must not use the reader).
     func readTextBytes<T>(_ body: (UnsafeBufferPointer<UInt8>) throws -> T) throws -> T {
         guard !isEmptyElement else { return try body(UnsafeBufferPointer(start: nil, count: 0)) }
         let d = depth
-        textBuffer.removeAll(keepingCapacity: true)
+        // A text node's bytes are copied: libxml2 frees the node as the reader moves on to the end tag that tells
+        // whether more text follows.
+        text.pointee.count = 0
         while try read() {
-            switch nodeType {
-            case .text, .cdata, .whitespace, .significantWhitespace:
+            let t = xmlTextReaderNodeType(reader)
+            if t == NodeType.text.rawValue || t == NodeType.cdata.rawValue || t == NodeType.whitespace.rawValue
+                || t == NodeType.significantWhitespace.rawValue {
                 if let v = xmlTextReaderConstValue(reader) {
-                    textBuffer.append(contentsOf: UnsafeBufferPointer(start: v, count: strlen(UnsafeRawPointer(v).assumingMemoryBound(to: CChar.self))))
+                    text.pointee.append(v, count: strlen(UnsafeRawPointer(v).assumingMemoryBound(to: CChar.self)))
                 }
+                continue
+            }
+            if t == NodeType.endElement.rawValue && depth == d { return try body(text.pointee.bytes) }
+            switch NodeType(rawValue: t) ?? .none {
             case .comment, .processingInstruction:
                 continue
-            case .endElement where depth == d:
-                return try textBuffer.withUnsafeBufferPointer(body)
             case .element:
                 throw corrupt("unexpected element <\(name)> inside a value")
             case .entityReference, .entity, .endEntity:
@@ -367,5 +423,40 @@ final class LibXMLReader {
             default: throw corrupt("unexpected content after the root element")
             }
         }
+    }
+}
+
+/// A growable byte buffer that its owner frees.
+struct ByteScratch {
+    private var base: UnsafeMutablePointer<UInt8>?
+    private var capacity = 0
+    /// The bytes in use.
+    var count = 0
+
+    /// The bytes in use (valid until the next append or ``deallocate()``).
+    var bytes: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: base, count: count) }
+
+    mutating func append(_ p: UnsafePointer<UInt8>, count n: Int) {
+        if count + n > capacity {
+            let newCapacity = max(256, (count + n) * 2)
+            let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: newCapacity)
+            if let base {
+                grown.update(from: base, count: count)
+                base.deallocate()
+            }
+            base = grown
+            capacity = newCapacity
+        }
+        guard let base else { return }
+        (base + count).update(from: p, count: n)
+        count += n
+    }
+
+    /// Frees the bytes; call once, when the owner goes away.
+    mutating func deallocate() {
+        base?.deallocate()
+        base = nil
+        capacity = 0
+        count = 0
     }
 }

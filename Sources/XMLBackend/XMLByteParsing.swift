@@ -32,6 +32,85 @@ enum XMLBytes {
         return value == .min ? nil : -value
     }
 
+    /// A decimal number as digits and a power of ten: `[-]digits[.digits][e|E[+|-]digits]`, at most 19 digits
+    /// before the exponent (so they fit a `UInt64`). `nil` for anything else — a leading `+`, a bare `.`, hex,
+    /// infinities, NaNs, longer numbers — which the caller hands to the general path.
+    private static func decimalParts(_ bytes: UnsafeBufferPointer<UInt8>) -> (negative: Bool, digits: UInt64, exponent: Int)? {
+        let n = bytes.count
+        var i = 0
+        let negative = n > 0 && bytes[0] == UInt8(ascii: "-")
+        if negative { i = 1 }
+        var digits: UInt64 = 0
+        var count = 0
+        var fraction = 0
+        var seenPoint = false
+        while i < n {
+            let c = bytes[i]
+            let d = c &- 0x30
+            if d < 10 {
+                guard count < 19 else { return nil }
+                digits = digits &* 10 &+ UInt64(d)
+                count += 1
+                if seenPoint { fraction += 1 }
+            } else if c == UInt8(ascii: "."), !seenPoint, count > 0 {
+                seenPoint = true
+            } else {
+                break
+            }
+            i += 1
+        }
+        // Digits on both sides of a point ("1." and ".5" are left to the general path).
+        guard count > 0, !seenPoint || fraction > 0 else { return nil }
+        var exponent = 0
+        if i < n {
+            guard bytes[i] == UInt8(ascii: "e") || bytes[i] == UInt8(ascii: "E") else { return nil }
+            i += 1
+            var negativeExponent = false
+            if i < n, bytes[i] == UInt8(ascii: "-") || bytes[i] == UInt8(ascii: "+") {
+                negativeExponent = bytes[i] == UInt8(ascii: "-")
+                i += 1
+            }
+            var expDigits = 0
+            while i < n {
+                let d = bytes[i] &- 0x30
+                guard d < 10, expDigits < 4 else { return nil }
+                exponent = exponent * 10 + Int(d)
+                expDigits += 1
+                i += 1
+            }
+            guard expDigits > 0 else { return nil }
+            if negativeExponent { exponent = -exponent }
+        }
+        return (negative, digits, exponent - fraction)
+    }
+
+    /// Powers of ten a `Double` holds exactly (10²² is the last: 5²² < 2⁵³).
+    private static let exactDoublePowers: [Double] = (0...22).map { e in (0..<e).reduce(1.0) { a, _ in a * 10 } }
+    /// Powers of ten a `Float` holds exactly (10¹⁰ is the last: 5¹⁰ < 2²⁴).
+    private static let exactFloatPowers: [Float] = (0...10).map { e in (0..<e).reduce(Float(1)) { a, _ in a * 10 } }
+
+    /// A decimal `Double` when one correctly rounded multiplication or division gives it exactly — digits below
+    /// 2⁵³ and a power of ten within ±22, both exact in a `Double` (Clinger's fast path) — which is what
+    /// `Double(String)` gives too; `nil` otherwise. Most stored doubles and dates take it and skip `strtod`.
+    static func exactDouble(_ bytes: UnsafeBufferPointer<UInt8>) -> Double? {
+        guard let (negative, digits, exponent) = decimalParts(bytes), digits <= 1 << 53,
+              exponent >= -22, exponent <= 22
+        else { return nil }
+        var value = Double(digits)
+        value = exponent < 0 ? value / exactDoublePowers[-exponent] : value * exactDoublePowers[exponent]
+        return negative ? -value : value
+    }
+
+    /// A decimal `Float` by the same fast path: digits below 2²⁴ and a power of ten within ±10.
+    static func exactFloat(_ bytes: UnsafeBufferPointer<UInt8>) -> Float? {
+        guard let (negative, digits, exponent) = decimalParts(bytes), digits <= 1 << 24,
+              exponent >= -10, exponent <= 10
+        else { return nil }
+        var value = Float(digits)
+        value = exponent < 0 ? value / exactFloatPowers[-exponent] : value * exactFloatPowers[exponent]
+        return negative ? -value : value
+    }
+
     /// A decimal `Int64` from a C string.
     static func int64(cString p: UnsafePointer<UInt8>) -> Int64? {
         int64(UnsafeBufferPointer(start: p, count: strlen(UnsafeRawPointer(p).assumingMemoryBound(to: CChar.self))))

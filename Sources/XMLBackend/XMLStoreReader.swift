@@ -94,6 +94,29 @@ struct XMLStoreReader {
 struct OwnStoreBodyReader {
     let reader: LibXMLReader
     let metadata: StoreMetadata
+    private let names: Names
+
+    /// The format's element and attribute names, interned in the reader's dictionary.
+    private struct Names {
+        let object, history, attribute, relationship, name, type, enc, pk, gid: LibXMLReader.InternedName
+        init(_ r: LibXMLReader) {
+            object = r.intern("object")
+            history = r.intern("history")
+            attribute = r.intern("attribute")
+            relationship = r.intern("relationship")
+            name = r.intern("name")
+            type = r.intern("type")
+            enc = r.intern("enc")
+            pk = r.intern("pk")
+            gid = r.intern("gid")
+        }
+    }
+
+    init(reader: LibXMLReader, metadata: StoreMetadata) {
+        self.reader = reader
+        self.metadata = metadata
+        names = Names(reader)
+    }
 
     private struct EntityPlan {
         let entity: Entity
@@ -131,14 +154,14 @@ struct OwnStoreBodyReader {
         var plan: EntityPlan?
         var planName: [UInt8] = []
         while try r.nextChildElement(parentDepth: 0) {
-            if r.nameIs("object") {
+            if r.nameIs(names.object) {
                 guard !seenHistory else { throw r.corrupt("<object> after <history>: objects must come first") }
                 var pk: Int64?
                 var gid: UUID?
                 var typeFound = false
                 var badValue: String?
                 try r.forEachAttribute { name, value in
-                    if LibXMLReader.equals(name, "type") {
+                    if LibXMLReader.equals(name, names.type) {
                         typeFound = true
                         if plan == nil || !LibXMLReader.equals(value, planName) {
                             let type = String(cString: value)
@@ -146,10 +169,10 @@ struct OwnStoreBodyReader {
                             plan = p
                             planName = Self.cString(type)
                         }
-                    } else if LibXMLReader.equals(name, "pk") {
+                    } else if LibXMLReader.equals(name, names.pk) {
                         pk = XMLBytes.int64(cString: value)
                         if pk == nil { badValue = "pk '\(String(cString: value))'" }
-                    } else if LibXMLReader.equals(name, "gid") {
+                    } else if LibXMLReader.equals(name, names.gid) {
                         gid = XMLBytes.uuid(cString: value) ?? UUID(uuidString: String(cString: value))
                         if gid == nil { badValue = "gid '\(String(cString: value))'" }
                     }
@@ -163,7 +186,7 @@ struct OwnStoreBodyReader {
                     throw r.corrupt("primary key \(pk) is used twice in \(plan.entity.rootName)")
                 }
                 try body(.record(try readObject(plan, pk: pk, gid: gid)))
-            } else if r.nameIs("history") {
+            } else if r.nameIs(names.history) {
                 guard !seenHistory else { throw r.corrupt("a second <history>") }
                 seenHistory = true
                 try XMLHistoryCoding.read(r) { try body(.history($0)) }
@@ -191,7 +214,7 @@ struct OwnStoreBodyReader {
         var nextRelationship = 0
         let depth = r.depth
         while try r.nextChildElement(parentDepth: depth) {
-            if r.nameIs("attribute") {
+            if r.nameIs(names.attribute) {
                 var index: Int?
                 var unknownName: String?
                 var typeName = ""
@@ -199,17 +222,17 @@ struct OwnStoreBodyReader {
                 var escaped = false
                 var badEncoding: String?
                 try r.forEachAttribute { name, value in
-                    if LibXMLReader.equals(name, "name") {
+                    if LibXMLReader.equals(name, names.name) {
                         index = Self.index(of: value, in: plan.attributeNames, guess: nextAttribute) { entity.attributeIndex($0) }
                         if index == nil { unknownName = String(cString: value) }
-                    } else if LibXMLReader.equals(name, "type") {
+                    } else if LibXMLReader.equals(name, names.type) {
                         // `name` comes first in our files: compare in place, make a string only otherwise.
                         if let i = index, LibXMLReader.equals(value, plan.typeNames[i]) {
                             typeChecked = i
                         } else {
                             typeName = String(cString: value)
                         }
-                    } else if LibXMLReader.equals(name, "enc") {
+                    } else if LibXMLReader.equals(name, names.enc) {
                         escaped = LibXMLReader.equals(value, "escaped")
                         if !escaped { badEncoding = String(cString: value) }
                     }
@@ -242,11 +265,11 @@ struct OwnStoreBodyReader {
                     throw r.corrupt("'\(Self.excerpt(invalid))' is not a valid \(XMLStoreFormat.typeName(type))\(escaped ? " (escaped)" : "") for '\(entity.name).\(name)'")
                 }
                 record.attributes[i] = value
-            } else if r.nameIs("relationship") {
+            } else if r.nameIs(names.relationship) {
                 var index: Int?
                 var unknownName: String?
                 try r.forEachAttribute { name, value in
-                    if LibXMLReader.equals(name, "name") {
+                    if LibXMLReader.equals(name, names.name) {
                         index = Self.index(of: value, in: plan.relationshipNames, guess: nextRelationship) { entity.relationshipIndex($0) }
                         if index == nil { unknownName = String(cString: value) }
                     }

@@ -83,11 +83,13 @@ enum XMLValueText {
         case .uuid:
             if let u = FastUUID.parse(bytes) { return .uuid(u) }
         case .double:
-            if let d = plainNumber(bytes).flatMap(Double.init) { return .double(d) }
+            if let d = XMLBytes.exactDouble(bytes) ?? plainNumber(bytes).flatMap(Double.init) { return .double(d) }
         case .float:
-            if let f = plainNumber(bytes).flatMap(Float.init) { return .float(f) }
+            if let f = XMLBytes.exactFloat(bytes) ?? plainNumber(bytes).flatMap(Float.init) { return .float(f) }
         case .date:
-            if let t = plainNumber(bytes).flatMap(Double.init) { return .date(Date(timeIntervalSinceReferenceDate: t)) }
+            if let t = XMLBytes.exactDouble(bytes) ?? plainNumber(bytes).flatMap(Double.init) {
+                return .date(Date(timeIntervalSinceReferenceDate: t))
+            }
         default:
             break
         }

@@ -95,4 +95,75 @@ import Testing
             #expect(Self.scan(text, chunk: chunk) == (true, text.filter { $0 == "\n" }.count + 1))
         }
     }
+    /// A comment inside a DOCTYPE's internal subset once left the scanner returning to the subset after every
+    /// later comment, so the start tag after a top-level comment was skipped as if it were a declaration.
+    @Test func aTopLevelCommentAfterTheDocumentTypeReturnsToText() {
+        let limit = XMLAttributeGuard.limit
+        let text = "<!DOCTYPE d [ <!-- inside --> ]>\n<!-- top -->" + Self.element(limit + 1) + "\n"
+        for chunk in [1, 3, 4096] {
+            #expect(!Self.scan(text, chunk: chunk).0, "chunk \(chunk)")
+        }
+    }
+
+    /// Random documents of every construct the scanner follows, whose largest element is generated with exactly
+    /// `limit` or `limit + 1` attributes: the verdict is the generator's, and the line is the same at every
+    /// buffer size.
+    @Test func randomDocumentsGetTheGeneratorsVerdict() {
+        var random = SplitMix(seed: 0x5EED)
+        let limit = XMLAttributeGuard.limit
+        func pick(_ s: String, _ count: Int) -> String {
+            let chars = Array(s)
+            return String((0..<count).map { _ in chars[random.next(chars.count)] })
+        }
+        func element(_ attributes: Int) -> String {
+            var tag = "<e\(random.next(9))"
+            for k in 0..<attributes {
+                let quote = random.next(2) == 0 ? "\"" : "'"
+                let other = quote == "\"" ? "'" : "\""
+                tag += (random.next(4) == 0 ? "\n" : " ") + "a\(k)" + (random.next(3) == 0 ? " = " : "=")
+                tag += quote + pick("v=>/\n" + other, random.next(12)) + quote
+            }
+            return tag + (random.next(2) == 0 ? "/>" : ">" + pick("t=>\n'\"", random.next(10)) + "</e>")
+        }
+        for round in 0..<60 {
+            let refuse = round % 2 == 1
+            var text = random.next(2) == 0 ? "" : "<?xml version=\"1.0\"?>\n"
+            if random.next(2) == 0 {
+                text += "<!DOCTYPE d [ <!-- a=\"1\" > --> <?p b='2'?> <!ATTLIST d x CDATA \"y=>z\"> ]>\n"
+            }
+            text += "<d>"
+            let big = random.next(8)
+            for part in 0..<8 {
+                switch random.next(5) {
+                case 0: text += "<!-- <x a=\"1\" b=\"2\"> - " + pick("=>\n", 4) + " -->"
+                case 1: text += "<![CDATA[ <x a=\"1\"> ] " + pick("=>]\n", 4) + " ]]>"
+                case 2: text += "<?pi a=\"1\" " + pick("=>\n", 4) + "?>"
+                case 3: text += pick("t=>\n'\"", random.next(20))
+                default: text += element(random.next(20))
+                }
+                if part == big { text += element(refuse ? limit + 1 : limit) }
+            }
+            text += "</d>\n"
+            let lines = text.filter { $0 == "\n" }.count + 1
+            let whole = Self.scan(text, chunk: 1 << 20)
+            #expect(whole.0 == !refuse, "round \(round)")
+            if !refuse { #expect(whole.1 == lines, "round \(round)") }
+            for chunk in [1, 2, 5, 8, 9, 31] {
+                #expect(Self.scan(text, chunk: chunk) == whole, "round \(round), chunk \(chunk)")
+            }
+        }
+    }
+}
+
+/// A small deterministic generator, so a failing round can be replayed.
+private struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next(_ bound: Int) -> Int {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return Int((z ^ (z >> 31)) % UInt64(bound))
+    }
 }

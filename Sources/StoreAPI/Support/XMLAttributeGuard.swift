@@ -15,6 +15,14 @@ package struct XMLAttributeGuard: Sendable {
 
     private enum State: UInt8 {
         case text, open, bang, bangDash, comment, cdata, pi, endTag, startTag, quoted, declaration, declarationQuoted
+
+        /// The states ``scanMarkup(_:_:_:_:_:_:)`` runs through; the others take a byte at a time.
+        var isMarkup: Bool {
+            switch self {
+            case .text, .open, .startTag, .quoted, .endTag: true
+            default: false
+            }
+        }
     }
 
     private var state = State.text
@@ -35,11 +43,11 @@ package struct XMLAttributeGuard: Sendable {
     /// Scans the next bytes. Returns `false` (and stays failed) once an element has too many attributes.
     package mutating func scan(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         guard !tooManyAttributes else { return false }
-        // The scanner's fields live in locals for the loop (written back at the end): the loop runs once per byte
+        // The scanner's fields live in locals for the loop (written back at the end): the loop runs over every byte
         // of every document loaded, and kept in registers it costs a few instructions per byte, not a few dozen.
         var state = self.state, returnState = self.returnState, quote = self.quote
         var attributes = self.attributes, declarationDepth = self.declarationDepth, recent = self.recent
-        // Lines are counted in a separate pass over the buffer (one the compiler vectorises), not byte by byte.
+        // Lines are counted in a separate pass over the buffer (eight bytes at a time), not byte by byte.
         var lines = 0
         defer {
             self.state = state
@@ -54,44 +62,24 @@ package struct XMLAttributeGuard: Sendable {
         let n = bytes.count
         var i = 0
         while i < n {
-            // Text, attribute values and names are most of a document: run through them in a tight loop to the
-            // byte that ends them, then pick up `recent` from the bytes passed.
-            let from = i
-            switch state {
-            case .text, .quoted, .endTag:
-                let stop = state == .text ? UInt8(ascii: "<") : state == .quoted ? quote : UInt8(ascii: ">")
-                i = Self.index(of: stop, in: p, from: i, to: n)
-            case .startTag:
-                // Names and spaces, up to what the state machine acts on: a quote, "=" or ">".
-                while i < n {
-                    let c = p[i]
-                    if c == UInt8(ascii: "\"") || c == UInt8(ascii: "'") || c == UInt8(ascii: "=") || c == UInt8(ascii: ">") { break }
-                    i += 1
+            if state.isMarkup {
+                guard Self.scanMarkup(p, n, &i, &state, &quote, &attributes) else {
+                    tooManyAttributes = true
+                    lines = Self.newlines(in: UnsafeBufferPointer(rebasing: bytes[0..<i]))
+                    return false
                 }
-            default:
-                break
-            }
-            if i > from {
-                // Only the run's last byte is kept in `recent`: every pattern matched against it (`-->`, `]]>`,
-                // `?>`, `<!--`) lies in bytes the states without runs (comments, CDATA, processing instructions,
-                // declarations) took one at a time, after at least "<!" or "<?", so no check reaches into a run.
-                recent = UInt32(p[i - 1])
-                if i == n { break }
+                if !state.isMarkup {
+                    // Stopped just after "<!" or "<?" (at the top level, so a comment or processing instruction
+                    // returns to text): the byte-at-a-time states below match their patterns from here on.
+                    recent = 0x3C00 | UInt32(p[i - 1])
+                    returnState = .text
+                }
+                continue
             }
             let b = p[i]
             i += 1
             recent = recent << 8 | UInt32(b)
             switch state {
-            case .text:
-                state = .open  // the run above stopped at "<"
-            case .open:
-                switch b {
-                case UInt8(ascii: "!"): state = .bang
-                case UInt8(ascii: "?"): returnState = .text; state = .pi
-                case UInt8(ascii: "/"): state = .endTag
-                case UInt8(ascii: ">"): state = .text
-                default: state = .startTag; attributes = 0
-                }
             case .bang:
                 switch b {
                 case UInt8(ascii: "-"): state = .bangDash
@@ -107,23 +95,6 @@ package struct XMLAttributeGuard: Sendable {
                 if recent & 0xFF_FFFF == 0x5D5D3E { state = .text }  // ]]>
             case .pi:
                 if recent & 0xFFFF == 0x3F3E { state = returnState }  // ?>
-            case .endTag:
-                state = .text  // the run above stopped at ">"
-            case .startTag:
-                switch b {
-                case UInt8(ascii: "\""), UInt8(ascii: "'"): quote = b; state = .quoted
-                case UInt8(ascii: ">"): state = .text
-                case UInt8(ascii: "="):
-                    attributes += 1
-                    if attributes > Self.limit {
-                        tooManyAttributes = true
-                        lines = Self.newlines(in: UnsafeBufferPointer(rebasing: bytes[0..<i]))
-                        return false
-                    }
-                default: break
-                }
-            case .quoted:
-                state = .startTag  // the run above stopped at the closing quote
             case .declaration:
                 switch b {
                 case UInt8(ascii: "\""), UInt8(ascii: "'"): quote = b; state = .declarationQuoted
@@ -138,10 +109,111 @@ package struct XMLAttributeGuard: Sendable {
                 }
             case .declarationQuoted:
                 if b == quote { state = .declaration }
+            case .text, .open, .startTag, .quoted, .endTag:
+                break  // taken by scanMarkup above
             }
         }
         lines = Self.newlines(in: bytes)
         return true
+    }
+
+    /// Runs through text, start tags (counting their attributes), attribute values and end tags — nearly every
+    /// byte of a document — in straight-line loops that look at the state once per call. (A jump on the state at
+    /// every token was an indirect branch the processor mispredicted about half the time.)
+    ///
+    /// Returns at the buffer's end (`i == n`, `state` says where to resume), or just after `<!` or `<?` with
+    /// `state` set to `.bang` or `.pi`; `false` once a tag has too many attributes (`i` just after the `=` that
+    /// broke the limit).
+    @inline(__always)
+    private static func scanMarkup(_ p: UnsafePointer<UInt8>, _ n: Int, _ i: inout Int, _ state: inout State,
+                                   _ quote: inout UInt8, _ attributes: inout Int) -> Bool {
+        // First finish what the last buffer ended in.
+        switch state {
+        case .quoted:
+            i = index(of: quote, in: p, from: i, to: n)
+            if i == n { return true }
+            i += 1
+            state = .startTag
+            guard scanStartTag(p, n, &i, &state, &quote, &attributes) else { return false }
+        case .startTag:
+            guard scanStartTag(p, n, &i, &state, &quote, &attributes) else { return false }
+        case .endTag:
+            i = index(of: UInt8(ascii: ">"), in: p, from: i, to: n)
+            if i == n { return true }
+            i += 1
+            state = .text
+        default:
+            break
+        }
+        while i < n {
+            if state == .text {
+                i = index(of: UInt8(ascii: "<"), in: p, from: i, to: n)
+                if i == n { return true }
+                i += 1
+                state = .open
+                if i == n { return true }
+            }
+            // Just after "<".
+            let b = p[i]
+            i += 1
+            switch b {
+            case UInt8(ascii: "/"):
+                i = index(of: UInt8(ascii: ">"), in: p, from: i, to: n)
+                if i == n { state = .endTag; return true }
+                i += 1
+                state = .text
+            case UInt8(ascii: "!"):
+                state = .bang
+                return true
+            case UInt8(ascii: "?"):
+                state = .pi
+                return true
+            case UInt8(ascii: ">"):
+                state = .text
+            default:
+                attributes = 0
+                state = .startTag
+                guard scanStartTag(p, n, &i, &state, &quote, &attributes) else { return false }
+            }
+        }
+        return true
+    }
+
+    /// Inside a start tag: names and spaces to the next quote, `=` (an attribute, counted) or `>`; a quoted value
+    /// is skipped whole. Leaves `state` at `.text` after the tag's `>`, or `.startTag` / `.quoted` at the buffer's
+    /// end; `false` once the tag has more than ``limit`` attributes.
+    @inline(__always)
+    private static func scanStartTag(_ p: UnsafePointer<UInt8>, _ n: Int, _ i: inout Int, _ state: inout State,
+                                     _ quote: inout UInt8, _ attributes: inout Int) -> Bool {
+        while true {
+            // The four bytes that end a name or a space are all below 64: one bit test each, and letters (64 and
+            // above) fail the first comparison.
+            let stops: UInt64 = 1 << 0x22 | 1 << 0x27 | 1 << 0x3D | 1 << 0x3E  // " ' = >
+            while i < n {
+                let c = p[i]
+                if c < 64 && (stops >> c) & 1 != 0 { break }
+                i += 1
+            }
+            if i == n { return true }
+            let c = p[i]
+            i += 1
+            if c == UInt8(ascii: ">") {
+                state = .text
+                return true
+            }
+            if c == UInt8(ascii: "=") {
+                attributes += 1
+                if attributes > limit { return false }
+                continue
+            }
+            quote = c
+            i = index(of: c, in: p, from: i, to: n)
+            if i == n {
+                state = .quoted
+                return true
+            }
+            i += 1
+        }
     }
 
     /// Line feeds in `bytes`, eight bytes at a time.

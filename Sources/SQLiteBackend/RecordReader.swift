@@ -34,10 +34,15 @@ struct RecordReader {
         var result: [Record] = []
         try forEachKeyBatch(sorted) { batch in
             switch batch {
-            case .range(let lo, let hi, let wanted):
+            case .range(let lo, let hi):
                 let rows = try recordsWithoutToMany(
                     select + "t._pk BETWEEN ? AND ? ORDER BY t._pk", [.integer(lo), .integer(hi)], table: table)
-                result += rows.filter { wanted.contains($0.primaryKey) }
+                // Both in key order: keep the rows whose key is wanted by walking the keys alongside.
+                var next = 0
+                for row in rows {
+                    while next < sorted.count && sorted[next] < row.primaryKey { next += 1 }
+                    if next < sorted.count && sorted[next] == row.primaryKey { result.append(row) }
+                }
             case .list(let params, let placeholders):
                 result += try recordsWithoutToMany(
                     select + "t._pk IN (\(placeholders)) ORDER BY t._pk", params, table: table)
@@ -137,10 +142,12 @@ struct RecordReader {
             for slot in slots { groups[slot.group].members.append((ri, slot.relationship)) }
         }
         for (storage, members) in groups {
-            let owners = Array(Set(members.map { records[$0.record].primaryKey })).sorted()
+            // A scan page's records come in key order: their keys are then the sorted owners as they are.
+            var owners = members.map { records[$0.record].primaryKey }
+            if !zip(owners, owners.dropFirst()).allSatisfy({ $0 < $1 }) { owners = Array(Set(owners)).sorted() }
             let related = try relatedKeys(storage, owners: owners)
             for m in members {
-                records[m.record].relationships[m.relationship] = .toMany(related[records[m.record].primaryKey] ?? [])
+                records[m.record].relationships[m.relationship] = .toMany(related.keys(of: records[m.record].primaryKey))
             }
         }
     }
@@ -151,13 +158,13 @@ struct RecordReader {
     /// sort; each owner's few rows are then put in order here — by position, rows without one first, then by key,
     /// as `ORDER BY position, key` would. Letting SQLite sort the whole batch by all three cost about as much as
     /// reading the rows.
-    private func relatedKeys(_ storage: RelationshipStorage, owners: [Int64]) throws -> [Int64: [Int64]] {
+    private func relatedKeys(_ storage: RelationshipStorage, owners: [Int64]) throws -> RelatedKeys {
         let select: String
         let extra: String
         let ownerColumn: String
         switch storage {
         case .foreignKey:
-            return [:]
+            return RelatedKeys()
         case .inverseForeignKey(let ifk):
             ownerColumn = "d.\(StoreLayout.quote(ifk.column))"
             let order = ifk.orderTable.map {
@@ -173,9 +180,12 @@ struct RecordReader {
             extra = ""
         }
         let orderBy = " ORDER BY \(ownerColumn)"
-        var result: [Int64: [Int64]] = [:]
+        var result = RelatedKeys()
         var group = RelatedGroup()
-        func collect(_ sql: String, _ bindings: [SQLValue], wanted: Set<Int64>?) throws {
+        func collect(_ sql: String, _ bindings: [SQLValue], filtered: Bool) throws {
+            // Rows come in owner order, so whether an owner of a key range is one of `owners` is found by walking
+            // the sorted owners alongside.
+            var next = 0
             try connection.withStatement(sql) { s in
                 try s.bind(bindings)
                 let hasPosition = sqlite3_column_count(s.handle) > 2
@@ -184,7 +194,12 @@ struct RecordReader {
                     if owner != group.owner {
                         group.flush(into: &result)
                         group.owner = owner
-                        group.isWanted = wanted?.contains(owner) ?? true
+                        if filtered {
+                            while next < owners.count && owners[next] < owner { next += 1 }
+                            group.isWanted = next < owners.count && owners[next] == owner
+                        } else {
+                            group.isWanted = true
+                        }
                     }
                     guard group.isWanted else { continue }
                     group.rows.append(RelatedGroup.Row(
@@ -195,20 +210,21 @@ struct RecordReader {
         }
         try forEachKeyBatch(owners) { batch in
             switch batch {
-            case .range(let lo, let hi, let wanted):
-                try collect(select + "\(ownerColumn) BETWEEN ? AND ?" + extra + orderBy, [.integer(lo), .integer(hi)], wanted: wanted)
+            case .range(let lo, let hi):
+                try collect(select + "\(ownerColumn) BETWEEN ? AND ?" + extra + orderBy, [.integer(lo), .integer(hi)], filtered: true)
             case .list(let params, let placeholders):
-                try collect(select + "\(ownerColumn) IN (\(placeholders))" + extra + orderBy, params, wanted: nil)
+                try collect(select + "\(ownerColumn) IN (\(placeholders))" + extra + orderBy, params, filtered: false)
             }
         }
+        result.finish()
         return result
     }
 
     // MARK: Key batches
 
     enum KeyBatch {
-        /// All keys between the bounds; keep those in the set.
-        case range(Int64, Int64, Set<Int64>)
+        /// All keys between the bounds (inclusive); the caller keeps those it asked for.
+        case range(Int64, Int64)
         /// Parameters for an `IN (…)` list of a fixed size (padded with NULL, so statements are reused).
         case list([SQLValue], String)
     }
@@ -219,7 +235,7 @@ struct RecordReader {
         guard let first = sorted.first, let last = sorted.last else { return }
         let span = last.subtractingReportingOverflow(first)
         if !span.overflow, span.partialValue < Int64(sorted.count) * 4 + 256 {
-            try body(.range(first, last, Set(sorted)))
+            try body(.range(first, last))
             return
         }
         var i = 0
@@ -259,10 +275,49 @@ private struct RelatedGroup {
     /// Reused from owner to owner.
     var rows: [Row] = []
 
-    mutating func flush(into result: inout [Int64: [Int64]]) {
+    mutating func flush(into result: inout RelatedKeys) {
         defer { rows.removeAll(keepingCapacity: true) }
         guard let owner, isWanted, !rows.isEmpty else { return }
         if !zip(rows, rows.dropFirst()).allSatisfy({ !($1 < $0) }) { rows.sort(by: <) }
-        result[owner, default: []].append(contentsOf: rows.map(\.key))
+        result.add(owner, rows.map(\.key))
+    }
+}
+
+/// Owners and their related keys, in ascending owner order: the queries return owners in that order, so the
+/// lists are appended as they come and found by binary search (a dictionary hashed every owner twice).
+private struct RelatedKeys {
+    private var owners: [Int64] = []
+    private var lists: [[Int64]] = []
+    private var inOrder = true
+
+    mutating func add(_ owner: Int64, _ keys: [Int64]) {
+        if let last = owners.last, owner <= last {
+            if owner == last {
+                lists[lists.count - 1] += keys
+                return
+            }
+            inOrder = false
+        }
+        owners.append(owner)
+        lists.append(keys)
+    }
+
+    /// Puts owners in order if some batch came out of order (one owner's lists joined in arrival order).
+    mutating func finish() {
+        guard !inOrder else { return }
+        var merged: [Int64: [Int64]] = [:]
+        for (owner, keys) in zip(owners, lists) { merged[owner, default: []] += keys }
+        owners = merged.keys.sorted()
+        lists = owners.map { merged[$0] ?? [] }
+        inOrder = true
+    }
+
+    func keys(of owner: Int64) -> [Int64] {
+        var lo = 0, hi = owners.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if owners[mid] < owner { lo = mid + 1 } else { hi = mid }
+        }
+        return lo < owners.count && owners[lo] == owner ? lists[lo] : []
     }
 }

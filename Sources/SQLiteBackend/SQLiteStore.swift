@@ -147,6 +147,26 @@ final class SQLiteStore: PersistentStore, Sendable {
         }
     }
 
+    func scanKeys(entity name: String, after primaryKey: Int64?, limit: Int) throws -> [Int64] {
+        try withConnection { c, _ in
+            let entity = try schema.requireEntity(name)
+            guard limit > 0 else { return [] }
+            guard let table = layout.tables[entity.rootName], let el = layout.entities[name] else {
+                throw missingTable(entity.rootName)
+            }
+            let filter = table.hasSubentities ? "_ent = \(el.code) AND " : ""
+            let sql = "SELECT _pk FROM \(StoreLayout.quote(table.name)) WHERE \(filter)_pk > ? ORDER BY _pk LIMIT ?"
+            return try c.withStatement(sql) { s in
+                s.bind(1, primaryKey ?? .min)
+                s.bind(2, Int64(limit))
+                var keys: [Int64] = []
+                keys.reserveCapacity(min(limit, 1 << 16))
+                while try s.step() { keys.append(s.int64(0)) }
+                return keys
+            }
+        }
+    }
+
     func history(after token: Int64?) throws -> [HistoryTransaction] {
         try withConnection { c, _ in
             try c.transaction(write: false) {

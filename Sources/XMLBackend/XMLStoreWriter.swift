@@ -3,7 +3,7 @@ import StoreAPI
 
 /// Writes a whole store in the layout of ``XMLStoreFormat``, streaming records through libxml2's writer.
 ///
-/// Before writing, one pass over the records notes which exist, so that `idrefs` can name records written later
+/// Before writing, one pass over the records' keys notes which exist, so that `idrefs` can name records written later
 /// (document ids come from primary keys: ``DocumentIDs``). Everything the writer is handed is checked against the schema — a
 /// value of the wrong type or a relationship of the wrong kind fails the save, because writing it would produce a
 /// file that cannot be read back.
@@ -35,15 +35,17 @@ struct XMLStoreWriter {
         // records that are not in the file. Only hierarchies some relationship leads to need it.
         let referenced = Set(plans.values.flatMap(\.destinationRoots))
         var ids = DocumentIDs(rootCount: schema.rootEntities.count)
+        // Keys only: a store being converted then reads each record once, in the pass that writes it.
         var counting: EntityPlan?
-        try contents.forEachRecord { r in
-            if counting?.entity.name != r.entity { counting = plans[r.entity] }
-            guard let plan = counting else { throw StoreError.unknownEntity(r.entity) }
-            guard ids.id(root: plan.rootIndex, primaryKey: r.primaryKey) != nil else {
-                throw StoreError.io(url, operation: "writing \(r.key)", reason: "primary key \(r.primaryKey) is too large for a document id")
+        try contents.forEachPrimaryKey { entity, primaryKey in
+            if counting?.entity.name != entity { counting = plans[entity] }
+            guard let plan = counting else { throw StoreError.unknownEntity(entity) }
+            let key = RecordKey(entity: entity, primaryKey: primaryKey)
+            guard ids.id(root: plan.rootIndex, primaryKey: primaryKey) != nil else {
+                throw StoreError.io(url, operation: "writing \(key)", reason: "primary key \(primaryKey) is too large for a document id")
             }
-            if referenced.contains(plan.rootIndex), !ids.insert(root: plan.rootIndex, primaryKey: r.primaryKey) {
-                throw StoreError.io(url, operation: "writing \(r.key)", reason: "two records share primary key \(r.primaryKey) in \(plan.entity.rootName)")
+            if referenced.contains(plan.rootIndex), !ids.insert(root: plan.rootIndex, primaryKey: primaryKey) {
+                throw StoreError.io(url, operation: "writing \(key)", reason: "two records share primary key \(primaryKey) in \(plan.entity.rootName)")
             }
         }
 

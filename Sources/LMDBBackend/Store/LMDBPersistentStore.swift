@@ -196,6 +196,24 @@ public final class LMDBPersistentStore: PersistentStore, Sendable {
         }
     }
 
+    public func scanKeys(entity: String, after primaryKey: Int64?, limit: Int) throws -> [Int64] {
+        try run {
+            let layout = self.layout
+            let e = try layout.schema.requireEntity(entity)
+            guard limit > 0, let id = layout.entityIDs[e.name] else { return [] }
+            return try env.read { txn in
+                var out: [Int64] = []
+                out.reserveCapacity(min(limit, 4096))
+                try RecordReader(txn: txn, env: env, layout: layout, file: dataFile)
+                    .scanKeys(root: e.rootName, entityIDs: [id], after: primaryKey) { key in
+                        out.append(key)
+                        return out.count < limit
+                    }
+                return out
+            }
+        }
+    }
+
     /// The record with a global identifier, found through the global-ID index.
     public func record(globalID: UUID) throws -> Record? {
         try run {

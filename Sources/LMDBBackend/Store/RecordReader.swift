@@ -60,6 +60,20 @@ struct RecordReader: @unchecked Sendable {
     /// Calls `body` with the records of `root` in key order, after `after` when given, restricted to `entityIDs`
     /// when given (other records are skipped without being decoded), until `body` returns `false`.
     func scan(root: String, entityIDs: Set<UInt32>?, after: Int64? = nil, _ body: (Record) throws -> Bool) throws {
+        try walk(root: root, entityIDs: entityIDs, after: after) { pk, value in
+            try body(try decode(value, primaryKey: pk, root: root))
+        }
+    }
+
+    /// Calls `body` with the keys ``scan(root:entityIDs:after:_:)`` would visit, decoding no record.
+    func scanKeys(root: String, entityIDs: Set<UInt32>?, after: Int64? = nil, _ body: (Int64) throws -> Bool) throws {
+        try walk(root: root, entityIDs: entityIDs, after: after) { pk, _ in try body(pk) }
+    }
+
+    /// The records database of `root` in key order from after `after`, with each key and encoded record of the
+    /// entities in `entityIDs` (all when `nil`), until `body` returns `false`.
+    private func walk(root: String, entityIDs: Set<UInt32>?, after: Int64?,
+                      _ body: (Int64, UnsafeRawBufferPointer) throws -> Bool) throws {
         guard let dbi = recordsDatabase(root) else { return }
         // Map pages read, so a long scan (a conversion reading the store) does not keep them all resident.
         var footprint = MapFootprint()
@@ -83,7 +97,7 @@ struct RecordReader: @unchecked Sendable {
                     }
                     if !entityIDs.contains(id) { return true }
                 }
-                return try body(try decode(value, primaryKey: pk, root: root))
+                return try body(pk, value)
             }
         }
     }

@@ -112,12 +112,23 @@ enum StoreFiles {
             throw StoreError.io(url, operation: "creating the copy", reason: reason)
         }
         defer { close(fd) }
+        // Written around the page cache, as `mdb_env_copy2` does: copying a few hundred MB into the cache was most
+        // of a copy's CPU time (the kernel's copy from user memory), and the fsync below then had it all to write.
+        let direct = DirectIO.enable(on: fd)
         do {
             try env.copy(to: fd, compact: true)
+        } catch let f as LMDBFailure where f.code == EINVAL && direct {
+            // A file system that took the flag but refuses direct writes: the same copy through the cache.
+            DirectIO.disable(on: fd)
+            guard ftruncate(fd, 0) == 0, lseek(fd, 0, SEEK_SET) == 0 else {
+                throw StoreError.io(url, operation: "restarting the copy", reason: FileProbe.errnoString())
+            }
+            do { try env.copy(to: fd, compact: true) } catch let f as LMDBFailure { throw f.copyError(source: source, destination: destination) }
         } catch let f as LMDBFailure where f.code > 0 {
             // Writing the copy failed (full disk, file-size limit): a plain copy would fail the same way.
             throw f.copyError(source: source, destination: destination)
         } catch {
+            if direct { DirectIO.disable(on: fd) }
             guard ftruncate(fd, 0) == 0, lseek(fd, 0, SEEK_SET) == 0 else {
                 throw StoreError.io(url, operation: "restarting the copy", reason: FileProbe.errnoString())
             }
@@ -149,5 +160,29 @@ enum StoreFiles {
         } catch let f as LMDBFailure {
             throw f.storeError(location.url)
         }
+    }
+}
+
+/// Direct I/O (`O_DIRECT`, which Swift's Glibc module does not import: its value differs by architecture).
+enum DirectIO {
+    #if os(Linux) && (arch(x86_64) || arch(i386))
+    static let flag: Int32 = 0o40000
+    #elseif os(Linux) && (arch(arm64) || arch(arm))
+    static let flag: Int32 = 0o200000
+    #else
+    static let flag: Int32 = 0
+    #endif
+
+    /// Turns direct I/O on for `fd` where the platform and file system allow it; whether it did.
+    static func enable(on fd: Int32) -> Bool {
+        guard flag != 0 else { return false }
+        let flags = fcntl(fd, F_GETFL)
+        return flags >= 0 && fcntl(fd, F_SETFL, flags | flag) == 0
+    }
+
+    /// Turns direct I/O off again.
+    static func disable(on fd: Int32) {
+        let flags = fcntl(fd, F_GETFL)
+        if flags >= 0 { _ = fcntl(fd, F_SETFL, flags & ~flag) }
     }
 }

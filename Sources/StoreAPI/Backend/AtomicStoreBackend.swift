@@ -36,8 +36,18 @@ public protocol AtomicStoreContents: Sendable {
     var metadata: StoreMetadata { get }
     /// Calls `body` with every record, grouped by entity in schema order, in primary-key order within an entity.
     func forEachRecord(_ body: (Record) throws -> Void) throws
+    /// Calls `body` with the entity and primary key of every record, in the order of ``forEachRecord(_:)``.
+    /// For writers that must know which records exist before writing them; the default reads the records.
+    func forEachPrimaryKey(_ body: (_ entity: String, _ primaryKey: Int64) throws -> Void) throws
     /// Calls `body` with every history transaction in token order.
     func forEachHistoryTransaction(_ body: (HistoryTransaction) throws -> Void) throws
+}
+
+extension AtomicStoreContents {
+    /// Reads every record and passes on its entity and key.
+    public func forEachPrimaryKey(_ body: (_ entity: String, _ primaryKey: Int64) throws -> Void) throws {
+        try forEachRecord { try body($0.entity, $0.primaryKey) }
+    }
 }
 
 private struct StopReading: Error {}

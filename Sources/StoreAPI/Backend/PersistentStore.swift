@@ -27,6 +27,11 @@ public protocol PersistentStore: AnyObject, Sendable {
     /// with this, so memory stays bounded however large the store is.
     func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [Record]
 
+    /// The primary keys ``scan(entity:after:limit:)`` would return, without reading the records. A default
+    /// implementation scans the records; backends that can list keys alone (from a table's key or a database's
+    /// keys) should, since a writer that needs a first pass over which records exist calls this for every record.
+    func scanKeys(entity: String, after primaryKey: Int64?, limit: Int) throws -> [Int64]
+
     /// Applies a set of changes atomically: either all of it is stored, or none of it and the error says why.
     func save(_ changes: StoreChanges) throws
 
@@ -77,4 +82,11 @@ public struct StoreChanges: Sendable {
 extension HistoryTransaction {
     /// The placeholder token of a new transaction: the store assigns the next one when it saves.
     public static let assignToken: Int64 = 0
+}
+
+extension PersistentStore {
+    /// Scans whole records and keeps their keys.
+    public func scanKeys(entity: String, after primaryKey: Int64?, limit: Int) throws -> [Int64] {
+        try scan(entity: entity, after: primaryKey, limit: limit).map(\.primaryKey)
+    }
 }

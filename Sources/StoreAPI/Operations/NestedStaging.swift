@@ -10,7 +10,8 @@ extension AtomicFile {
     static func removeNestedStaging(near url: URL) {
         let dir = url.deletingLastPathComponent()
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: dir.path) else { return }
-        for name in names where isNestedStaging(name, of: url.lastPathComponent) {
+        let target = url.lastPathComponent  // once, not per name (see removeStaleStaging(near:))
+        for name in names where isNestedStaging(name, of: target) {
             try? FileManager.default.removeItem(at: dir.appendingPathComponent(name))
         }
     }

@@ -163,6 +163,19 @@ private struct PagedContents: AtomicStoreContents, @unchecked Sendable {
         }
     }
 
+    /// Pages through keys only: the source's records are decoded once, in ``forEachRecord(_:)``.
+    func forEachPrimaryKey(_ body: (_ entity: String, _ primaryKey: Int64) throws -> Void) throws {
+        for entity in metadata.schema.entities where !entity.isAbstract {
+            var after: Int64?
+            while true {
+                let keys = try source.scanKeys(entity: entity.name, after: after, limit: batchSize)
+                for k in keys { try body(entity.name, k) }
+                guard keys.count == batchSize, let last = keys.last else { break }
+                after = last
+            }
+        }
+    }
+
     func forEachHistoryTransaction(_ body: (HistoryTransaction) throws -> Void) throws {
         for t in try source.history(after: nil) { try body(t) }
     }

@@ -8,12 +8,24 @@ extension ConformanceSuite {
         var out: [UUID: Record] = [:]
         for e in schema.entities where !e.isAbstract {
             var after: Int64? = nil
+            var scanned: [Int64] = []
             while true {
                 let page = try store.scan(entity: e.name, after: after, limit: 7)
                 for r in page { out[r.globalID] = r }
+                scanned += page.map(\.primaryKey)
                 guard let last = page.last, page.count == 7 else { break }
                 after = last.primaryKey
             }
+            // Keys alone, paged differently: the same keys in the same order.
+            var keys: [Int64] = []
+            after = nil
+            while true {
+                let page = try store.scanKeys(entity: e.name, after: after, limit: 5)
+                keys += page
+                guard let last = page.last, page.count == 5 else { break }
+                after = last
+            }
+            #expect(keys == scanned, "scanKeys lists the keys scan returns, for \(e.name)")
         }
         return out
     }

@@ -41,6 +41,60 @@ import Testing
         Self.checkSorted(shared + shared.prefix(100))
     }
 
+    /// Runs set aside during a bulk load merge back into one stream in key order: every entry once, equal keys in
+    /// the order they were added (earlier runs first, the in-memory buffer last), in chunks of the asked size;
+    /// and the runs are empty and usable again afterwards.
+    @Test func setAsideRunsMergeInKeyOrder() throws {
+        let runs = try GlobalIDRuns()
+        var added: [(id: UUID, primaryKey: Int64)] = []
+        var next: Int64 = 0
+        func batch(_ ids: [UUID]) -> GlobalIDBatch {
+            var b = GlobalIDBatch()
+            for id in ids {
+                b.append(id, entityID: 1, primaryKey: next)
+                added.append((id, next))
+                next += 1
+            }
+            return b
+        }
+        let repeated = (0..<50).map { _ in UUID() }
+        // Runs of different lengths (one longer than a reader's buffer), a key repeated across runs and the buffer.
+        for length in [3000, 1, 700, 0, 2500] {
+            try runs.append(sortedRun: batch((0..<length).map { _ in UUID() } + repeated.prefix(length / 60)).sorted())
+        }
+        let buffer = batch((0..<1200).map { _ in UUID() } + repeated.prefix(10)).sorted()
+        #expect(runs.count == added.count - buffer.count)
+
+        for chunk in [1000, 1 << 14] {
+            var merged: [GlobalIDBatch.Entry] = []
+            var chunks: [Int] = []
+            let copy = try GlobalIDRuns()
+            if chunk == 1000 {
+                try runs.merge(with: buffer, chunk: chunk) { merged += $0; chunks.append($0.count) }
+                #expect(runs.isEmpty && runs.count == 0)
+            } else {
+                // The same content again through a fresh set of runs: one run of everything but the buffer.
+                let all = added.dropLast(buffer.count)
+                var b = GlobalIDBatch()
+                for e in all { b.append(e.id, entityID: 1, primaryKey: e.primaryKey) }
+                try copy.append(sortedRun: b.sorted())
+                try copy.merge(with: buffer, chunk: chunk) { merged += $0; chunks.append($0.count) }
+            }
+            let expected = added.enumerated().sorted { a, b in
+                let x = withUnsafeBytes(of: a.element.id.uuid) { Array($0) }
+                let y = withUnsafeBytes(of: b.element.id.uuid) { Array($0) }
+                return x.lexicographicallyPrecedes(y) || (x == y && a.offset < b.offset)
+            }
+            #expect(merged.map(\.primaryKey) == expected.map(\.element.primaryKey), "chunk \(chunk)")
+            #expect(chunks.dropLast().allSatisfy { $0 == chunk } && chunks.reduce(0, +) == added.count)
+        }
+        // Emptied runs take new ones from the start of the file.
+        try runs.append(sortedRun: batch([UUID(), UUID()]).sorted())
+        var again: [Int64] = []
+        try runs.merge(with: [], chunk: 10) { again += $0.map(\.primaryKey) }
+        #expect(Set(again) == [next - 2, next - 1])
+    }
+
     @Test func aBulkSaveIntoATinyMapStoresEverything() throws {
         let dir = try TemporaryDirectory()
         let schema = try LMDBFixture.schema()

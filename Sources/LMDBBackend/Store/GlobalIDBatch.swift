@@ -47,6 +47,9 @@ struct GlobalIDBatch {
     }
 
     private(set) var entries: [Entry] = []
+    /// During a bulk load: the runs already sorted and set aside, merged into the index when the load finishes
+    /// (see ``GlobalIDRuns``).
+    var spilled: GlobalIDRuns?
     /// Where ``sort()`` scatters the entries; kept, so a bulk load's runs reuse one pair of buffers (allocating
     /// megabytes per run left the heap fragmented and growing).
     private var spare: [Entry] = []

@@ -2,15 +2,17 @@ import CLMDB
 import Foundation
 import StoreAPI
 
-/// Bulk loads (see ``BulkLoadingStore``): the global-ID index is written in large sorted runs.
+/// Bulk loads (see ``BulkLoadingStore``): the global-ID index is written once, from sorted runs merged.
 ///
 /// Global IDs are random, so each save's entries land on leaf pages all over the index, and a copy-on-write
-/// B-tree rewrites every page it touches: at a million records, saves of a few thousand rewrote most of the index
-/// every time. During a bulk load the entries of many saves are kept (``bulkGlobalIDRun`` at most, a few
-/// megabytes) and written together, so each page is rewritten once per run instead of once per save.
-/// ``finishBulkLoad()`` writes the rest. Until then a lookup by global ID may miss records of the load, and a
-/// duplicate global ID is reported by the save (or the finish) that writes its run — after which the store is
-/// one to discard, as the transfer engine does with its staging store whenever a load fails.
+/// B-tree rewrites every page it touches. During a bulk load the entries of many saves are kept
+/// (``bulkGlobalIDRun`` at most, a few megabytes), sorted, and set aside in a temporary file as a run
+/// (``GlobalIDRuns``); ``finishBulkLoad()`` merges the runs and writes the index in key order, which for a new
+/// store is one append. (Writing each run into the index as it filled rewrote the whole index once per run: at a
+/// million records, eight times.) Until then a lookup by global ID may miss records of the load, and a duplicate
+/// global ID is reported by the finish — or by a save that updates or deletes, which writes everything pending
+/// first — after which the store is one to discard, as the transfer engine does with its staging store whenever
+/// a load fails.
 extension LMDBPersistentStore: BulkLoadingStore {
     /// Global-ID entries kept before they are written: 2¹⁷ entries, 4 MiB (and as much again while sorted). A save
     /// whose entries would not fit writes the run first, so the buffer is allocated once.
@@ -51,28 +53,44 @@ extension LMDBPersistentStore: BulkLoadingStore {
         }
     }
 
-    /// Writes `pending` into the global-ID index and empties it: sorted, then in transactions of
-    /// ``bulkGlobalIDChunk`` entries. Each holds the pages of one stretch of the key space, so a transaction's
-    /// dirty pages (kept in memory until it commits) stay few however large the index has grown.
-    func flushGlobalIDs(_ pending: inout GlobalIDBatch?, _ layout: StoreLayout) throws {
+    /// Sorts `pending`'s entries and sets them aside as a run, emptying the buffer for the next.
+    func spillGlobalIDs(_ pending: inout GlobalIDBatch?) throws {
         guard pending?.isEmpty == false else { return }
         pending?.sort()
+        if pending?.spilled == nil { pending?.spilled = try GlobalIDRuns() }
+        try pending?.spilled?.append(sortedRun: pending?.entries ?? [])
+        pending?.removeAll()
+    }
+
+    /// Writes everything `pending` holds (set-aside runs and the buffer) into the global-ID index and empties it:
+    /// in key order, in transactions of ``bulkGlobalIDChunk`` entries. Each holds the pages of one stretch of the
+    /// key space, so a transaction's dirty pages (kept in memory until it commits) stay few however large the
+    /// index has grown.
+    func flushGlobalIDs(_ pending: inout GlobalIDBatch?, _ layout: StoreLayout) throws {
+        let runs = pending?.spilled
+        guard pending?.isEmpty == false || runs?.isEmpty == false else { return }
+        pending?.sort()
         let dbi = try env.requireDatabase(DatabaseName.globalIDs)
-        try writeSorted(pending?.entries ?? [], dbi, layout)
+        let buffered = pending?.entries ?? []
+        if let runs, !runs.isEmpty {
+            try runs.merge(with: buffered, chunk: Self.bulkGlobalIDChunk) { try writeChunk($0, dbi, layout) }
+        } else {
+            var start = 0
+            while start < buffered.count {
+                let end = min(buffered.count, start + Self.bulkGlobalIDChunk)
+                try writeChunk(buffered[start..<end], dbi, layout)
+                start = end
+            }
+        }
         // `entries` was only borrowed above, so emptying keeps the buffer instead of copying it.
         pending?.removeAll()
     }
 
-    private func writeSorted(_ ordered: [GlobalIDBatch.Entry], _ dbi: MDB_dbi, _ layout: StoreLayout) throws {
-        var start = 0
-        while start < ordered.count {
-            let end = min(ordered.count, start + Self.bulkGlobalIDChunk)
-            try env.reserveMapSpace((end - start) * 64)
-            try env.write(timeout: writeTimeout) { txn in
-                try GlobalIDBatch.write(ordered[start..<end], txn, dbi, layout: layout, storeURL: storeURL, env: env)
-            }
-            env.releaseResidentPages(after: (end - start) * 64)
-            start = end
+    private func writeChunk(_ ordered: ArraySlice<GlobalIDBatch.Entry>, _ dbi: MDB_dbi, _ layout: StoreLayout) throws {
+        try env.reserveMapSpace(ordered.count * 64)
+        try env.write(timeout: writeTimeout) { txn in
+            try GlobalIDBatch.write(ordered, txn, dbi, layout: layout, storeURL: storeURL, env: env)
         }
+        env.releaseResidentPages(after: ordered.count * 64)
     }
 }

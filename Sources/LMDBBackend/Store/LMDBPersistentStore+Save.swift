@@ -56,11 +56,13 @@ extension LMDBPersistentStore {
         // The entries kept before this save's own: a retried transaction, or a failed save, goes back to them.
         var pendingBefore = pending?.count ?? 0
         do {
-            // An update or delete must find the index complete, so what is pending is written first; so is a run
-            // this save's entries would take past its size (the run's buffer then never grows).
-            if let count = pending?.count,
-               !changes.updated.isEmpty || !changes.deleted.isEmpty || count + changes.inserted.count > Self.bulkGlobalIDRun {
+            // An update or delete must find the index complete, so what is pending is written first. A run this
+            // save's entries would take past its size is set aside (the run's buffer then never grows).
+            if pending != nil, !changes.updated.isEmpty || !changes.deleted.isEmpty {
                 try flushGlobalIDs(&pending, layout)
+                pendingBefore = 0
+            } else if let count = pending?.count, count + changes.inserted.count > Self.bulkGlobalIDRun {
+                try spillGlobalIDs(&pending)
                 pendingBefore = 0
             }
             try env.write(timeout: writeTimeout) { txn in

@@ -132,14 +132,20 @@ final class SQLiteStore: PersistentStore, Sendable {
         }
     }
 
+    /// The table holding the records of exactly entity `name`, its layout, and the condition that keeps that
+    /// entity's rows (empty when the table holds no other entity).
+    private func scanTarget(_ name: String) throws -> (table: TableLayout, entity: EntityLayout, filter: String) {
+        let entity = try schema.requireEntity(name)
+        guard let table = layout.tables[entity.rootName], let el = layout.entities[name] else {
+            throw missingTable(entity.rootName)
+        }
+        return (table, el, table.hasSubentities ? "t._ent = \(el.code) AND " : "")
+    }
+
     func scan(entity name: String, after primaryKey: Int64?, limit: Int) throws -> [Record] {
         try withConnection { c, _ in
-            let entity = try schema.requireEntity(name)
+            let (table, el, filter) = try scanTarget(name)
             guard limit > 0 else { return [] }
-            guard let table = layout.tables[entity.rootName], let el = layout.entities[name] else {
-                throw missingTable(entity.rootName)
-            }
-            let filter = table.hasSubentities ? "t._ent = \(el.code) AND " : ""
             let sql = "SELECT \(table.selectList) FROM \(StoreLayout.quote(table.name)) AS t WHERE \(filter)t._pk > ? ORDER BY t._pk LIMIT ?"
             let bindings: [SQLValue] = [.integer(primaryKey ?? .min), .integer(Int64(limit))]
             guard el.hasToMany else { return try reader(c).records(sql, bindings: bindings, table: table) }
@@ -149,13 +155,9 @@ final class SQLiteStore: PersistentStore, Sendable {
 
     func scanKeys(entity name: String, after primaryKey: Int64?, limit: Int) throws -> [Int64] {
         try withConnection { c, _ in
-            let entity = try schema.requireEntity(name)
+            let (table, _, filter) = try scanTarget(name)
             guard limit > 0 else { return [] }
-            guard let table = layout.tables[entity.rootName], let el = layout.entities[name] else {
-                throw missingTable(entity.rootName)
-            }
-            let filter = table.hasSubentities ? "_ent = \(el.code) AND " : ""
-            let sql = "SELECT _pk FROM \(StoreLayout.quote(table.name)) WHERE \(filter)_pk > ? ORDER BY _pk LIMIT ?"
+            let sql = "SELECT t._pk FROM \(StoreLayout.quote(table.name)) AS t WHERE \(filter)t._pk > ? ORDER BY t._pk LIMIT ?"
             return try c.withStatement(sql) { s in
                 s.bind(1, primaryKey ?? .min)
                 s.bind(2, Int64(limit))

@@ -4,10 +4,8 @@ import StoreAPI
 
 /// Bulk loads (see ``BulkLoadingStore``): the secondary indexes of the record and join tables — the unique index
 /// on global IDs, entity-code and foreign-key indexes, uniqueness constraints, the join tables' `dst` indexes — are
-/// dropped while a new store is filled and created again, each from one sort, at the end. Meanwhile saves append
-/// join rows to temporary staging tables (`ChangeWriter.addJoinRows`), merged into the join tables in key order at
-/// the end; until then a fetch does not see the load's to-many relationships (the transfer engine reads nothing
-/// from the store it loads).
+/// dropped while a new store is filled and created again, each from one sort, at the end. Meanwhile saves add join
+/// rows without reading them (`ChangeWriter.addJoinRows`).
 ///
 /// Maintaining them row by row costs a B-tree descent per index and row (for global IDs, at random places, so
 /// the page cache must hold the whole index to stay fast); building one sorts the rows once, in memory bounded by
@@ -34,7 +32,6 @@ extension SQLiteStore: BulkLoadingStore {
                     if !empty { return false }
                 }
                 for index in indexes { try c.exec("DROP INDEX \(StoreLayout.quote(index.name))", "deferring index \(index.name)") }
-                for sql in layout.joinStagingStatements { try c.exec(sql, "creating a staging table for join rows") }
                 s.deferredIndexes = indexes.map(\.sql)
                 return true
             }
@@ -50,7 +47,6 @@ extension SQLiteStore: BulkLoadingStore {
             c.releaseMemory()
             do {
                 try c.transaction(write: true) {
-                    try mergeStagedJoinRows(c)
                     for sql in statements { try c.exec(sql, "building an index deferred by a bulk load") }
                 }
             } catch let error as StoreError {
@@ -59,12 +55,6 @@ extension SQLiteStore: BulkLoadingStore {
             s.deferredIndexes = nil
             Self.setCache(ConnectionSettings.cacheKiB, c)
         }
-    }
-
-    /// Moves a bulk load's staged join rows into the join tables (inside the caller's write transaction): when
-    /// the load finishes, and before a save that updates or deletes, which must find every row in place.
-    func mergeStagedJoinRows(_ c: SQLiteConnection) throws {
-        for sql in layout.joinMergeStatements { try c.exec(sql, "moving a bulk load's join rows into place") }
     }
 
     /// The page cache while loading: rows are appended in key order, so a small cache serves the inserts. This is

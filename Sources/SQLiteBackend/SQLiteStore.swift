@@ -283,12 +283,9 @@ final class SQLiteStore: PersistentStore, Sendable {
                     try Self.writeMetadataJSON(json, c)
                     newMetadata = (m, json)
                 }
-                let isBulkLoad = s.deferredIndexes != nil
-                // Updates and deletes read and rewrite join rows: they must all be in place first.
-                if isBulkLoad, !changes.updated.isEmpty || !changes.deleted.isEmpty { try mergeStagedJoinRows(c) }
                 var writer = ChangeWriter(
                     layout: layout, connection: c, url: fileURL,
-                    storeUUID: (newMetadata?.0 ?? s.metadata).storeUUID, isBulkLoad: isBulkLoad)
+                    storeUUID: (newMetadata?.0 ?? s.metadata).storeUUID, isBulkLoad: s.deferredIndexes != nil)
                 try writer.apply(changes)
             }
             // Records inserted with their own keys (a transfer) may sit inside a reserved block: hand out only

@@ -285,31 +285,6 @@ struct StoreLayout: Sendable {
         return s
     }
 
-    /// The temporary table a bulk load gathers join table `table`'s rows in: both sides' rows are appended there,
-    /// unsorted and unchecked, and go into the join table in one sorted pass when the load finishes
-    /// (``joinMergeStatements``). A name no store table has, so unqualified names never resolve to it.
-    static func stagingTable(for table: String) -> String { "_storeapi_staged " + table }
-
-    /// Creates the bulk-load staging tables (in the connection's `temp` schema).
-    var joinStagingStatements: [String] {
-        joinTables.map {
-            "CREATE TEMP TABLE IF NOT EXISTS \(Self.quote(Self.stagingTable(for: $0.name))) (src INTEGER, dst INTEGER, src_ord INTEGER, dst_ord INTEGER)"
-        }
-    }
-
-    /// Moves the staged rows into the join tables, one row per pair: each side staged its own position column
-    /// (the other left it NULL), so `max` joins the two sides' rows as the upsert of an ordinary save would.
-    /// Grouping sorts by `(src, dst)`, the join table's key, so the rows are appended in key order.
-    var joinMergeStatements: [String] {
-        joinTables.flatMap { j -> [String] in
-            let stage = "temp." + Self.quote(Self.stagingTable(for: j.name))
-            let columns = j.isShared ? "src, dst, src_ord, dst_ord" : "src, dst, src_ord"
-            let values = j.isShared ? "src, dst, max(src_ord), max(dst_ord)" : "src, dst, max(src_ord)"
-            return ["INSERT INTO main.\(Self.quote(j.name)) (\(columns)) SELECT \(values) FROM \(stage) GROUP BY src, dst",
-                    "DELETE FROM \(stage)"]
-        }
-    }
-
     /// The `CREATE TABLE` statements of the entity and join tables (and their always-present indexes).
     var tableStatements: [String] {
         var s: [String] = []
@@ -515,8 +490,9 @@ struct JoinStorage: Sendable, Hashable {
         let insertRow: String
         /// Sets this side's position (ordered relationships only).
         let moveRow: String?
-        /// Adds this side's row to the join table's bulk-load staging table (see ``StoreLayout/stagingTable(for:)``).
-        let stageRow: String
+        /// Adds a row, or (ordered) sets this side's position in the row the other side added: a bulk load's
+        /// way, which needs no read of the rows first.
+        let upsertRow: String
     }
 
     init(table: String, ownColumn: String, otherColumn: String, ownOrderColumn: String?, otherRoot: String, isShared: Bool) {
@@ -533,7 +509,8 @@ struct JoinStorage: Sendable, Hashable {
             insertRow: ownOrderColumn.map { "INSERT INTO \(j) (\(ownColumn), \(otherColumn), \($0)) VALUES (?, ?, ?)" }
                 ?? "INSERT INTO \(j) (\(ownColumn), \(otherColumn)) VALUES (?, ?)",
             moveRow: ownOrderColumn.map { "UPDATE \(j) SET \($0) = ? WHERE \(ownColumn) = ? AND \(otherColumn) = ?" },
-            stageRow: "INSERT INTO temp.\(StoreLayout.quote(StoreLayout.stagingTable(for: table))) (\(ownColumn), \(otherColumn)"
-                + (ownOrderColumn.map { ", \($0)) VALUES (?, ?, ?)" } ?? ") VALUES (?, ?)"))
+            upsertRow: ownOrderColumn.map {
+                "INSERT INTO \(j) (\(ownColumn), \(otherColumn), \($0)) VALUES (?, ?, ?) ON CONFLICT (src, dst) DO UPDATE SET \($0) = excluded.\($0)"
+            } ?? "INSERT OR IGNORE INTO \(j) (\(ownColumn), \(otherColumn)) VALUES (?, ?)")
     }
 }

@@ -60,10 +60,10 @@ import Testing
         #expect(try Self.indexes(dir.file("copy.sqlite")) == expected)
     }
 
-    /// Join and order rows written by a bulk load (staged without reading the rows, joined at the end) read back
-    /// exactly as those of ordinary saves: both sides of an ordered many-to-many with their own orders, whichever
+    /// Join and order rows written by a bulk load (upserted, without reading the rows first) read back exactly as
+    /// those of ordinary saves: both sides of an ordered many-to-many with their own orders, whichever
     /// side is saved first; an inverse foreign key's order; a relationship without inverse; a key listed twice; an
-    /// update in the middle of the load, and rows staged after it.
+    /// update in the middle of the load (which reads and rewrites join rows), and rows added after it.
     @Test func bulkLoadedJoinRowsReadBackAsOrdinarySaves() throws {
         let dir = try TempDirectory()
         let schema = try Fixture.schema()
@@ -83,7 +83,7 @@ import Testing
                                     ["books": .toMany([3, 1, 2])])
         let reader = Fixture.record(schema, "Reader", 11, ["name": .string("reader"), "email": .string("r@example.org")],
                                     ["favorites": .toMany([2, 2, 1])])
-        // An update in the middle of the load reads and rewrites join rows: the staged ones must be in place.
+        // An update in the middle of the load reads and rewrites join rows: the load's rows must be found.
         var changedBook = books[0]
         changedBook.relationships[try #require(schema.entity(named: "Book")?.relationshipIndex("tags"))] = .toMany([2, 4])
         let saves = [StoreChanges(inserted: tags), StoreChanges(inserted: books + [author, reader]),

@@ -10,8 +10,9 @@ import Foundation
 /// index: faster, and in memory bounded by the sorter rather than by a page cache large enough for the index.
 ///
 /// Between the two calls a store may check less than usual (a duplicate global ID is found when its index is
-/// built, by ``finishBulkLoad()``); it must stay readable and writable, and every check it deferred must be made
-/// by ``finishBulkLoad()``, which throws if the loaded data breaks one.
+/// built, by ``finishBulkLoad()``) and reads may not see all of the load yet (LMDB: lookups by global ID). It must
+/// stay readable and writable — a save that updates or deletes finds everything in place — and every check it
+/// deferred must be made by ``finishBulkLoad()``, which throws if the loaded data breaks one.
 public protocol BulkLoadingStore: PersistentStore {
     /// Prepares an empty store for a bulk load. Returns `false`, changing nothing, when the store is not empty
     /// (a bulk load only pays off, and is only safe to defer checks for, on a new store).

@@ -53,13 +53,20 @@ extension LMDBPersistentStore: BulkLoadingStore {
         }
     }
 
-    /// Sorts `pending`'s entries and sets them aside as a run, emptying the buffer for the next.
-    func spillGlobalIDs(_ pending: inout GlobalIDBatch?) throws {
+    /// Sorts `pending`'s entries and sets them aside as a run, emptying the buffer for the next. Where no
+    /// temporary file can be made or written (no writable temporary directory, a full one), everything pending
+    /// goes into the index now instead: slower for a large load, never a failed one.
+    func spillGlobalIDs(_ pending: inout GlobalIDBatch?, _ layout: StoreLayout) throws {
         guard pending?.isEmpty == false else { return }
         pending?.sort()
-        if pending?.spilled == nil { pending?.spilled = try GlobalIDRuns() }
-        try pending?.spilled?.append(sortedRun: pending?.entries ?? [])
-        pending?.removeAll()
+        do {
+            if pending?.spilled == nil { pending?.spilled = try GlobalIDRuns() }
+            try pending?.spilled?.append(sortedRun: pending?.entries ?? [])
+            pending?.removeAll()
+        } catch {
+            // A run that failed to be written is still in the buffer (runs are recorded once written whole).
+            try flushGlobalIDs(&pending, layout)
+        }
     }
 
     /// Writes everything `pending` holds (set-aside runs and the buffer) into the global-ID index and empties it:

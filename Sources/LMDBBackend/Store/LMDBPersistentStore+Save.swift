@@ -62,7 +62,7 @@ extension LMDBPersistentStore {
                 try flushGlobalIDs(&pending, layout)
                 pendingBefore = 0
             } else if let count = pending?.count, count + changes.inserted.count > Self.bulkGlobalIDRun {
-                try spillGlobalIDs(&pending)
+                try spillGlobalIDs(&pending, layout)
                 pendingBefore = 0
             }
             try env.write(timeout: writeTimeout) { txn in

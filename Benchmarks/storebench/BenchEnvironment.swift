@@ -12,9 +12,12 @@ final class BenchEnvironment {
     let table: ResultsTable
     /// Compare every destination with its source record by record up to this size (counts only above it).
     let verifyUpTo: Int
+    /// The backends to measure (``Options/types``).
+    let types: [String]
     private(set) var failures: [String] = []
 
-    init(dataset: Dataset, sourceDirectory: URL, scratch: URL, runs: Int, product: ProductRunner, table: ResultsTable, verifyUpTo: Int) {
+    init(dataset: Dataset, sourceDirectory: URL, scratch: URL, runs: Int, product: ProductRunner, table: ResultsTable, verifyUpTo: Int,
+         types: [String] = SourceStores.types) {
         self.dataset = dataset
         self.sourceDirectory = sourceDirectory
         self.scratch = scratch
@@ -22,6 +25,7 @@ final class BenchEnvironment {
         self.product = product
         self.table = table
         self.verifyUpTo = verifyUpTo
+        self.types = types
     }
 
     var total: Int { dataset.total }

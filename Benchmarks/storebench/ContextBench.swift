@@ -37,6 +37,20 @@ enum ContextBench {
         return (seconds, sample)
     }
 
+    /// Inserts `count` items with one ``StoreContext/insertBatch(_:_:globalIDs:into:)`` call (one save, like the
+    /// reference's one transaction). The rows are built before the clock starts. Returns the CPU seconds and the
+    /// number of items the store then holds.
+    static func insertBatch(into description: StoreDescription, count: Int, inputs: BenchData.Inputs) throws -> (seconds: Double, stored: Int) {
+        let coordinator = StoreCoordinator(schema: try BenchData.schema())
+        try coordinator.addStore(description)
+        defer { for s in coordinator.stores { try? coordinator.removeStore(s) } }
+        let context = coordinator.newContext()
+        let rows = (0..<count).map { BenchData.values($0, inputs) }
+        let (_, seconds) = try Measure.cpu { try context.insertBatch("Item", rows) }
+        withExtendedLifetime(rows) {}
+        return (seconds, try context.count(FetchRequest(entity: "Item")))
+    }
+
     /// Fetches each ID with a fresh lookup (`object(with:)`, no identity-map hits). Returns seconds.
     static func fetchByID(_ description: StoreDescription, ids: [ObjectID]) throws -> Double {
         let coordinator = StoreCoordinator(schema: try BenchData.schema())

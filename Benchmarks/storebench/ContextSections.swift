@@ -15,7 +15,7 @@ enum ContextSections {
     /// the whole file). Values are generated before each batch's clock starts. Reference: the engine writing
     /// exactly the stored rows (the convert section's reference write).
     static func insert(_ env: BenchEnvironment, refs: ConvertSection.References) throws {
-        for type in SourceStores.types {
+        for type in env.types {
             let atomic = (try BackendRegistry.shared.backend(for: type)) is any AtomicStoreBackend
             var first = true
             let seconds = try env.median {
@@ -95,7 +95,7 @@ enum ContextSections {
     /// transaction per key on the same environment. The XML store is in memory once open: no engine reference.
     static func fetchByID(_ env: BenchEnvironment) throws {
         let keys = sampleKeys(env.dataset.books)
-        for type in SourceStores.types {
+        for type in env.types {
             let url = env.source(type)
             let coordinator = StoreCoordinator(schema: env.dataset.schema)
             let loaded = try coordinator.addStore(StoreDescription(url: url, type: type, options: StoreOptions(isReadOnly: true, createIfMissing: false)))
@@ -154,7 +154,7 @@ enum ContextSections {
     /// read) for LMDB; none for the in-memory XML store.
     static func predicateFetch(_ env: BenchEnvironment, expected: Int) throws {
         let request = FetchRequest(entity: "Book", predicate: try FetchPredicate(predicate))
-        for type in SourceStores.types {
+        for type in env.types {
             let url = env.source(type)
             let coordinator = StoreCoordinator(schema: env.dataset.schema)
             let loaded = try coordinator.addStore(StoreDescription(url: url, type: type, options: StoreOptions(isReadOnly: true, createIfMissing: false)))
@@ -192,7 +192,7 @@ enum ContextSections {
     /// `sqlite3_open` + one prepared SELECT; `mdb_env_open` + one `mdb_get`; for the atomic XML store, which
     /// must read the whole file to open, an `xmlTextReader` pass over it.
     static func open(_ env: BenchEnvironment) throws {
-        for type in SourceStores.types {
+        for type in env.types {
             let path = env.source(type).path
             var rss: [Double] = []
             var anon: [Double] = []

@@ -49,7 +49,7 @@ enum ConvertSection {
     static func run(_ env: BenchEnvironment, _ refs: References) throws -> [String: Peak] {
         var peaks: [String: Peak] = [:]
         for from in SourceStores.types {
-            for to in SourceStores.types where to != from {
+            for to in SourceStores.types where to != from && (env.types.contains(from) || env.types.contains(to)) {
                 let name = "convert \(from) → \(to)"
                 var times: [Timing] = []
                 var rss: [Double] = []
@@ -73,7 +73,7 @@ enum ConvertSection {
             }
         }
         for from in SourceStores.types {
-            for to in SourceStores.types where to != from {
+            for to in SourceStores.types where to != from && (env.types.contains(from) || env.types.contains(to)) {
                 let name = "convert \(from) → \(to)"
                 let peak = peaks[name] ?? Peak(rss: 0, anon: 0)
                 env.table.add(.memory("peak RSS " + name, records: env.total, bytes: peak.rss, limit: rssLimit,

@@ -9,7 +9,7 @@ enum CopySection {
     static let maxRatio = 1.2
 
     static func run(_ env: BenchEnvironment) throws {
-        for type in SourceStores.types {
+        for type in env.types {
             let src = env.source(type)
             var rss: [Double] = []
             let ours = try env.median {

@@ -32,6 +32,8 @@ func runLMDBBenchmark(count: Int) throws -> Bool {
     let contextDescription = StoreDescription(url: dir.appendingPathComponent("context.lmdb"), type: "lmdb")
     let (contextInsert, contextSample) = try ContextBench.insert(into: contextDescription, count: count, inputs: inputs)
     let contextFetch = try ContextBench.fetchByID(contextDescription, ids: contextSample)
+    let (batchInsert, batchStored) = try ContextBench.insertBatch(
+        into: StoreDescription(url: dir.appendingPathComponent("batch.lmdb"), type: "lmdb"), count: count, inputs: inputs)
 
     let backend = LMDBStoreBackend()
     let options = StoreOptions(backend: ["lmdb.mapSize": "1G"])
@@ -49,6 +51,8 @@ func runLMDBBenchmark(count: Int) throws -> Bool {
     // on one environment in a process).
     let (stored, valueBytes) = try RawLMDBBench.measure(oursURL, database: "records:Item")
     let rawInsert = try RawLMDBBench.insert(at: rawURL, count: count, valueSize: max(1, valueBytes / max(1, stored)))
+    let rawIndexed = try RawLMDBBench.insert(at: dir.appendingPathComponent("raw-indexed.lmdb"), count: count,
+                                             valueSize: max(1, valueBytes / max(1, stored)), globalIDIndex: true)
     let (rawEach, rawGetEach) = try RawLMDBBench.get(at: rawURL, keys: sample, transactionPerKey: true)
     let (rawBatch, rawGetBatch) = try RawLMDBBench.get(at: rawURL, keys: sample, transactionPerKey: false)
 
@@ -57,6 +61,10 @@ func runLMDBBenchmark(count: Int) throws -> Bool {
     Report.print([
         BenchRow(name: "lmdb: insert through context", count: count, ours: contextInsert, reference: rawInsert,
                  referenceName: "mdb_put + MDB_APPEND, 1 txn", note: "saves of 10k; the store also indexes global IDs"),
+        BenchRow(name: "lmdb: insert through context", count: count, ours: contextInsert, reference: rawIndexed,
+                 referenceName: "same + sorted mdb_put of each UUID", note: "the store indexes every global ID"),
+        BenchRow(name: "lmdb: batch insert through context", count: count, ours: batchInsert, reference: rawIndexed,
+                 referenceName: "mdb_put + sorted UUID puts, 1 txn", note: "insertBatch: 1 save, no objects"),
         BenchRow(name: "lmdb: fetch by object ID", count: contextSample.count, ours: contextFetch, reference: rawContextFetch,
                  referenceName: "mdb_get, one read txn each"),
         BenchRow(name: "lmdb: insert through save (1 save)", count: count, ours: oursInsert, reference: rawInsert,
@@ -68,7 +76,7 @@ func runLMDBBenchmark(count: Int) throws -> Bool {
     ], title: "LMDB, \(count) records")
 
     var ok = true
-    for (what, got, expected) in [("stored records", stored, count), ("fetched one by one", oneByOne, sample.count),
+    for (what, got, expected) in [("stored records", stored, count), ("batch-inserted records", batchStored, count), ("fetched one by one", oneByOne, sample.count),
                                   ("fetched in one call", batch, sample.count), ("raw gets", rawEach, sample.count),
                                   ("raw gets in one txn", rawBatch, sample.count)] where got != expected {
         print("error: \(what): \(got), expected \(expected)")
@@ -127,16 +135,21 @@ private enum RawLMDBBench {
         }
     }
 
-    /// `count` puts of `valueSize`-byte values under ascending 8-byte keys, in one transaction.
-    static func insert(at url: URL, count: Int, valueSize: Int) throws -> Double {
+    /// `count` puts of `valueSize`-byte values under ascending 8-byte keys, in one transaction. With
+    /// `globalIDIndex`, each record also gets a put of a random 16-byte UUID key (made before the clock starts)
+    /// to its 8-byte key in a second database — the index on global IDs every store keeps — sorted and appended.
+    static func insert(at url: URL, count: Int, valueSize: Int, globalIDIndex: Bool = false) throws -> Double {
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: false)
         return try withEnvironment(url, readOnly: false) { env in
             var value = [UInt8](repeating: 0x5A, count: valueSize)
+            let uuids = globalIDIndex ? (0..<count).map { _ in UUID().uuid } : []
             let (_, seconds) = try Measure.cpu {
                 var txn: OpaquePointer?
                 try check(mdb_txn_begin(env, nil, 0, &txn), "mdb_txn_begin")
                 var dbi: MDB_dbi = 0
                 try check(mdb_dbi_open(txn, "records", UInt32(MDB_CREATE), &dbi), "mdb_dbi_open")
+                var indexDBI: MDB_dbi = 0
+                if globalIDIndex { try check(mdb_dbi_open(txn, "globalIDs", UInt32(MDB_CREATE), &indexDBI), "mdb_dbi_open") }
                 for i in 0..<count {
                     var k = key(Int64(i + 1))
                     value[0] = UInt8(truncatingIfNeeded: i)
@@ -150,6 +163,33 @@ private enum RawLMDBBench {
                     if rc != 0 {
                         mdb_txn_abort(txn)
                         try check(rc, "mdb_put")
+                    }
+                }
+                if globalIDIndex {
+                    // In key order, as a careful engine user would put them: random UUIDs put as they come touch
+                    // every leaf of the index.
+                    // (The UUID's bytes as two big-endian words: comparing those is comparing the bytes.)
+                    var pairs = uuids.enumerated().map { i, u in
+                        withUnsafeBytes(of: u) { b in
+                            (hi: UInt64(bigEndian: b.loadUnaligned(as: UInt64.self)),
+                             lo: UInt64(bigEndian: b.loadUnaligned(fromByteOffset: 8, as: UInt64.self)),
+                             uuid: u, key: key(Int64(i + 1)))
+                        }
+                    }
+                    pairs.sort { ($0.hi, $0.lo) < ($1.hi, $1.lo) }
+                    for pair in pairs {
+                        var (uuid, k) = (pair.uuid, pair.key)
+                        let rc = withUnsafeMutableBytes(of: &uuid) { ub in
+                            withUnsafeMutableBytes(of: &k) { kb in
+                                var kv = MDB_val(mv_size: 16, mv_data: ub.baseAddress)
+                                var vv = MDB_val(mv_size: 8, mv_data: kb.baseAddress)
+                                return mdb_put(txn, indexDBI, &kv, &vv, UInt32(MDB_APPEND))
+                            }
+                        }
+                        if rc != 0 {
+                            mdb_txn_abort(txn)
+                            try check(rc, "mdb_put")
+                        }
                     }
                 }
                 try check(mdb_txn_commit(txn), "mdb_txn_commit")

@@ -9,6 +9,8 @@ struct Options {
 
     var sizes = [10_000, 100_000, 1_000_000]
     var only: Set<String> = []
+    /// The backends the sections measure (a conversion is measured when either side is one of them).
+    var types = SourceStores.types
     var smoke = false
     var runs: Int?
     var dataDirectory: URL?
@@ -35,6 +37,11 @@ struct Options {
                 only = Set(try value(a).split(separator: ",").map(String.init))
                 let known = Set(Self.sections + Self.microSections)
                 if let bad = only.first(where: { !known.contains($0) }) { throw Usage.bad(a, bad) }
+            case "--types":
+                let v = try value(a)
+                let wanted = v.split(separator: ",").map(String.init)
+                if let bad = wanted.first(where: { !SourceStores.types.contains($0) }) { throw Usage.bad(a, bad) }
+                types = SourceStores.types.filter(wanted.contains)
             case "--runs":
                 let v = try value(a)
                 guard let n = Int(v), n > 0 else { throw Usage.bad(a, v) }
@@ -95,13 +102,15 @@ enum Usage: Error, CustomStringConvertible {
     }
 
     static let text = """
-        usage: storebench [--smoke] [--sizes N,N,...] [--only SECTION,...] [--runs K] [--data-dir DIR]
+        usage: storebench [--smoke] [--sizes N,N,...] [--only SECTION,...] [--types TYPE,...] [--runs K] [--data-dir DIR]
                           [--runner storectl|self] [--storectl PATH] [--verify-up-to N]
 
           --smoke            tiny size (2,000 records), every section once, every result checked; exits 1 on a wrong result
           --sizes            record counts (default 10^4,10^5,10^6; also 1e5, 100k, 1M)
           --only             sections: \(Options.sections.joined(separator: ",")) (default: all of these);
                              micro-benchmarks of the store API on a flat record: \(Options.microSections.joined(separator: ","))
+          --types            backends to measure: \(SourceStores.types.joined(separator: ",")) (default: all); a conversion
+                             is measured when either side is one of them
           --runs K           median of K runs (default 3 up to 10^5 records, 1 above)
           --data-dir DIR     keep the generated source stores in DIR and reuse them in later runs
           --runner           our side of convert/copy: the storectl binary beside storebench (default when built),

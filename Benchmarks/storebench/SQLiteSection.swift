@@ -16,6 +16,8 @@ enum SQLiteSection {
                                               uniqueRef: true)
         let (oursInsert, sample) = try ContextBench.insert(into: description, count: count, inputs: inputs)
         let oursFetch = try ContextBench.fetchByID(description, ids: sample)
+        let (oursBatch, batchStored) = try ContextBench.insertBatch(
+            into: StoreDescription(url: dir.appendingPathComponent("batch.sqlite"), type: "sqlite"), count: count, inputs: inputs)
         let rawFetch = try RawSQLite.fetch(at: rawURL, rowids: (0..<sample.count).map { Int64($0 * max(1, count / 100_000) + 1) })
 
         // Sanity: the store holds what was inserted.
@@ -29,9 +31,15 @@ enum SQLiteSection {
                      referenceName: "sqlite3 C prepared INSERT, 1 txn"),
             BenchRow(name: "sqlite: insert through context", count: count, ours: oursInsert, reference: rawIndexed,
                      referenceName: "same + UNIQUE index on the UUID", note: "the store indexes every global ID"),
+            BenchRow(name: "sqlite: batch insert through context", count: count, ours: oursBatch, reference: rawIndexed,
+                     referenceName: "prepared INSERT + UNIQUE UUID, 1 txn", note: "insertBatch: 1 save, no objects"),
             BenchRow(name: "sqlite: fetch by object ID", count: sample.count, ours: oursFetch, reference: rawFetch,
                      referenceName: "sqlite3 C SELECT by rowid"),
         ], title: "SQLite, \(count) records")
+        if batchStored != count {
+            print("error: the batch-inserted store holds \(batchStored) items, expected \(count)")
+            return false
+        }
         if stored != count {
             print("error: the store holds \(stored) items, expected \(count)")
             return false

@@ -74,7 +74,8 @@ func runBenchmarks(_ options: Options) throws -> [String] {
             try fm.createDirectory(at: scratch, withIntermediateDirectories: true)
             defer { try? fm.removeItem(at: scratch) }
             let env = BenchEnvironment(dataset: dataset, sourceDirectory: dir, scratch: scratch, runs: options.runs(for: size),
-                                       product: product, table: table, verifyUpTo: options.smoke ? .max : options.verifyUpTo)
+                                       product: product, table: table, verifyUpTo: options.smoke ? .max : options.verifyUpTo,
+                                       types: options.types)
             if options.smoke || dataset.total <= 10_000 {
                 // The three sources must be the same logical store, or every comparison below is meaningless.
                 env.verify("source lmdb vs sqlite", copy: env.source("lmdb"), against: "sqlite", comparesMetadata: false)

@@ -324,12 +324,16 @@ struct StoreLayout: Sendable {
 
     /// A double-quoted SQL identifier.
     static func quote(_ identifier: String) -> String {
-        "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        // Statements are built per fetch: Foundation's replacingOccurrences was 8 % of fetching records one by one,
+        // for names that almost never hold a quote.
+        guard identifier.utf8.contains(UInt8(ascii: "\"")) else { return "\"" + identifier + "\"" }
+        return "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 
     /// A single-quoted SQL string literal.
     static func literal(_ text: String) -> String {
-        "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+        guard text.utf8.contains(UInt8(ascii: "'")) else { return "'" + text + "'" }
+        return "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
     }
 
     /// The declared column type of an attribute type (see the type notes above).

@@ -66,6 +66,7 @@ public struct ConformanceSuite: Sendable {
         case .relationships: try checkRelationships(harness)
         case .deleteRules: try checkDeleteRules(harness)
         case .uniqueness: try checkUniqueness(harness)
+        case .batchInsert: try checkBatchInsert(harness)
         case .fetching: try checkFetching(harness)
         case .persistence: try checkPersistence(harness)
         case .atomicSave: try checkAtomicSave(harness)
@@ -103,6 +104,9 @@ public enum ConformanceGroup: String, CaseIterable, Sendable, CustomStringConver
     case deleteRules
     /// Single and compound uniqueness constraints, nil values, pending and stored conflicts.
     case uniqueness
+    /// Batch inserts: rows land in one save with defaults and global IDs kept; a bad row (unknown name, wrong
+    /// type, missing value, uniqueness conflict) fails the batch and nothing is written.
+    case batchInsert
     /// Predicates, sorting, offset, limit and count match the reference evaluator.
     case fetching
     /// Everything survives closing and reopening the store.

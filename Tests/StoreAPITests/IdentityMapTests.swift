@@ -109,4 +109,46 @@ import Testing
         #expect(all.count == ids.count)
         #expect(try context.object(with: ids[0]) === all.first { $0.objectID == ids[0] })
     }
+
+    /// Objects of two stores and two hierarchies are taken and let go in a random order, thousands of times: every
+    /// object still held is the one the context hands out for its ID, and every one let go is gone. (The map is an
+    /// open-addressed table whose deletions move later entries back; a wrong move loses an entry, and the context
+    /// then hands out a second object for the same record.)
+    @Test func randomTakesAndReleasesKeepOneObjectPerRecord() throws {
+        let schema = try Schema(entities: [
+            EntityDescription(name: "Note", attributes: [AttributeDescription(name: "text", type: .string, isOptional: true)]),
+            EntityDescription(name: "Tag", attributes: [AttributeDescription(name: "text", type: .string, isOptional: true)]),
+        ])
+        let coordinator = StoreCoordinator(schema: schema)
+        let stores = try (0..<2).map { _ in try coordinator.addStore(StoreDescription(url: nil, type: "memory")) }
+        let writer = coordinator.newContext()
+        var ids: [ObjectID] = []
+        for store in stores {
+            for entity in ["Note", "Tag"] {
+                for i in 0..<700 { ids.append(try writer.insert(entity, ["text": .string("\(entity) \(i)")], into: store).objectID) }
+            }
+        }
+        try writer.save()
+
+        let context = coordinator.newContext()
+        var held: [Int: ManagedObject] = [:]
+        var random = PredicateRandom(seed: 0x1D_E47)  // SplitMix64, so a failing sequence can be replayed
+        for step in 0..<20_000 {
+            let i = Int(random.next() % UInt64(ids.count))
+            if held[i] != nil, random.next() % 2 == 0 {
+                held[i] = nil  // released: the context's entry goes with it
+            } else {
+                let o = try context.object(with: ids[i])
+                if let h = held[i] { #expect(o === h, "step \(step): a second object for \(ids[i])") }
+                held[i] = o
+            }
+            if step % 997 == 0 {
+                for (j, o) in held { #expect(try context.object(with: ids[j]) === o) }
+            }
+        }
+        for (j, o) in held {
+            #expect(try context.object(with: ids[j]) === o)
+            #expect(try o.value(forKey: "text") == .string("\(ids[j].entity) \((j % 1400) % 700)"))
+        }
+    }
 }

@@ -52,16 +52,26 @@ public final class LoadedStore: Sendable, CustomStringConvertible {
     }
 
     /// Hands out primary keys from blocks reserved in the store, so that inserting does not cost a store
-    /// transaction per record. Blocks grow while a context keeps inserting (16 → 4096 keys); keys of a block a
-    /// process does not use are skipped, never reused.
+    /// transaction per record. Blocks grow while the store keeps handing out keys (16 → 4096 keys); keys of a
+    /// block a process does not use are skipped, never reused.
     func nextPrimaryKey(root: String) throws -> Int64 {
-        try allocator.withLock { blocks -> Result<Int64, any Error> in
-            // Modified in place: one hash of the root's name per key, not two.
-            Self.take(from: &blocks[root, default: KeyBlock(next: 0, end: 0, blockSize: 8)], root: root, store: store)
+        try takePrimaryKeys(root: root, upTo: 1).lowerBound
+    }
+
+    /// Up to `wanted` (at least one) consecutive unused primary keys of hierarchy `root`. A context inserting many
+    /// records takes growing runs of keys with this, so it locks and looks the hierarchy up once per run instead of
+    /// once per record; it never takes more than it asked for, so a context that inserts little wastes nothing.
+    func takePrimaryKeys(root: String, upTo wanted: Int) throws -> Range<Int64> {
+        try allocator.withLock { blocks -> Result<Range<Int64>, any Error> in
+            // Modified in place: one hash of the root's name per run, not two.
+            Self.take(from: &blocks[root, default: KeyBlock(next: 0, end: 0, blockSize: 8)], upTo: max(1, wanted),
+                      root: root, store: store)
         }.get()
     }
 
-    private static func take(from block: inout KeyBlock, root: String, store: any PersistentStore) -> Result<Int64, any Error> {
+    private static func take(from block: inout KeyBlock, upTo wanted: Int, root: String, store: any PersistentStore)
+        -> Result<Range<Int64>, any Error>
+    {
         if block.next >= block.end {
             let size = min(block.blockSize * 2, 4096)
             do {
@@ -71,8 +81,9 @@ public final class LoadedStore: Sendable, CustomStringConvertible {
                 return .failure(error)
             }
         }
-        let key = block.next
-        block.next += 1
-        return .success(key)
+        let first = block.next
+        let end = first + min(Int64(wanted), block.end - first)
+        block.next = end
+        return .success(first..<end)
     }
 }

@@ -44,6 +44,8 @@ public final class ManagedObject: CustomStringConvertible {
     var record: Record
     /// Where the object is in its context's ``ChangeList`` (`nil` when it has no unsaved changes there).
     var changeSlot: Int?
+    /// The key space of the object's store and hierarchy in its context's ``IdentityMap``.
+    var identitySpace: Int32 = 0
     /// Values as last fetched or saved (`nil` for inserted objects).
     var committed: Record?
 

@@ -72,7 +72,7 @@ extension StoreContext {
                 changes.inserted.append(o.record)
                 if tracking { history.append(HistoryChange(kind: .insert, entity: o.entity.name, primaryKey: o.record.primaryKey, globalID: o.globalID)) }
             case .updated:
-                let keys = changedKeys(o)
+                let keys = changedKeys(o, firstOnly: !tracking)
                 guard !keys.isEmpty else { continue }
                 changes.updated.append(o.record)
                 if tracking {
@@ -96,18 +96,24 @@ extension StoreContext {
         return changes
     }
 
-    /// Names of the attributes and relationships whose value differs from the committed one.
-    private func changedKeys(_ o: ManagedObject) -> [String] {
+    /// Names of the attributes and relationships whose value differs from the committed one; with `firstOnly`, at
+    /// most one (enough to know whether to write the record when no history needs the names).
+    private func changedKeys(_ o: ManagedObject, firstOnly: Bool = false) -> [String] {
         guard let before = o.committed else { return [] }
         var keys: [String] = []
         for (i, a) in o.entity.attributes.enumerated() where before.attributes[i] != o.record.attributes[i] {
             keys.append(a.name)
+            if firstOnly { return keys }
         }
         for (i, r) in o.entity.relationships.enumerated() {
             let x = before.relationships[i].keys
             let y = o.record.relationships[i].keys
-            let same = r.isOrdered || !r.isToMany ? x == y : Set(x) == Set(y)
-            if !same { keys.append(r.name) }
+            if x == y { continue }
+            // Unordered to-many values are sets: only the same keys in another order count as unchanged.
+            if r.isOrdered || !r.isToMany || x.count != y.count || Set(x) != Set(y) {
+                keys.append(r.name)
+                if firstOnly { return keys }
+            }
         }
         return keys
     }
@@ -127,28 +133,58 @@ extension StoreContext {
     // MARK: Validation
 
     private func validate(_ o: ManagedObject) throws {
-        for (i, a) in o.entity.attributes.enumerated() where !a.isOptional && o.record.attributes[i].isNull {
-            throw StoreError.missingValue(entity: o.entity.name, property: a.name, object: o.objectID)
+        try validate(o.record, of: o.entity, id: o.objectID)
+    }
+
+    /// Checks that a record has every required value and that its to-many relationships respect their counts.
+    func validate(_ record: Record, of entity: Entity, id: @autoclosure () -> ObjectID) throws {
+        for (i, a) in entity.attributes.enumerated() where !a.isOptional && record.attributes[i].isNull {
+            throw StoreError.missingValue(entity: entity.name, property: a.name, object: id())
         }
-        for (i, r) in o.entity.relationships.enumerated() {
-            let n = o.record.relationships[i].keys.count
+        for (i, r) in entity.relationships.enumerated() {
+            let n = record.relationships[i].keys.count
             if n == 0 {
                 if !r.isOptional {
-                    throw StoreError.missingValue(entity: o.entity.name, property: r.name, object: o.objectID)
+                    throw StoreError.missingValue(entity: entity.name, property: r.name, object: id())
                 }
                 continue
             }
             if r.isToMany, n < r.minCount || (r.maxCount > 0 && n > r.maxCount) {
-                throw StoreError.countViolation(entity: o.entity.name, relationship: r.name, count: n, object: o.objectID)
+                throw StoreError.countViolation(entity: entity.name, relationship: r.name, count: n, object: id())
             }
         }
+    }
+
+    /// A record whose uniqueness-constrained values a save checks.
+    struct UniquenessCandidate {
+        let entity: Entity
+        let record: Record
+        let store: LoadedStore
+
+        init(entity: Entity, record: Record, store: LoadedStore) {
+            self.entity = entity
+            self.record = record
+            self.store = store
+        }
+
+        init(_ o: ManagedObject) {
+            self.init(entity: o.entity, record: o.record, store: o.loadedStore)
+        }
+
+        var objectID: ObjectID { ObjectID(storeUUID: store.identifier, entity: record.entity, primaryKey: record.primaryKey) }
     }
 
     /// Checks every uniqueness constraint of the saved objects against each other and against the stores.
     private func checkUniqueness(_ objects: [ManagedObject], deleted: [ManagedObject]) throws {
         guard schema.entities.contains(where: { !$0.uniquenessConstraints.isEmpty }) else { return }
-        let deletedKeys = Set(deleted.map(\.key))
-        var groups: [String: (owner: Entity, attributes: [String], objects: [ManagedObject])] = [:]
+        try checkUniqueness(objects.map(UniquenessCandidate.init), excluding: Set(deleted.map(\.key)), unsavedChangesCount: true)
+    }
+
+    /// Checks the candidates' uniqueness constraints against each other and against their stores' records, except
+    /// the records `excluding` names. With `unsavedChangesCount`, stored records this context has changed are
+    /// judged on their unsaved values (which are among the candidates), not their stored ones.
+    func checkUniqueness(_ objects: [UniquenessCandidate], excluding deletedKeys: Set<ObjectKey>, unsavedChangesCount: Bool) throws {
+        var groups: [String: (owner: Entity, attributes: [String], objects: [UniquenessCandidate])] = [:]
         // Constraints are looked up once per entity, not once per object.
         var byEntity: [ObjectIdentifier: [(id: String, owner: Entity, attributes: [String])]] = [:]
         for o in objects {
@@ -164,30 +200,32 @@ extension StoreContext {
             }
         }
         for (_, group) in groups.sorted(by: { $0.key < $1.key }) {
-            var seen: [[StoreValue]: ManagedObject] = [:]
-            var toCheck: [(ManagedObject, [StoreValue])] = []
+            var seen: [[StoreValue]: UniquenessCandidate] = [:]
+            var toCheck: [(UniquenessCandidate, [StoreValue])] = []
             for o in group.objects {
                 let values = group.attributes.compactMap { name in o.entity.attributeIndex(name).map { o.record.attributes[$0] } }
                 // Like SQL UNIQUE, a constraint with an empty value cannot conflict.
                 guard values.count == group.attributes.count, !values.contains(where: \.isNull) else { continue }
-                if let other = seen[values], other.loadedStore === o.loadedStore {
+                if let other = seen[values], other.store === o.store {
                     throw StoreError.uniquenessViolation(entity: group.owner.name, attributes: group.attributes, values: values, existing: other.objectID)
                 }
                 seen[values] = o
                 toCheck.append((o, values))
             }
-            try checkStored(toCheck, owner: group.owner, attributes: group.attributes, exclude: deletedKeys)
+            try checkStored(toCheck, owner: group.owner, attributes: group.attributes, exclude: deletedKeys,
+                            unsavedChangesCount: unsavedChangesCount)
         }
     }
 
     /// Looks for stored records that already use the values. Records changed or deleted in this context are judged
-    /// on their unsaved values (already compared above), not their stored ones.
-    private func checkStored(_ items: [(ManagedObject, [StoreValue])], owner: Entity, attributes: [String], exclude: Set<ObjectKey>) throws {
-        var byStore: [UUID: [(ManagedObject, [StoreValue])]] = [:]
-        for item in items { byStore[item.0.loadedStore.identifier, default: []].append(item) }
+    /// on their unsaved values (already compared above), not their stored ones, when `unsavedChangesCount`.
+    private func checkStored(_ items: [(UniquenessCandidate, [StoreValue])], owner: Entity, attributes: [String], exclude: Set<ObjectKey>,
+                             unsavedChangesCount: Bool) throws {
+        var byStore: [UUID: [(UniquenessCandidate, [StoreValue])]] = [:]
+        for item in items { byStore[item.0.store.identifier, default: []].append(item) }
         for (_, batch) in byStore {
-            guard let store = batch.first?.0.loadedStore else { continue }
-            let chunks: [[(ManagedObject, [StoreValue])]] = attributes.count == 1
+            guard let store = batch.first?.0.store else { continue }
+            let chunks: [[(UniquenessCandidate, [StoreValue])]] = attributes.count == 1
                 ? stride(from: 0, to: batch.count, by: 500).map { Array(batch[$0..<min($0 + 500, batch.count)]) }
                 : batch.map { [$0] }
             for chunk in chunks {
@@ -198,7 +236,7 @@ extension StoreContext {
                 for hit in hits {
                     let hitKey = ObjectKey(store: store.identifier, root: owner.rootName, primaryKey: hit.primaryKey)
                     if exclude.contains(hitKey) { continue }
-                    if let registeredObject = registeredObject(hitKey), registeredObject.changeSlot != nil,
+                    if unsavedChangesCount, let registeredObject = registeredObject(hitKey), registeredObject.changeSlot != nil,
                        registeredObject.state != .clean { continue }
                     guard let hitEntity = schema.entity(named: hit.entity) else { continue }
                     let hitValues = attributes.compactMap { a in hitEntity.attributeIndex(a).map { hit.attributes[$0] } }

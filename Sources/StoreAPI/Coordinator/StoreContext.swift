@@ -27,14 +27,15 @@ public final class StoreContext {
     /// of a weak reference pays a side-table lookup on every retain and release, which made bulk inserts a third
     /// slower. The invariant that keeps this safe: an object in this map has `context === self`, and an object
     /// leaves the map only through ``forget(_:)`` (which clears its `context`) or its own deinit.
-    var registered: [ObjectKey: Unmanaged<ManagedObject>] = [:]
+    let registered = IdentityMap()
     /// Objects with unsaved changes (held strongly until saved or rolled back), in the order they first changed.
     var changes = ChangeList()
-    /// The entity and store the last insert resolved, reused while inserts keep naming the same entity and the
-    /// coordinator's stores stay the same (bulk inserts resolve them once, not per record).
-    private var lastInsertTarget: (name: String, entity: Entity, store: LoadedStore, generation: Int)?
-    /// Global identifiers for inserts that do not bring their own.
-    private var globalIDs = GlobalIDSource()
+    /// The entities and stores inserts resolved, reused while the coordinator's stores stay the same (bulk inserts
+    /// resolve them once, not per record). Searched by name: a context inserts into a handful of entities.
+    @exclusivity(unchecked) private var insertTargets: [InsertTarget] = []
+    /// Global identifiers for inserts that do not bring their own. (Only the context touches it, one call at a
+    /// time: the runtime's exclusivity check cost more than the identifier.)
+    @exclusivity(unchecked) private var globalIDs = GlobalIDSource()
 
     init(coordinator: StoreCoordinator) {
         self.coordinator = coordinator
@@ -42,7 +43,7 @@ public final class StoreContext {
 
     deinit {
         // Objects outlive their context as invalid objects: they must not reach back into it.
-        for box in registered.values { box.takeUnretainedValue().context = nil }
+        registered.forEach { $0.context = nil }
     }
 
     /// The schema of the coordinator.
@@ -73,38 +74,115 @@ public final class StoreContext {
     public func insert(
         _ entity: String, _ values: [String: StoreValue] = [:], globalID: UUID? = nil, into store: LoadedStore? = nil
     ) throws -> ManagedObject {
-        let (e, target) = try insertTarget(entity, store)
+        let resolved = try insertTarget(entity, store)
+        let e = resolved.entity
+        let target = resolved.store
+        try checkInsertable(target)
+        let primaryKey = try resolved.takePrimaryKey()
+        let record = try newRecord(e, primaryKey: primaryKey, globalID: globalID ?? globalIDs.next(), values: values)
+        let object = ManagedObject(record: record, entity: e, store: target, context: self, state: .inserted)
+        object.identitySpace = resolved.space
+        registered.set(object, space: resolved.space, primaryKey: primaryKey)
+        changes.add(object)
+        return object
+    }
+
+    /// A new record of `e` holding `values` (converted to the attributes' types), every other attribute at its
+    /// default and every relationship empty.
+    func newRecord(_ e: Entity, primaryKey: Int64, globalID: UUID, values: [String: StoreValue]) throws -> Record {
+        var attributes = e.blankAttributes
+        guard !values.isEmpty else {
+            return Record(entity: e.name, primaryKey: primaryKey, globalID: globalID, attributes: attributes,
+                          relationships: e.blankRelationships)
+        }
+        // The blank values are copied once, when the buffer is made unique. (That copy — the runtime allocating an
+        // array of a generic type — is about 800 instructions whichever way the array is made.)
+        try attributes.withUnsafeMutableBufferPointer { slots in
+            for (k, v) in values {
+                guard let i = e.attributeIndex(k) else { throw StoreError.unknownProperty(entity: e.name, property: k) }
+                guard let coerced = v.coerced(to: e.attributes[i].type) else {
+                    throw StoreError.typeMismatch(entity: e.name, property: k, expected: e.attributes[i].type,
+                                                  got: v.type?.rawValue ?? "nil")
+                }
+                slots[i] = coerced
+            }
+        }
+        return Record(entity: e.name, primaryKey: primaryKey, globalID: globalID, attributes: attributes,
+                      relationships: e.blankRelationships)
+    }
+
+    /// A global identifier for a record inserted without one.
+    func nextGlobalID() -> UUID { globalIDs.next() }
+
+    /// Resolves the entity and store an insert goes to, checking that the store takes inserts.
+    func resolveInsert(_ entity: String, into store: LoadedStore?) throws -> (Entity, LoadedStore) {
+        let resolved = try insertTarget(entity, store)
+        try checkInsertable(resolved.store)
+        return (resolved.entity, resolved.store)
+    }
+
+    private func checkInsertable(_ target: LoadedStore) throws {
         if let why = target.invalidationReason {
             throw StoreError.refused(target.url ?? URL(fileURLWithPath: "/"), reason: "store is no longer valid: \(why)")
         }
         guard !target.storeDescription.options.isReadOnly else {
             throw StoreError.readOnly(target.url ?? URL(fileURLWithPath: "/"), reason: "store is loaded read-only")
         }
-        var record = e.newRecord(primaryKey: try target.nextPrimaryKey(root: e.rootName), globalID: globalID ?? globalIDs.next())
-        for (k, v) in values {
-            guard let i = e.attributeIndex(k) else { throw StoreError.unknownProperty(entity: entity, property: k) }
-            guard let coerced = v.coerced(to: e.attributes[i].type) else {
-                throw StoreError.typeMismatch(entity: entity, property: k, expected: e.attributes[i].type, got: v.type?.rawValue ?? "nil")
-            }
-            record.attributes[i] = coerced
-        }
-        let object = ManagedObject(record: record, entity: e, store: target, context: self, state: .inserted)
-        registered[object.key] = Unmanaged.passUnretained(object)
-        changes.add(object)
-        return object
     }
 
-    private func insertTarget(_ name: String, _ store: LoadedStore?) throws -> (Entity, LoadedStore) {
+    /// What an insert resolved its entity name and store to, and the primary keys it took from the store and has
+    /// not used yet: inserts take growing runs of keys (1, 2, 4 … 1024) instead of locking the store's key
+    /// allocator and hashing the hierarchy's name for each record. Keys a context never uses are skipped.
+    private final class InsertTarget {
+        let name: String
+        let entity: Entity
+        let store: LoadedStore
+        let generation: Int
+        /// The identity map's key space of the entity's hierarchy in the store.
+        let space: Int32
+        /// Whether the store was chosen by configuration (not passed to ``StoreContext/insert(_:_:globalID:into:)``).
+        let isDefault: Bool
+        var nextKey: Int64 = 0
+        var endKey: Int64 = 0
+        var runSize = 1
+
+        init(name: String, entity: Entity, store: LoadedStore, generation: Int, space: Int32, isDefault: Bool) {
+            self.isDefault = isDefault
+            self.name = name
+            self.entity = entity
+            self.store = store
+            self.generation = generation
+            self.space = space
+        }
+
+        func takePrimaryKey() throws -> Int64 {
+            if nextKey < endKey {
+                nextKey += 1
+                return nextKey - 1
+            }
+            let keys = try store.takePrimaryKeys(root: entity.rootName, upTo: runSize)
+            runSize = min(runSize * 2, 1024)
+            nextKey = keys.lowerBound + 1
+            endKey = keys.upperBound
+            return keys.lowerBound
+        }
+    }
+
+    private func insertTarget(_ name: String, _ store: LoadedStore?) throws -> InsertTarget {
         let generation = coordinator.storesGeneration
-        if store == nil, let last = lastInsertTarget, last.generation == generation, last.name == name {
-            return (last.entity, last.store)
+        for t in insertTargets where t.name == name && (store == nil ? t.isDefault : t.store === store) {
+            if t.generation == generation { return t }
+            insertTargets.removeAll()
+            break
         }
         let e = try schema.requireEntity(name)
         guard !e.isAbstract else { throw StoreError.abstractEntity(name) }
         let target = try store ?? coordinator.store(for: name)
         guard target.entityNames.contains(name) else { throw StoreError.noStoreForEntity(name) }
-        if store == nil { lastInsertTarget = (name, e, target, generation) }
-        return (e, target)
+        let resolved = InsertTarget(name: name, entity: e, store: target, generation: generation,
+                                    space: registered.space(store: target.identifier, root: e.rootName), isDefault: store == nil)
+        insertTargets.append(resolved)
+        return resolved
     }
 
     // MARK: Lookup
@@ -113,7 +191,7 @@ public final class StoreContext {
     public func object(with id: ObjectID) throws -> ManagedObject {
         guard let store = coordinator.store(withIdentifier: id.storeUUID) else { throw StoreError.objectNotFound(id) }
         let entity = try schema.requireEntity(id.entity)
-        if let o = registeredObject(ObjectKey(store: store.identifier, root: entity.rootName, primaryKey: id.primaryKey)) {
+        if let o = registeredObject(store: store, root: entity.rootName, primaryKey: id.primaryKey) {
             if o.entity.name != id.entity { throw StoreError.objectNotFound(id) }
             return o
         }
@@ -126,8 +204,8 @@ public final class StoreContext {
     /// the stored values; objects with unsaved changes keep them.
     func register(_ record: Record, from store: LoadedStore) throws -> ManagedObject {
         let entity = try schema.requireEntity(record.entity)
-        let key = ObjectKey(store: store.identifier, root: entity.rootName, primaryKey: record.primaryKey)
-        if let o = registeredObject(key) {
+        let space = registered.space(store: store.identifier, root: entity.rootName)
+        if let o = registered.object(space: space, primaryKey: record.primaryKey) {
             if o.state == .clean {
                 o.record = record
                 o.committed = record
@@ -135,7 +213,8 @@ public final class StoreContext {
             return o
         }
         let o = ManagedObject(record: record, entity: entity, store: store, context: self, state: .clean)
-        registered[key] = Unmanaged.passUnretained(o)
+        o.identitySpace = space
+        registered.set(o, space: space, primaryKey: record.primaryKey)
         return o
     }
 
@@ -148,10 +227,11 @@ public final class StoreContext {
     func objects(forKeys keys: [Int64], destination: String, in store: LoadedStore) throws -> [ManagedObject] {
         guard !keys.isEmpty else { return [] }
         let root = try schema.requireEntity(destination).rootName
+        let space = registered.existingSpace(store: store.identifier, root: root)
         var found: [Int64: ManagedObject] = [:]
         var missing: [Int64] = []
         for k in keys {
-            if let o = registeredObject(ObjectKey(store: store.identifier, root: root, primaryKey: k)) { found[k] = o }
+            if let space, let o = registered.object(space: space, primaryKey: k) { found[k] = o }
             else { missing.append(k) }
         }
         if !missing.isEmpty {
@@ -184,7 +264,14 @@ public final class StoreContext {
 
     /// The live object registered under `key`.
     func registeredObject(_ key: ObjectKey) -> ManagedObject? {
-        registered[key]?.takeUnretainedValue()
+        guard let space = registered.existingSpace(store: key.store, root: key.root) else { return nil }
+        return registered.object(space: space, primaryKey: key.primaryKey)
+    }
+
+    /// The live object registered for the record with `primaryKey` in hierarchy `root` of `store`.
+    func registeredObject(store: LoadedStore, root: String, primaryKey: Int64) -> ManagedObject? {
+        guard let space = registered.existingSpace(store: store.identifier, root: root) else { return nil }
+        return registered.object(space: space, primaryKey: primaryKey)
     }
 
     /// Takes an object out of the identity map for good (it was invalidated): it no longer refers to this context.
@@ -196,10 +283,7 @@ public final class StoreContext {
     /// Removes `object`'s entry, if the entry is this object (a reset context may hold a newer object under the
     /// same key). Called by ``ManagedObject``'s deinit.
     func unregister(_ object: ManagedObject) {
-        if let i = registered.index(forKey: object.key),
-           registered.values[i].toOpaque() == Unmanaged.passUnretained(object).toOpaque() {
-            registered.remove(at: i)
-        }
+        registered.remove(object, space: object.identitySpace, primaryKey: object.record.primaryKey)
     }
 
     // MARK: Rollback and reset
@@ -221,12 +305,11 @@ public final class StoreContext {
 
     /// Forgets every object (unsaved changes are discarded); objects handed out before become invalid.
     public func reset() {
-        for box in registered.values {
-            let o = box.takeUnretainedValue()
+        registered.forEach { o in
             o.state = .invalidated("its context was reset")
             o.context = nil
         }
-        registered.removeAll(keepingCapacity: true)
+        registered.removeAll()
         changes.removeAll()
     }
 }

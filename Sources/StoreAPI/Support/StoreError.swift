@@ -76,6 +76,8 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
     case cancelled
     /// The operation is not supported by this backend.
     case unsupported(String)
+    /// The arguments of a call do not fit together; the message says how.
+    case invalidArgument(String)
 
     public var description: String {
         switch self {
@@ -113,6 +115,7 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
         case .invalidPredicate(let m): "invalid predicate: \(m)"
         case .cancelled: "cancelled"
         case .unsupported(let what): "not supported: \(what)"
+        case .invalidArgument(let what): "invalid argument: \(what)"
         }
     }
 }

@@ -44,10 +44,18 @@ struct ChangeWriter {
     mutating func apply(_ changes: StoreChanges) throws {
         for key in changes.deleted { try delete(key) }
         try clearConstrainedColumns(of: changes.updated)
-        for r in changes.updated { try write(r, insert: false) }
+        for (i, r) in changes.updated.enumerated() {
+            if try rowChanged(r, changes.changedProperties(ofUpdated: i)) {
+                try write(r, insert: false)
+            } else {
+                try requireRow(r)
+            }
+        }
         for r in changes.inserted { try write(r, insert: true) }
         flushRunMaximum()
-        for r in changes.updated { try writeRelationships(r) }
+        for (i, r) in changes.updated.enumerated() {
+            try writeRelationships(r, only: changes.changedProperties(ofUpdated: i)?.relationships)
+        }
         if isBulkLoad {
             try addJoinRows(of: changes.inserted)
         } else {
@@ -64,6 +72,32 @@ struct ChangeWriter {
             }
         }
         try appendHistory(changes.history)
+    }
+
+    /// Whether an update changes the record's row: an attribute or a foreign key. Linking a record to others
+    /// changes its to-many sides, which live in other rows and tables; rewriting the row for them was most of a
+    /// save that links new records to existing ones. Records with uniqueness constraints are always rewritten
+    /// (``clearConstrainedColumns(of:)`` may have cleared their columns).
+    private mutating func rowChanged(_ r: Record, _ changed: ChangedProperties?) throws -> Bool {
+        guard let changed else { return true }
+        if !changed.attributes.isEmpty { return true }
+        let el = try cachedEntityLayout(r.entity)
+        if !el.entity.uniquenessConstraints.isEmpty { return true }
+        for k in changed.relationships where k < el.relationships.count {
+            if case .foreignKey = el.relationships[k] { return true }
+        }
+        return false
+    }
+
+    /// Throws ``StoreError/objectNotFound(_:)`` unless the record's row exists (an update whose row is not
+    /// rewritten must still fail for a record deleted elsewhere, as a rewrite would).
+    private mutating func requireRow(_ r: Record) throws {
+        let el = try cachedEntityLayout(r.entity)
+        let found = try connection.withStatement(el.existsSQL) { s in
+            s.bind(1, r.primaryKey)
+            return try s.step()
+        }
+        if !found { throw StoreError.objectNotFound(ObjectID(storeUUID: storeUUID, entity: r.entity, primaryKey: r.primaryKey)) }
     }
 
     private func entityLayout(_ name: String) throws -> EntityLayout {
@@ -269,9 +303,10 @@ struct ChangeWriter {
 
     // MARK: Relationships outside the row
 
-    private func writeRelationships(_ r: Record) throws {
+    /// Writes the record's relationships kept outside its row — all of them, or the ones at the positions `only`.
+    private func writeRelationships(_ r: Record, only: [Int]? = nil) throws {
         let el = try entityLayout(r.entity)
-        for (k, storage) in el.relationships.enumerated() {
+        for (k, storage) in el.relationships.enumerated() where only?.contains(k) ?? true {
             switch storage {
             case .foreignKey:
                 continue

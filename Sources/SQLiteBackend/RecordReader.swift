@@ -29,23 +29,22 @@ struct RecordReader {
     /// The records of hierarchy `root` with the given keys, in key order; missing keys are left out.
     func records(withKeys keys: [Int64], root: String) throws -> [Record] {
         guard let table = layout.tables[root], !keys.isEmpty else { return [] }
-        let sorted = Array(Set(keys)).sorted()
-        let select = "SELECT \(table.selectList) FROM \(StoreLayout.quote(table.name)) AS t WHERE "
+        // One key (a context faulting in one record) needs no set and no sort.
+        let sorted = keys.count == 1 ? keys : Array(Set(keys)).sorted()
         var result: [Record] = []
         try forEachKeyBatch(sorted) { batch in
+            let sql = table.recordsByKey.sql(batch)
             switch batch {
             case .range(let lo, let hi):
-                let rows = try recordsWithoutToMany(
-                    select + "t._pk BETWEEN ? AND ? ORDER BY t._pk", [.integer(lo), .integer(hi)], table: table)
+                let rows = try recordsWithoutToMany(sql, [.integer(lo), .integer(hi)], table: table)
                 // Both in key order: keep the rows whose key is wanted by walking the keys alongside.
                 var next = 0
                 for row in rows {
                     while next < sorted.count && sorted[next] < row.primaryKey { next += 1 }
                     if next < sorted.count && sorted[next] == row.primaryKey { result.append(row) }
                 }
-            case .list(let params, let placeholders):
-                result += try recordsWithoutToMany(
-                    select + "t._pk IN (\(placeholders)) ORDER BY t._pk", params, table: table)
+            case .list(let params, _):
+                result += try recordsWithoutToMany(sql, params, table: table)
             }
         }
         try fillToMany(&result)
@@ -117,7 +116,6 @@ struct RecordReader {
         guard !records.isEmpty else { return }
         // Relationship storages are hashed once per entity, not once per record: a page of a scan is usually one
         // entity, so the slots of the previous record's entity are reused.
-        var groupOf: [RelationshipStorage: Int] = [:]
         var groups: [(storage: RelationshipStorage, members: [(record: Int, relationship: Int)])] = []
         var slotsEntity: String?
         var slots: [(relationship: Int, group: Int)] = []
@@ -128,12 +126,12 @@ struct RecordReader {
                 guard let el = layout.entities[r.entity] else { continue }
                 for (k, storage) in el.relationships.enumerated() {
                     if case .foreignKey = storage { continue }
+                    // A linear search: a page holds few relationships, and hashing a storage hashed its names.
                     let g: Int
-                    if let existing = groupOf[storage] {
+                    if let existing = groups.firstIndex(where: { $0.storage == storage }) {
                         g = existing
                     } else {
                         g = groups.count
-                        groupOf[storage] = g
                         groups.append((storage, []))
                     }
                     slots.append((k, g))
@@ -159,27 +157,15 @@ struct RecordReader {
     /// as `ORDER BY position, key` would. Letting SQLite sort the whole batch by all three cost about as much as
     /// reading the rows.
     private func relatedKeys(_ storage: RelationshipStorage, owners: [Int64]) throws -> RelatedKeys {
-        let select: String
-        let extra: String
-        let ownerColumn: String
+        let query: KeyedQuery
         switch storage {
         case .foreignKey:
             return RelatedKeys()
         case .inverseForeignKey(let ifk):
-            ownerColumn = "d.\(StoreLayout.quote(ifk.column))"
-            let order = ifk.orderTable.map {
-                " LEFT JOIN \(StoreLayout.quote($0)) AS o ON o.src = \(ownerColumn) AND o.dst = d._pk"
-            } ?? ""
-            let position = ifk.orderTable == nil ? "" : ", o.src_ord"
-            select = "SELECT \(ownerColumn), d._pk\(position) FROM \(StoreLayout.quote(ifk.table)) AS d\(order) WHERE "
-            extra = ifk.entityCodes.map { " AND d._ent IN (\($0.map(String.init).joined(separator: ", ")))" } ?? ""
+            query = ifk.relatedRows
         case .joinTable(let js):
-            ownerColumn = js.ownColumn
-            let position = js.ownOrderColumn.map { ", \($0)" } ?? ""
-            select = "SELECT \(js.ownColumn), \(js.otherColumn)\(position) FROM \(StoreLayout.quote(js.table)) WHERE "
-            extra = ""
+            query = js.relatedRows
         }
-        let orderBy = " ORDER BY \(ownerColumn)"
         var result = RelatedKeys()
         var group = RelatedGroup()
         func collect(_ sql: String, _ bindings: [SQLValue], filtered: Bool) throws {
@@ -211,9 +197,9 @@ struct RecordReader {
         try forEachKeyBatch(owners) { batch in
             switch batch {
             case .range(let lo, let hi):
-                try collect(select + "\(ownerColumn) BETWEEN ? AND ?" + extra + orderBy, [.integer(lo), .integer(hi)], filtered: true)
-            case .list(let params, let placeholders):
-                try collect(select + "\(ownerColumn) IN (\(placeholders))" + extra + orderBy, params, filtered: false)
+                try collect(query.sql(batch), [.integer(lo), .integer(hi)], filtered: true)
+            case .list(let params, _):
+                try collect(query.sql(batch), params, filtered: false)
             }
         }
         result.finish()
@@ -226,7 +212,7 @@ struct RecordReader {
         /// All keys between the bounds (inclusive); the caller keeps those it asked for.
         case range(Int64, Int64)
         /// Parameters for an `IN (…)` list of a fixed size (padded with NULL, so statements are reused).
-        case list([SQLValue], String)
+        case list([SQLValue], size: Int)
     }
 
     /// Splits sorted, distinct keys into batches: one range when the keys are dense (a scan page), otherwise `IN`
@@ -245,13 +231,9 @@ struct RecordReader {
             let n = min(size, remaining)
             var params: [SQLValue] = sorted[i..<(i + n)].map { .integer($0) }
             params += repeatElement(.null, count: size - n)
-            try body(.list(params, Self.placeholders(size)))
+            try body(.list(params, size: size))
             i += n
         }
-    }
-
-    static func placeholders(_ n: Int) -> String {
-        Array(repeating: "?", count: n).joined(separator: ", ")
     }
 }
 

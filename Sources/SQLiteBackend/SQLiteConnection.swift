@@ -16,9 +16,12 @@ final class SQLiteConnection: @unchecked Sendable {
     let url: URL
     let isReadOnly: Bool
     private var statements: [String: OpaquePointer] = [:]
-    /// The statement used last: bulk writes run one statement many times in a row, and comparing its text (a
-    /// memcmp, or nothing when it is the same string) is much cheaper than hashing it for the cache each time.
-    private var lastUsed: (sql: String, handle: OpaquePointer)?
+    /// The statements used last, most recent first: bulk writes run one statement many times in a row, and reading
+    /// a record with its relationships takes turns between a few; comparing texts (nothing when it is the same
+    /// string, as statement texts made once with the layout are; a memcmp otherwise) is much cheaper than hashing
+    /// a text for the cache each time.
+    private var recent: [(sql: String, handle: OpaquePointer)] = []
+    private static let recentLimit = 6
     private var isClosed = false
 
     /// Statements kept at most; generated fetch SQL is cached too, so the cache is bounded.
@@ -72,7 +75,7 @@ final class SQLiteConnection: @unchecked Sendable {
         isClosed = true
         for (_, s) in statements { sqlite3_finalize(s) }
         statements.removeAll()
-        lastUsed = nil
+        recent.removeAll()
         sqlite3_close_v2(db)
     }
 
@@ -126,15 +129,17 @@ final class SQLiteConnection: @unchecked Sendable {
     /// Prepares `sql` (cached) and runs `body` with it, resetting the statement afterwards. A statement already in
     /// use further up the stack gets a fresh, uncached twin, so nested queries never disturb each other.
     func withStatement<T>(_ sql: String, _ body: (Statement) throws -> T) throws -> T {
-        if let last = lastUsed, last.sql == sql, sqlite3_stmt_busy(last.handle) == 0 {
+        if let i = recent.firstIndex(where: { $0.sql == sql }), sqlite3_stmt_busy(recent[i].handle) == 0 {
+            let handle = recent[i].handle
+            if i > 0 { recent.swapAt(i, i - 1) }  // drifts towards the front while it keeps being used
             defer {
-                sqlite3_reset(last.handle)
-                sqlite3_clear_bindings(last.handle)
+                sqlite3_reset(handle)
+                sqlite3_clear_bindings(handle)
             }
-            return try body(Statement(handle: last.handle, connection: self))
+            return try body(Statement(handle: handle, connection: self))
         }
         if let cached = statements[sql], sqlite3_stmt_busy(cached) == 0 {
-            lastUsed = (sql, cached)
+            noteRecent(sql, cached)
             defer {
                 sqlite3_reset(cached)
                 sqlite3_clear_bindings(cached)
@@ -155,8 +160,13 @@ final class SQLiteConnection: @unchecked Sendable {
         return try body(Statement(handle: fresh, connection: self))
     }
 
+    private func noteRecent(_ sql: String, _ handle: OpaquePointer) {
+        if recent.count >= Self.recentLimit { recent.removeLast() }
+        recent.insert((sql, handle), at: 0)
+    }
+
     private func evictIdleStatements() {
-        lastUsed = nil
+        recent.removeAll()
         for (sql, s) in statements where sqlite3_stmt_busy(s) == 0 {
             sqlite3_finalize(s)
             statements.removeValue(forKey: sql)

@@ -370,6 +370,8 @@ struct TableLayout: Sendable {
     let hasSubentities: Bool
     /// `t._pk, t._ent, t._gid, t."col", …` — the select list every record read uses (alias `t`).
     let selectList: String
+    /// The table's records by key, in key order.
+    let recordsByKey: KeyedQuery
 
     init(root: String, name: String, columns: [ColumnLayout], entityCodes: [Int64], hasSubentities: Bool) {
         self.root = root
@@ -379,6 +381,8 @@ struct TableLayout: Sendable {
         self.hasSubentities = hasSubentities
         selectList = (["_pk", "_ent", "_gid"].map { "t.\($0)" } + columns.map { "t.\(StoreLayout.quote($0.name))" })
             .joined(separator: ", ")
+        recordsByKey = KeyedQuery("SELECT \(selectList) FROM \(StoreLayout.quote(name)) AS t WHERE ", keyColumn: "t._pk",
+                                  tail: " ORDER BY t._pk")
     }
 }
 
@@ -408,6 +412,8 @@ final class EntityLayout: Sendable {
     let insertSQL: String
     /// `UPDATE` of a record's row: `_ent, _gid`, attributes, foreign keys, then `_pk` in the `WHERE` clause.
     let updateSQL: String
+    /// `SELECT 1` of a record's row by key.
+    let existsSQL: String
     /// Whether every property has a column (a layout built from a schema always does).
     let isComplete: Bool
     /// Whether a to-many relationship must be read from other rows or tables.
@@ -433,6 +439,7 @@ final class EntityLayout: Sendable {
         let quoted = StoreLayout.quote(tableName)
         let all = ["_pk", "_ent", "_gid"] + names
         insertSQL = "INSERT INTO \(quoted) (\(all.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: all.count).joined(separator: ", ")))"
+        existsSQL = "SELECT 1 FROM \(quoted) WHERE _pk = ?"
         updateSQL = "UPDATE \(quoted) SET \((["_ent", "_gid"] + names).map { "\($0) = ?" }.joined(separator: ", ")) WHERE _pk = ?"
     }
 }
@@ -459,6 +466,8 @@ struct InverseForeignKey: Sendable, Hashable {
     let entityCodes: [Int64]?
     /// The order table seen from the owner, for ordered relationships.
     let orderJoin: JoinStorage?
+    /// `(owner, related key[, position])` rows of a set of owners, in owner order.
+    let relatedRows: KeyedQuery
 
     init(table: String, column: String, orderTable: String?, entityCodes: [Int64]?, ownerRoot: String) {
         self.table = table
@@ -468,6 +477,23 @@ struct InverseForeignKey: Sendable, Hashable {
         orderJoin = orderTable.map {
             JoinStorage(table: $0, ownColumn: "src", otherColumn: "dst", ownOrderColumn: "src_ord", otherRoot: ownerRoot, isShared: false)
         }
+        let owner = "d.\(StoreLayout.quote(column))"
+        let order = orderTable.map { " LEFT JOIN \(StoreLayout.quote($0)) AS o ON o.src = \(owner) AND o.dst = d._pk" } ?? ""
+        let position = orderTable == nil ? "" : ", o.src_ord"
+        let codes = entityCodes.map { " AND d._ent IN (\($0.map(String.init).joined(separator: ", ")))" } ?? ""
+        relatedRows = KeyedQuery("SELECT \(owner), d._pk\(position) FROM \(StoreLayout.quote(table)) AS d\(order) WHERE ",
+                                 keyColumn: owner, tail: codes + " ORDER BY \(owner)")
+    }
+
+    // Equal when stored alike; the statement texts follow from the rest.
+    static func == (a: InverseForeignKey, b: InverseForeignKey) -> Bool {
+        a.table == b.table && a.column == b.column && a.orderTable == b.orderTable && a.entityCodes == b.entityCodes
+            && a.orderJoin == b.orderJoin
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(table)
+        hasher.combine(column)
     }
 }
 
@@ -486,6 +512,8 @@ struct JoinStorage: Sendable, Hashable {
     let isShared: Bool
     /// The statements that keep one record's rows in step, made once: saves run them for every record.
     let sql: SQL
+    /// `(owner, related key[, position])` rows of a set of owners, in owner order.
+    let relatedRows: KeyedQuery
 
     struct SQL: Sendable, Hashable {
         /// This side's rows of one record: the other column, then the position when ordered.
@@ -516,5 +544,18 @@ struct JoinStorage: Sendable, Hashable {
             upsertRow: ownOrderColumn.map {
                 "INSERT INTO \(j) (\(ownColumn), \(otherColumn), \($0)) VALUES (?, ?, ?) ON CONFLICT (src, dst) DO UPDATE SET \($0) = excluded.\($0)"
             } ?? "INSERT OR IGNORE INTO \(j) (\(ownColumn), \(otherColumn)) VALUES (?, ?)")
+        relatedRows = KeyedQuery("SELECT \(ownColumn), \(otherColumn)\(ownOrderColumn.map { ", \($0)" } ?? "") FROM \(j) WHERE ",
+                                 keyColumn: ownColumn, tail: " ORDER BY \(ownColumn)")
+    }
+
+    // Equal when stored alike; the statement texts follow from the rest.
+    static func == (a: JoinStorage, b: JoinStorage) -> Bool {
+        a.table == b.table && a.ownColumn == b.ownColumn && a.otherColumn == b.otherColumn
+            && a.ownOrderColumn == b.ownOrderColumn && a.otherRoot == b.otherRoot && a.isShared == b.isShared
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(table)
+        hasher.combine(ownColumn)
     }
 }

@@ -53,6 +53,11 @@ public struct StoreChanges: Sendable {
     public var inserted: [Record]
     /// Records whose new full state replaces the stored one.
     public var updated: [Record]
+    /// For each of ``updated`` (same positions), which of its values the change touched; where this is shorter
+    /// than ``updated`` or holds `nil`, every value counts as changed. A store may skip writing what did not change
+    /// — a row whose only change is the derived side of a relationship stored elsewhere, say — and must write the
+    /// full state otherwise.
+    public var updatedProperties: [ChangedProperties?] = []
     /// Records to remove.
     public var deleted: [RecordKey]
     /// History to append. A transaction whose token is ``HistoryTransaction/assignToken`` gets the next token;
@@ -73,6 +78,11 @@ public struct StoreChanges: Sendable {
         self.metadata = metadata
     }
 
+    /// What ``updatedProperties`` says changed in the updated record at `index` (`nil`: everything).
+    public func changedProperties(ofUpdated index: Int) -> ChangedProperties? {
+        index < updatedProperties.count ? updatedProperties[index] : nil
+    }
+
     /// Whether nothing would be written.
     public var isEmpty: Bool {
         inserted.isEmpty && updated.isEmpty && deleted.isEmpty && history.isEmpty && metadata == nil
@@ -89,4 +99,21 @@ extension PersistentStore {
     public func scanKeys(entity: String, after primaryKey: Int64?, limit: Int) throws -> [Int64] {
         try scan(entity: entity, after: primaryKey, limit: limit).map(\.primaryKey)
     }
+}
+
+/// Which values of an updated record changed: positions in ``Record/attributes`` and ``Record/relationships``.
+public struct ChangedProperties: Sendable, Hashable {
+    /// Positions of changed attributes, ascending.
+    public var attributes: [Int]
+    /// Positions of changed relationships, ascending.
+    public var relationships: [Int]
+
+    /// Creates a change description.
+    public init(attributes: [Int] = [], relationships: [Int] = []) {
+        self.attributes = attributes
+        self.relationships = relationships
+    }
+
+    /// Whether nothing changed.
+    public var isEmpty: Bool { attributes.isEmpty && relationships.isEmpty }
 }

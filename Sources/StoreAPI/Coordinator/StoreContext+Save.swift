@@ -72,10 +72,12 @@ extension StoreContext {
                 changes.inserted.append(o.record)
                 if tracking { history.append(HistoryChange(kind: .insert, entity: o.entity.name, primaryKey: o.record.primaryKey, globalID: o.globalID)) }
             case .updated:
-                let keys = changedKeys(o, firstOnly: !tracking)
-                guard !keys.isEmpty else { continue }
+                let changed = changedProperties(o)
+                guard !changed.isEmpty else { continue }
                 changes.updated.append(o.record)
+                changes.updatedProperties.append(changed)
                 if tracking {
+                    let keys = changed.attributes.map { o.entity.attributes[$0].name } + changed.relationships.map { o.entity.relationships[$0].name }
                     history.append(HistoryChange(kind: .update, entity: o.entity.name, primaryKey: o.record.primaryKey,
                                                  globalID: o.globalID, changedKeys: keys))
                 }
@@ -96,14 +98,12 @@ extension StoreContext {
         return changes
     }
 
-    /// Names of the attributes and relationships whose value differs from the committed one; with `firstOnly`, at
-    /// most one (enough to know whether to write the record when no history needs the names).
-    private func changedKeys(_ o: ManagedObject, firstOnly: Bool = false) -> [String] {
-        guard let before = o.committed else { return [] }
-        var keys: [String] = []
-        for (i, a) in o.entity.attributes.enumerated() where before.attributes[i] != o.record.attributes[i] {
-            keys.append(a.name)
-            if firstOnly { return keys }
+    /// The attributes and relationships whose value differs from the committed one.
+    private func changedProperties(_ o: ManagedObject) -> ChangedProperties {
+        var changed = ChangedProperties()
+        guard let before = o.committed else { return changed }
+        for i in o.entity.attributes.indices where before.attributes[i] != o.record.attributes[i] {
+            changed.attributes.append(i)
         }
         for (i, r) in o.entity.relationships.enumerated() {
             let x = before.relationships[i].keys
@@ -111,11 +111,10 @@ extension StoreContext {
             if x == y { continue }
             // Unordered to-many values are sets: only the same keys in another order count as unchanged.
             if r.isOrdered || !r.isToMany || x.count != y.count || Set(x) != Set(y) {
-                keys.append(r.name)
-                if firstOnly { return keys }
+                changed.relationships.append(i)
             }
         }
-        return keys
+        return changed
     }
 
     /// The uniqueness-constrained values of a deleted record, so a sync peer can match it by natural key.

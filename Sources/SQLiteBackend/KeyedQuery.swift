@@ -1,0 +1,33 @@
+/// One query over the rows of a set of keys, written out once in every form ``RecordReader/forEachKeyBatch(_:_:)``
+/// runs it in: a key range, or an `IN` list of 8, 64 or 512 parameters.
+///
+/// Fetching records one by one (a context following a relationship to a record it has not seen) runs a query per
+/// record, and building its text each time — quoting names, joining the select list — then hashing that fresh
+/// string to find the prepared statement cost more than SQLite's own work. Made once with the layout, the text is
+/// the same string every time, which the connection's recently-used statements recognise by identity.
+struct KeyedQuery: Sendable {
+    let range: String
+    let list8: String
+    let list64: String
+    let list512: String
+
+    /// `head` + a condition on `keyColumn` + `tail`.
+    init(_ head: String, keyColumn: String, tail: String = "") {
+        range = head + keyColumn + " BETWEEN ? AND ?" + tail
+        list8 = head + keyColumn + " IN (" + Self.placeholders(8) + ")" + tail
+        list64 = head + keyColumn + " IN (" + Self.placeholders(64) + ")" + tail
+        list512 = head + keyColumn + " IN (" + Self.placeholders(512) + ")" + tail
+    }
+
+    /// The text for one batch.
+    func sql(_ batch: RecordReader.KeyBatch) -> String {
+        switch batch {
+        case .range: range
+        case .list(_, let size): size <= 8 ? list8 : (size <= 64 ? list64 : list512)
+        }
+    }
+
+    static func placeholders(_ n: Int) -> String {
+        Array(repeating: "?", count: n).joined(separator: ", ")
+    }
+}

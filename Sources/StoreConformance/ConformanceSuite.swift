@@ -63,7 +63,9 @@ public struct ConformanceSuite: Sendable {
         case .sniffing: try checkSniffing(harness)
         case .ownedFilesAndDestroy: try checkOwnedFilesAndDestroy(harness)
         case .attributeValues: try checkAttributeValues(harness)
-        case .relationships: try checkRelationships(harness)
+        case .relationships:
+            try checkRelationships(harness)
+            try checkLinkingToStoredRecords(harness)
         case .deleteRules: try checkDeleteRules(harness)
         case .uniqueness: try checkUniqueness(harness)
         case .batchInsert: try checkBatchInsert(harness)
@@ -98,7 +100,8 @@ public enum ConformanceGroup: String, CaseIterable, Sendable, CustomStringConver
     /// distant dates, empty and 1 MiB blobs, nil vs default).
     case attributeValues
     /// Every relationship kind keeps both sides and inheritance; ordered to-many relationships keep their order when
-    /// the backend declares ``BackendCapabilities/orderedRelationships``.
+    /// the backend declares ``BackendCapabilities/orderedRelationships``. New records linked to stored ones, save
+    /// after save, come back on both sides; a record deleted elsewhere fails a save that links to it.
     case relationships
     /// Cascade, nullify, deny and no-action rules.
     case deleteRules

@@ -33,6 +33,12 @@ struct RecordReader: @unchecked Sendable {
         }
     }
 
+    /// Whether a record with the key is stored, without decoding it.
+    func exists(_ primaryKey: Int64, root: String) throws -> Bool {
+        guard let dbi = recordsDatabase(root) else { return false }
+        return try OrderedKey.with(primaryKey) { key in try txn.get(dbi, key) != nil }
+    }
+
     /// The records with the given keys, in the order asked; missing keys are left out.
     func records(_ keys: [Int64], root: String) throws -> [Record] {
         guard let dbi = recordsDatabase(root) else { return [] }

@@ -86,8 +86,19 @@ struct SaveWriter {
             let dbi = try handle(info.recordsDatabase)
             try OrderedKey.with(key.primaryKey) { _ = try txn.delete(dbi, $0) }
         }
-        for r in changes.updated {
-            let root = try layout.info(r.entity).entity.rootName
+        // An update that changes no indexed value (linking records changes only relationships) keeps its index
+        // entries: its old state is not read, decoded and taken out of the indexes to be put back unchanged.
+        var keepsIndexEntries = [Bool](repeating: false, count: changes.updated.count)
+        for (i, r) in changes.updated.enumerated() {
+            let info = try layout.info(r.entity)
+            let root = info.entity.rootName
+            if let changed = changes.changedProperties(ofUpdated: i), !Self.changesIndexedValues(changed, info) {
+                guard try reader.exists(r.primaryKey, root: root) else {
+                    throw StoreError.objectNotFound(ObjectID(storeUUID: layout.metadata.storeUUID, entity: r.entity, primaryKey: r.primaryKey))
+                }
+                keepsIndexEntries[i] = true
+                continue
+            }
             guard let old = try reader.record(r.primaryKey, root: root) else {
                 throw StoreError.objectNotFound(ObjectID(storeUUID: layout.metadata.storeUUID, entity: r.entity, primaryKey: r.primaryKey))
             }
@@ -96,11 +107,11 @@ struct SaveWriter {
 
         // Then additions.
         globalIDBatch.reserve(changes.updated.count + changes.inserted.count)
-        for r in changes.updated {
+        for (i, r) in changes.updated.enumerated() {
             let info = try layout.info(r.entity)
             try withUnsafePointer(to: r) { r in
                 try put(r, info, inserting: false)
-                try index(r, info)
+                if !keepsIndexEntries[i] { try index(r, info) }
             }
         }
         // The largest inserted key per entity (a short list: saves touch few entities).
@@ -207,6 +218,18 @@ struct SaveWriter {
             out.append(r.attributes[i])
         }
         return out
+    }
+
+    /// Whether a change touches a value an index holds: a uniqueness-constrained attribute. (Global IDs, the other
+    /// index, never change.)
+    private static func changesIndexedValues(_ changed: ChangedProperties, _ info: EntityInfo) -> Bool {
+        guard !changed.attributes.isEmpty else { return false }
+        for index in info.indexes {
+            for name in index.attributes {
+                if let a = info.entity.attributeIndex(name), changed.attributes.contains(a) { return true }
+            }
+        }
+        return false
     }
 
     private mutating func unindex(_ old: Record, root: String) throws {

@@ -20,6 +20,14 @@ extension StoreContext {
 
     func setToMany(_ source: ManagedObject, index: Int, relationship: RelationshipDescription, targets: [ManagedObject]) throws {
         for t in targets { try checkTarget(t, of: source, relationship: relationship) }
+        // Filling an empty relationship with a few distinct records (what linking a new record does) needs none of
+        // the sets below.
+        if source.record.relationships[index].keys.isEmpty, targets.count <= 16,
+           Self.areDistinct(targets.map(\.record.primaryKey))
+        {
+            for t in targets { try connect(source, index: index, relationship: relationship, to: t) }
+            return
+        }
         var seen: Set<Int64> = []
         let wanted = targets.filter { seen.insert($0.record.primaryKey).inserted }
         let wantedKeys = Set(wanted.map(\.record.primaryKey))
@@ -39,6 +47,11 @@ extension StoreContext {
             source.record.relationships[index] = .toMany(ordered)
             markUpdated(source)
         }
+    }
+
+    private static func areDistinct(_ keys: [Int64]) -> Bool {
+        for i in keys.indices { for j in keys.indices where j > i && keys[i] == keys[j] { return false } }
+        return true
     }
 
     private func checkTarget(_ target: ManagedObject, of source: ManagedObject, relationship: RelationshipDescription) throws {
@@ -104,6 +117,9 @@ extension StoreContext {
             object.record.relationships[index] = .toOne(key)
         case .toMany(var ks):
             if ks.contains(key) { return }
+            // Emptied first, so the keys are not shared with the record and the append does not copy them all
+            // (adding each of n records to one owner copied the owner's keys n times).
+            object.record.relationships[index] = .toOne(nil)
             ks.append(key)
             object.record.relationships[index] = .toMany(ks)
         }

@@ -33,6 +33,8 @@ public final class Entity: Sendable, CustomStringConvertible {
     /// Each attribute name's UTF-8 length and first byte (`length << 8 | byte`), aligned with ``attributes``: a
     /// lookup compares names only where these match.
     private let attributeNameShapes: [UInt32]
+    /// Each attribute name's representation (see ``attributeIndex(_:)``), aligned with ``attributes``.
+    private let attributeNameBits: [StringBits]
     /// A new record's values: shared (copy-on-write) by every record made, copied only once one is set.
     let blankAttributes: [StoreValue]
     let blankRelationships: [RelationshipValue]
@@ -59,6 +61,7 @@ public final class Entity: Sendable, CustomStringConvertible {
         attributeIndex = ai
         attributeNames = attributes.map(\.name)
         attributeNameShapes = attributes.map { Self.shape(of: $0.name) }
+        attributeNameBits = attributes.map { StringBits($0.name) }
         relationshipIndex = ri
         blankAttributes = attributes.map { $0.defaultValue ?? .null }
         blankRelationships = relationships.map { $0.isToMany ? .toMany([]) : .toOne(nil) }
@@ -71,6 +74,12 @@ public final class Entity: Sendable, CustomStringConvertible {
         // Comparing two short names that differ still costs a few dozen instructions; their lengths and first
         // bytes tell most of them apart in one.
         if attributes.count <= Self.linearLookupLimit {
+            // First by representation: a short name is stored inside the string itself, so the caller's literal
+            // and the schema's name are the same 16 bytes, and equal bytes always mean equal strings.
+            if StringBits.areAvailable {
+                let bits = StringBits(name)
+                for i in attributeNameBits.indices where attributeNameBits[i] == bits { return i }
+            }
             let shape = Self.shape(of: name)
             for i in attributeNameShapes.indices where attributeNameShapes[i] == shape && attributeNames[i] == name {
                 return i
@@ -107,4 +116,23 @@ public final class Entity: Sendable, CustomStringConvertible {
     }
 
     public var description: String { "Entity(\(name))" }
+}
+
+/// A string's 16 bytes of representation: its text when the string is short enough to be stored inline (up to 15
+/// UTF-8 bytes on 64-bit platforms), otherwise a reference to its storage and its flags. Two strings with equal
+/// bytes are equal strings; equal strings may have different bytes (then the caller compares them the usual way).
+struct StringBits: Equatable {
+    let low: UInt64
+    let high: UInt64
+
+    /// Whether strings are 16 bytes (every 64-bit platform Swift supports); elsewhere, callers skip this.
+    static var areAvailable: Bool { MemoryLayout<String>.size == 16 }
+
+    init(_ s: String) {
+        if Self.areAvailable {
+            (low, high) = withUnsafeBytes(of: s) { ($0.loadUnaligned(as: UInt64.self), $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self)) }
+        } else {
+            (low, high) = (0, 0)
+        }
+    }
 }

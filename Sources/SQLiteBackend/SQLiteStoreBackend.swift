@@ -167,8 +167,11 @@ public struct SQLiteStoreBackend: StoreBackend {
             return c
         } catch let error as StoreError {
             c.close()
+            // An empty -wal holds no data either (a reader that had the store open when it was copied, or that
+            // crashed, leaves one), so the main file is the whole store.
             let wal = Self.sidecar(url, "-wal")
-            guard case .io = error, !FileManager.default.fileExists(atPath: wal.path) else {
+            let walBytes = (try? FileManager.default.attributesOfItem(atPath: wal.path)[.size] as? Int) ?? 0
+            guard case .io = error, walBytes == 0 else {
                 throw error
             }
             let immutable = try SQLiteConnection.open(url, readOnly: true, timeout: timeout, immutable: true)

@@ -164,6 +164,43 @@ struct ResourceFailureTests {
         if c.kind == .saves { #expect(StoreBytes.contents(of: write.destination) == write.destinationBytes) }
     }
 
+    @Test("an SQLite store on read-only media reads whole with an empty -wal beside it, and refuses a -wal with data",
+          .enabled(if: Mounts.available, Mounts.skipReason))
+    func readOnlySQLiteWithLeftoverLog() throws {
+        let scratch = try Scratch("ro-wal")
+        defer { scratch.remove() }
+        // A closed store with an empty -wal (what a reader that had it open leaves in a copy): nothing is lost by
+        // reading the main file alone, so it must open.
+        let quiet = try scratch.directory("quiet")
+        let store = quiet.appendingPathComponent("other.sqlite")
+        try StoreBytes.copy(try Fixtures.other("sqlite"), to: store)
+        #expect(FileManager.default.createFile(atPath: store.path + "-wal", contents: Data()))
+        try? FileManager.default.removeItem(atPath: store.path + "-shm")
+        try Mounts.readOnly(quiet)
+        defer { Mounts.unmount(quiet) }
+        let log = SaveLog(store: store, writers: ["other"])
+        #expect(log.problems.isEmpty, "\(log.problems.prefix(3))")
+        #expect(log.committed["other"] == 3)
+
+        // A -wal holding saves the main file lacks cannot be read without its -shm, which read-only media cannot
+        // get: a clear error naming the store, never the main file's older state.
+        let hot = try scratch.directory("hot")
+        let library = hot.appendingPathComponent("library.sqlite")
+        try StoreBytes.copy(try Fixtures.library("sqlite"), to: library)
+        try? FileManager.default.removeItem(atPath: library.path + "-shm")
+        let walBytes = (try? FileManager.default.attributesOfItem(atPath: library.path + "-wal")[.size] as? Int) ?? 0
+        try #require(walBytes > 0, "the library fixture holds a hot -wal")
+        try Mounts.readOnly(hot)
+        defer { Mounts.unmount(hot) }
+        do {
+            let opened = try Backends.open(library)
+            try? opened.close()
+            Issue.record("a store whose -wal holds data opened from read-only media without it")
+        } catch let error as StoreError {
+            #expect(error.description.contains(library.path), "\(error)")
+        }
+    }
+
     @Test("relocating out of a read-only directory fails clearly; both paths stay whole or absent",
           .enabled(if: Mounts.available, Mounts.skipReason), arguments: Backends.types)
     func relocateFromReadOnly(_ type: String) throws {

@@ -158,7 +158,7 @@ struct QueryTranslator {
             }
             var parts: [String] = []
             if !bound.isEmpty {
-                parts.append("\(x.sql) IN (\(Array(repeating: "?", count: bound.count).joined(separator: ", ")))")
+                parts.append("\(x.sql) IN (\(KeyedQuery.placeholders(bound.count)))")
             }
             if matchesNil { parts.append("\(x.sql) IS NULL") }
             if parts.isEmpty { return .alwaysFalse }

@@ -438,7 +438,7 @@ final class EntityLayout: Sendable {
         let names = isComplete ? cols.map { StoreLayout.quote(table?.columns[$0].name ?? "") } : []
         let quoted = StoreLayout.quote(tableName)
         let all = ["_pk", "_ent", "_gid"] + names
-        insertSQL = "INSERT INTO \(quoted) (\(all.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: all.count).joined(separator: ", ")))"
+        insertSQL = "INSERT INTO \(quoted) (\(all.joined(separator: ", "))) VALUES (\(KeyedQuery.placeholders(all.count)))"
         existsSQL = "SELECT 1 FROM \(quoted) WHERE _pk = ?"
         updateSQL = "UPDATE \(quoted) SET \((["_ent", "_gid"] + names).map { "\($0) = ?" }.joined(separator: ", ")) WHERE _pk = ?"
     }

@@ -3,7 +3,7 @@ import StoreAPI
 import Testing
 
 /// Attribute names are looked up by their representation first (short names are stored inside the string), then
-/// by length and first byte, then compared: whatever way a name string was made, the lookup finds the same
+/// compared: whatever way a name string was made, the lookup finds the same
 /// attribute, and names that share a prefix, a length or a first byte are told apart.
 @Suite struct AttributeLookupTests {
     static let names = [

@@ -51,14 +51,10 @@ public final class LoadedStore: Sendable, CustomStringConvertible {
         invalidation.withLock { if $0 == nil { $0 = reason } }
     }
 
-    /// Hands out primary keys from blocks reserved in the store, so that inserting does not cost a store
-    /// transaction per record. Blocks grow while the store keeps handing out keys (16 → 4096 keys); keys of a
-    /// block a process does not use are skipped, never reused.
-    func nextPrimaryKey(root: String) throws -> Int64 {
-        try takePrimaryKeys(root: root, upTo: 1).lowerBound
-    }
-
-    /// Up to `wanted` (at least one) consecutive unused primary keys of hierarchy `root`. A context inserting many
+    /// Up to `wanted` (at least one) consecutive unused primary keys of hierarchy `root`, from blocks reserved in
+    /// the store, so that inserting does not cost a store transaction per record. Blocks grow while the store keeps
+    /// handing out keys (16 → 4096 keys); keys of a block a process does not use are skipped, never reused. A
+    /// context inserting many
     /// records takes growing runs of keys with this, so it locks and looks the hierarchy up once per run instead of
     /// once per record; it never takes more than it asked for, so a context that inserts little wastes nothing.
     func takePrimaryKeys(root: String, upTo wanted: Int) throws -> Range<Int64> {

@@ -41,7 +41,7 @@ extension StoreContext {
             try validate(record, of: e, id: ObjectID(storeUUID: target.identifier, entity: e.name, primaryKey: record.primaryKey))
             records.append(record)
         }
-        if !e.uniquenessConstraints.isEmpty || !e.ancestorNames.isEmpty {
+        if !constraints(of: e).isEmpty {
             try checkUniqueness(records.map { UniquenessCandidate(entity: e, record: $0, store: target) }, excluding: [],
                                 unsavedChangesCount: false)
         }

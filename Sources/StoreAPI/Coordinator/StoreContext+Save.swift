@@ -251,7 +251,7 @@ extension StoreContext {
     }
 
     /// Each constraint that applies to `entity`, with the entity that declares it (whose hierarchy it spans).
-    private func constraints(of entity: Entity) -> [(Entity, [String])] {
+    func constraints(of entity: Entity) -> [(Entity, [String])] {
         var out: [(Entity, [String])] = []
         for name in [entity.name] + entity.ancestorNames {
             guard let e = schema.entity(named: name) else { continue }

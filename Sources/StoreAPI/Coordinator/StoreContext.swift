@@ -33,6 +33,8 @@ public final class StoreContext {
     /// The entities and stores inserts resolved, reused while the coordinator's stores stay the same (bulk inserts
     /// resolve them once, not per record). Searched by name: a context inserts into a handful of entities.
     @exclusivity(unchecked) private var insertTargets: [InsertTarget] = []
+    /// The coordinator's ``StoreCoordinator/storesGeneration`` the insert targets were resolved in.
+    private var insertTargetsGeneration = -1
     /// Global identifiers for inserts that do not bring their own. (Only the context touches it, one call at a
     /// time: the runtime's exclusivity check cost more than the identifier.)
     @exclusivity(unchecked) private var globalIDs = GlobalIDSource()
@@ -137,7 +139,6 @@ public final class StoreContext {
         let name: String
         let entity: Entity
         let store: LoadedStore
-        let generation: Int
         /// The identity map's key space of the entity's hierarchy in the store.
         let space: Int32
         /// Whether the store was chosen by configuration (not passed to ``StoreContext/insert(_:_:globalID:into:)``).
@@ -146,12 +147,11 @@ public final class StoreContext {
         var endKey: Int64 = 0
         var runSize = 1
 
-        init(name: String, entity: Entity, store: LoadedStore, generation: Int, space: Int32, isDefault: Bool) {
+        init(name: String, entity: Entity, store: LoadedStore, space: Int32, isDefault: Bool) {
             self.isDefault = isDefault
             self.name = name
             self.entity = entity
             self.store = store
-            self.generation = generation
             self.space = space
         }
 
@@ -170,16 +170,18 @@ public final class StoreContext {
 
     private func insertTarget(_ name: String, _ store: LoadedStore?) throws -> InsertTarget {
         let generation = coordinator.storesGeneration
-        for t in insertTargets where t.name == name && (store == nil ? t.isDefault : t.store === store) {
-            if t.generation == generation { return t }
+        if insertTargetsGeneration != generation {
             insertTargets.removeAll()
-            break
+            insertTargetsGeneration = generation
+        }
+        if let t = insertTargets.first(where: { $0.name == name && (store == nil ? $0.isDefault : $0.store === store) }) {
+            return t
         }
         let e = try schema.requireEntity(name)
         guard !e.isAbstract else { throw StoreError.abstractEntity(name) }
         let target = try store ?? coordinator.store(for: name)
         guard target.entityNames.contains(name) else { throw StoreError.noStoreForEntity(name) }
-        let resolved = InsertTarget(name: name, entity: e, store: target, generation: generation,
+        let resolved = InsertTarget(name: name, entity: e, store: target,
                                     space: registered.space(store: target.identifier, root: e.rootName), isDefault: store == nil)
         insertTargets.append(resolved)
         return resolved
@@ -191,7 +193,7 @@ public final class StoreContext {
     public func object(with id: ObjectID) throws -> ManagedObject {
         guard let store = coordinator.store(withIdentifier: id.storeUUID) else { throw StoreError.objectNotFound(id) }
         let entity = try schema.requireEntity(id.entity)
-        if let o = registeredObject(store: store, root: entity.rootName, primaryKey: id.primaryKey) {
+        if let o = registeredObject(ObjectKey(store: store.identifier, root: entity.rootName, primaryKey: id.primaryKey)) {
             if o.entity.name != id.entity { throw StoreError.objectNotFound(id) }
             return o
         }
@@ -266,12 +268,6 @@ public final class StoreContext {
     func registeredObject(_ key: ObjectKey) -> ManagedObject? {
         guard let space = registered.existingSpace(store: key.store, root: key.root) else { return nil }
         return registered.object(space: space, primaryKey: key.primaryKey)
-    }
-
-    /// The live object registered for the record with `primaryKey` in hierarchy `root` of `store`.
-    func registeredObject(store: LoadedStore, root: String, primaryKey: Int64) -> ManagedObject? {
-        guard let space = registered.existingSpace(store: store.identifier, root: root) else { return nil }
-        return registered.object(space: space, primaryKey: primaryKey)
     }
 
     /// Takes an object out of the identity map for good (it was invalidated): it no longer refers to this context.

@@ -30,9 +30,6 @@ public final class Entity: Sendable, CustomStringConvertible {
 
     private let attributeIndex: [String: Int]
     private let attributeNames: [String]
-    /// Each attribute name's UTF-8 length and first byte (`length << 8 | byte`), aligned with ``attributes``: a
-    /// lookup compares names only where these match.
-    private let attributeNameShapes: [UInt32]
     /// Each attribute name's representation (see ``attributeIndex(_:)``), aligned with ``attributes``.
     private let attributeNameBits: [StringBits]
     /// A new record's values: shared (copy-on-write) by every record made, copied only once one is set.
@@ -60,7 +57,6 @@ public final class Entity: Sendable, CustomStringConvertible {
         for (i, r) in relationships.enumerated() { ri[r.name] = i }
         attributeIndex = ai
         attributeNames = attributes.map(\.name)
-        attributeNameShapes = attributes.map { Self.shape(of: $0.name) }
         attributeNameBits = attributes.map { StringBits($0.name) }
         relationshipIndex = ri
         blankAttributes = attributes.map { $0.defaultValue ?? .null }
@@ -71,28 +67,18 @@ public final class Entity: Sendable, CustomStringConvertible {
     public func attributeIndex(_ name: String) -> Int? {
         // Inserting and reading values looks names up once per value: for the usual handful of attributes,
         // comparing names (a few instructions when both are short) beats hashing one.
-        // Comparing two short names that differ still costs a few dozen instructions; their lengths and first
-        // bytes tell most of them apart in one.
         if attributes.count <= Self.linearLookupLimit {
             // First by representation: a short name is stored inside the string itself, so the caller's literal
-            // and the schema's name are the same 16 bytes, and equal bytes always mean equal strings.
+            // and the schema's name are the same 16 bytes, and equal bytes always mean equal strings. Comparing
+            // names the usual way costs a few dozen instructions for each name that differs.
             if StringBits.areAvailable {
                 let bits = StringBits(name)
                 for i in attributeNameBits.indices where attributeNameBits[i] == bits { return i }
             }
-            let shape = Self.shape(of: name)
-            for i in attributeNameShapes.indices where attributeNameShapes[i] == shape && attributeNames[i] == name {
-                return i
-            }
+            for i in attributeNames.indices where attributeNames[i] == name { return i }
             return nil
         }
         return attributeIndex[name]
-    }
-
-    @inline(__always)
-    private static func shape(of name: String) -> UInt32 {
-        let utf8 = name.utf8
-        return UInt32(truncatingIfNeeded: utf8.count) << 8 | UInt32(utf8.first ?? 0)
     }
 
     private static let linearLookupLimit = 12

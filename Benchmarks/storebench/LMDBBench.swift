@@ -5,84 +5,113 @@ import StoreAPI
 
 /// The LMDB backend beside raw liblmdb, in the same run: bulk insert of `count` records through
 /// `PersistentStore.save` (one save, so one transaction) against `mdb_put` of values of the same size in one
-/// transaction, and fetch by primary key against `mdb_get`. Returns false when a sanity check fails.
+/// transaction, and fetch by primary key against `mdb_get`. Every figure is the median of `runs` runs (each on
+/// fresh stores, ours then the reference's), so one disturbed run does not decide a ratio. Returns
+/// false when a sanity check fails.
 @discardableResult
-func runLMDBBenchmark(count: Int) throws -> Bool {
-    let dir = try Measure.temporaryDirectory("lmdb")
-    defer { try? FileManager.default.removeItem(at: dir) }
-    let schema = try BenchData.schema()
-    let item = try schema.requireEntity("Item")
-    let oursURL = dir.appendingPathComponent("ours.lmdb")
-    let rawURL = dir.appendingPathComponent("raw.lmdb")
-
-    // Records are built before timing: the figure is the store's work, not the benchmark's.
-    var records: [Record] = []
-    records.reserveCapacity(count)
-    let inputs = BenchData.Inputs(count: count)
-    for i in 0..<count {
-        var r = item.newRecord(primaryKey: Int64(i + 1))
-        for (name, value) in BenchData.values(i, inputs) {
-            if let a = item.attributeIndex(name) { r.attributes[a] = value }
-        }
-        records.append(r)
-    }
-
-    // What an application does: insert through a context (values as a dictionary, saves of 10,000), then fetch by
-    // object ID — on a store of its own, opened and closed before the store-API figures below.
-    let contextDescription = StoreDescription(url: dir.appendingPathComponent("context.lmdb"), type: "lmdb")
-    let (contextInsert, contextSample) = try ContextBench.insert(into: contextDescription, count: count, inputs: inputs)
-    let contextFetch = try ContextBench.fetchByID(contextDescription, ids: contextSample)
-    let (batchInsert, batchStored) = try ContextBench.insertBatch(
-        into: StoreDescription(url: dir.appendingPathComponent("batch.lmdb"), type: "lmdb"), count: count, inputs: inputs)
-
-    let backend = LMDBStoreBackend()
-    let options = StoreOptions(backend: ["lmdb.mapSize": "1G"])
-    let store = try backend.open(at: oursURL, options: options, creating: StoreMetadata(storeType: "lmdb", schema: schema))
-    let (_, oursInsert) = try Measure.cpu { try store.save(StoreChanges(inserted: records)) }
-    records = []
-
-    var generator = SystemRandomNumberGenerator()
-    let sample = (0..<min(count, 100_000)).map { _ in Int64.random(in: 1...Int64(count), using: &generator) }
-    let (oneByOne, oursGetEach) = try Measure.cpu { try sample.reduce(0) { $0 + (try store.records(withKeys: [$1], root: "Item").count) } }
-    let (batch, oursGetBatch) = try Measure.cpu { try store.records(withKeys: sample, root: "Item").count }
-    try store.close()
-
-    // The size of what the store wrote per record, read with liblmdb once the store is closed (never two handles
-    // on one environment in a process).
-    let (stored, valueBytes) = try RawLMDBBench.measure(oursURL, database: "records:Item")
-    let rawInsert = try RawLMDBBench.insert(at: rawURL, count: count, valueSize: max(1, valueBytes / max(1, stored)))
-    let rawIndexed = try RawLMDBBench.insert(at: dir.appendingPathComponent("raw-indexed.lmdb"), count: count,
-                                             valueSize: max(1, valueBytes / max(1, stored)), globalIDIndex: true)
-    let (rawEach, rawGetEach) = try RawLMDBBench.get(at: rawURL, keys: sample, transactionPerKey: true)
-    let (rawBatch, rawGetBatch) = try RawLMDBBench.get(at: rawURL, keys: sample, transactionPerKey: false)
-
-    let contextFetchKeys = contextSample.map { $0.primaryKey }
-    let (_, rawContextFetch) = try RawLMDBBench.get(at: rawURL, keys: contextFetchKeys, transactionPerKey: true)
+func runLMDBBenchmark(count: Int, runs: Int) throws -> Bool {
+    var samples: [LMDBRun] = []
+    for _ in 0..<max(1, runs) { samples.append(try LMDBRun(count: count)) }
+    func median(_ field: KeyPath<LMDBRun, Double>) -> Double { Measure.median(samples.map { $0[keyPath: field] }) }
+    let first = samples[0]
+    let note = runs > 1 ? ", median of \(runs) runs" : ""
     Report.print([
-        BenchRow(name: "lmdb: insert through context", count: count, ours: contextInsert, reference: rawInsert,
+        BenchRow(name: "lmdb: insert through context", count: count, ours: median(\.contextInsert), reference: median(\.rawInsert),
                  referenceName: "mdb_put + MDB_APPEND, 1 txn", note: "saves of 10k; the store also indexes global IDs"),
-        BenchRow(name: "lmdb: insert through context", count: count, ours: contextInsert, reference: rawIndexed,
+        BenchRow(name: "lmdb: insert through context", count: count, ours: median(\.contextInsert), reference: median(\.rawIndexed),
                  referenceName: "same + sorted mdb_put of each UUID", note: "the store indexes every global ID"),
-        BenchRow(name: "lmdb: batch insert through context", count: count, ours: batchInsert, reference: rawIndexed,
+        BenchRow(name: "lmdb: batch insert through context", count: count, ours: median(\.batchInsert), reference: median(\.rawIndexed),
                  referenceName: "mdb_put + sorted UUID puts, 1 txn", note: "insertBatch: 1 save, no objects"),
-        BenchRow(name: "lmdb: fetch by object ID", count: contextSample.count, ours: contextFetch, reference: rawContextFetch,
+        BenchRow(name: "lmdb: fetch by object ID", count: first.contextSample, ours: median(\.contextFetch), reference: median(\.rawContextFetch),
                  referenceName: "mdb_get, one read txn each"),
-        BenchRow(name: "lmdb: insert through save (1 save)", count: count, ours: oursInsert, reference: rawInsert,
-                 referenceName: "mdb_put + MDB_APPEND, 1 txn", note: "\(valueBytes / max(1, stored)) B/record"),
-        BenchRow(name: "lmdb: fetch by key, one call each", count: sample.count, ours: oursGetEach, reference: rawGetEach,
+        BenchRow(name: "lmdb: insert through save (1 save)", count: count, ours: median(\.oursInsert), reference: median(\.rawInsert),
+                 referenceName: "mdb_put + MDB_APPEND, 1 txn", note: "\(first.valueSize) B/record"),
+        BenchRow(name: "lmdb: fetch by key, one call each", count: first.sample, ours: median(\.oursGetEach), reference: median(\.rawGetEach),
                  referenceName: "mdb_get, one read txn each"),
-        BenchRow(name: "lmdb: fetch by key, one call", count: sample.count, ours: oursGetBatch, reference: rawGetBatch,
+        BenchRow(name: "lmdb: fetch by key, one call", count: first.sample, ours: median(\.oursGetBatch), reference: median(\.rawGetBatch),
                  referenceName: "mdb_get, one read txn"),
-    ], title: "LMDB, \(count) records")
+    ], title: "LMDB, \(count) records\(note)")
 
     var ok = true
-    for (what, got, expected) in [("stored records", stored, count), ("batch-inserted records", batchStored, count), ("fetched one by one", oneByOne, sample.count),
-                                  ("fetched in one call", batch, sample.count), ("raw gets", rawEach, sample.count),
-                                  ("raw gets in one txn", rawBatch, sample.count)] where got != expected {
-        print("error: \(what): \(got), expected \(expected)")
-        ok = false
+    for run in samples {
+        for (what, got, expected) in run.checks where got != expected {
+            print("error: \(what): \(got), expected \(expected)")
+            ok = false
+        }
     }
     return ok
+}
+
+/// One run of every LMDB measurement, on stores of its own (CPU seconds).
+private struct LMDBRun {
+    var contextInsert = 0.0, batchInsert = 0.0, contextFetch = 0.0, oursInsert = 0.0, oursGetEach = 0.0, oursGetBatch = 0.0
+    var rawInsert = 0.0, rawIndexed = 0.0, rawGetEach = 0.0, rawGetBatch = 0.0, rawContextFetch = 0.0
+    /// Sizes of the samples fetched, and the stored bytes per record.
+    var contextSample = 0, sample = 0, valueSize = 0
+    /// What was counted against what was expected.
+    var checks: [(String, Int, Int)] = []
+
+    init(count: Int) throws {
+        let dir = try Measure.temporaryDirectory("lmdb")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let schema = try BenchData.schema()
+        let item = try schema.requireEntity("Item")
+        let oursURL = dir.appendingPathComponent("ours.lmdb")
+        let rawURL = dir.appendingPathComponent("raw.lmdb")
+
+        // Records are built before timing: the figure is the store's work, not the benchmark's.
+        var records: [Record] = []
+        records.reserveCapacity(count)
+        let inputs = BenchData.Inputs(count: count)
+        for i in 0..<count {
+            var r = item.newRecord(primaryKey: Int64(i + 1))
+            for (name, value) in BenchData.values(i, inputs) {
+                if let a = item.attributeIndex(name) { r.attributes[a] = value }
+            }
+            records.append(r)
+        }
+
+        // What an application does: insert through a context (values as a dictionary, saves of 10,000), then fetch
+        // by object ID — on a store of its own, opened and closed before the store-API figures below.
+        let contextDescription = StoreDescription(url: dir.appendingPathComponent("context.lmdb"), type: "lmdb")
+        let (contextInsert, contextSample) = try ContextBench.insert(into: contextDescription, count: count, inputs: inputs)
+        self.contextInsert = contextInsert
+        self.contextSample = contextSample.count
+        contextFetch = try ContextBench.fetchByID(contextDescription, ids: contextSample)
+        let (batchInsert, batchStored) = try ContextBench.insertBatch(
+            into: StoreDescription(url: dir.appendingPathComponent("batch.lmdb"), type: "lmdb"), count: count, inputs: inputs)
+        self.batchInsert = batchInsert
+
+        let backend = LMDBStoreBackend()
+        let options = StoreOptions(backend: ["lmdb.mapSize": "1G"])
+        let store = try backend.open(at: oursURL, options: options, creating: StoreMetadata(storeType: "lmdb", schema: schema))
+        (_, oursInsert) = try Measure.cpu { try store.save(StoreChanges(inserted: records)) }
+        records = []
+
+        var generator = SystemRandomNumberGenerator()
+        let keys = (0..<min(count, 100_000)).map { _ in Int64.random(in: 1...Int64(count), using: &generator) }
+        sample = keys.count
+        let (oneByOne, oursGetEach) = try Measure.cpu { try keys.reduce(0) { $0 + (try store.records(withKeys: [$1], root: "Item").count) } }
+        let (batch, oursGetBatch) = try Measure.cpu { try store.records(withKeys: keys, root: "Item").count }
+        (self.oursGetEach, self.oursGetBatch) = (oursGetEach, oursGetBatch)
+        try store.close()
+
+        // The size of what the store wrote per record, read with liblmdb once the store is closed (never two
+        // handles on one environment in a process).
+        let (stored, valueBytes) = try RawLMDBBench.measure(oursURL, database: "records:Item")
+        valueSize = valueBytes / max(1, stored)
+        rawInsert = try RawLMDBBench.insert(at: rawURL, count: count, valueSize: max(1, valueSize))
+        rawIndexed = try RawLMDBBench.insert(at: dir.appendingPathComponent("raw-indexed.lmdb"), count: count,
+                                             valueSize: max(1, valueSize), globalIDIndex: true)
+        let (rawEach, rawGetEach) = try RawLMDBBench.get(at: rawURL, keys: keys, transactionPerKey: true)
+        let (rawBatch, rawGetBatch) = try RawLMDBBench.get(at: rawURL, keys: keys, transactionPerKey: false)
+        (self.rawGetEach, self.rawGetBatch) = (rawGetEach, rawGetBatch)
+        (_, rawContextFetch) = try RawLMDBBench.get(at: rawURL, keys: contextSample.map { $0.primaryKey }, transactionPerKey: true)
+
+        checks = [("stored records", stored, count), ("batch-inserted records", batchStored, count),
+                  ("fetched one by one", oneByOne, keys.count), ("fetched in one call", batch, keys.count),
+                  ("raw gets", rawEach, keys.count), ("raw gets in one txn", rawBatch, keys.count)]
+    }
 }
 
 /// liblmdb used directly, as the reference the backend is measured against.

@@ -116,7 +116,7 @@ func runBenchmarks(_ options: Options) throws -> [String] {
             if !(try SQLiteSection.run(count: size)) { failures.append("sqlite micro-benchmark check") }
             if !(try runSQLiteBenchmark(count: size)) { failures.append("sqlite store-API check") }
         }
-        if options.wants("lmdb"), !(try runLMDBBenchmark(count: size)) { failures.append("lmdb micro-benchmark check") }
+        if options.wants("lmdb"), !(try runLMDBBenchmark(count: size, runs: options.runs(for: size))) { failures.append("lmdb micro-benchmark check") }
         if options.wants("xml") { runXMLBenchmark(count: size) }
     }
 

@@ -35,6 +35,25 @@ import Testing
         #expect(wide.attributeIndex("field20") == nil)
     }
 
+    /// The representation table is probed linearly from a hashed slot: with hundreds of names, many share a home
+    /// slot, and each must still be found at its own position — by its short form, by the schema's own string (a
+    /// long name's storage) and by a copy — while near-misses are not.
+    @Test func wideEntitiesFindEveryName() throws {
+        let names = (0..<300).map { $0 % 3 == 0 ? "f\($0)" : ($0 % 3 == 1 ? "attribute_\($0)" : "a_much_longer_attribute_name_\($0)") }
+        let schema = try Schema(entities: [
+            EntityDescription(name: "Wide", attributes: names.map { AttributeDescription(name: $0, type: .integer64) }),
+        ])
+        let wide = try schema.requireEntity("Wide")
+        for (i, name) in names.enumerated() {
+            #expect(wide.attributeIndex(name) == i)
+            #expect(wide.attributeIndex(wide.attributes[i].name) == i)
+            #expect(wide.attributeIndex(String(decoding: Array(name.utf8), as: UTF8.self)) == i)
+        }
+        for missing in ["f1", "f300", "attribute_0", "a_much_longer_attribute_name_1", "F0", ""] {
+            #expect(wide.attributeIndex(missing) == nil, "\(missing)")
+        }
+    }
+
     @Test func insertsAcceptNamesHoweverTheyWereMade() throws {
         let schema = try Schema(entities: [
             EntityDescription(name: "Thing", attributes: Self.names.map { AttributeDescription(name: $0, type: .string, isOptional: true) }),

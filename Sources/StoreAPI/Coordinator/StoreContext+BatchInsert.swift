@@ -37,7 +37,8 @@ extension StoreContext {
         var records: [Record] = []
         records.reserveCapacity(rows.count)
         for (i, row) in rows.enumerated() {
-            let record = try newRecord(e, primaryKey: first + Int64(i), globalID: globalIDs?[i] ?? nextGlobalID(), values: row)
+            let record = Record(entity: e.name, primaryKey: first + Int64(i), globalID: globalIDs?[i] ?? nextGlobalID(),
+                                attributes: try e.attributeValues(row), relationships: e.blankRelationships)
             try validate(record, of: e, id: ObjectID(storeUUID: target.identifier, entity: e.name, primaryKey: record.primaryKey))
             records.append(record)
         }

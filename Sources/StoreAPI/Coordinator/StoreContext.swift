@@ -29,7 +29,8 @@ public final class StoreContext {
     /// leaves the map only through ``forget(_:)`` (which clears its `context`) or its own deinit.
     let registered = IdentityMap()
     /// Objects with unsaved changes (held strongly until saved or rolled back), in the order they first changed.
-    var changes = ChangeList()
+    /// (Unchecked for overlapping accesses like the objects' own state: see ``ManagedObject/state``.)
+    @exclusivity(unchecked) var changes = ChangeList()
     /// The entities and stores inserts resolved, reused while the coordinator's stores stay the same (bulk inserts
     /// resolve them once, not per record). Searched by name: a context inserts into a handful of entities.
     @exclusivity(unchecked) private var insertTargets: [InsertTarget] = []
@@ -81,36 +82,13 @@ public final class StoreContext {
         let target = resolved.store
         try checkInsertable(target)
         let primaryKey = try resolved.takePrimaryKey()
-        let record = try newRecord(e, primaryKey: primaryKey, globalID: globalID ?? globalIDs.next(), values: values)
+        let record = Record(entity: e.name, primaryKey: primaryKey, globalID: globalID ?? globalIDs.next(),
+                            attributes: try e.attributeValues(values), relationships: e.blankRelationships)
         let object = ManagedObject(record: record, entity: e, store: target, context: self, state: .inserted)
         object.identitySpace = resolved.space
         registered.set(object, space: resolved.space, primaryKey: primaryKey)
         changes.add(object)
         return object
-    }
-
-    /// A new record of `e` holding `values` (converted to the attributes' types), every other attribute at its
-    /// default and every relationship empty.
-    func newRecord(_ e: Entity, primaryKey: Int64, globalID: UUID, values: [String: StoreValue]) throws -> Record {
-        var attributes = e.blankAttributes
-        guard !values.isEmpty else {
-            return Record(entity: e.name, primaryKey: primaryKey, globalID: globalID, attributes: attributes,
-                          relationships: e.blankRelationships)
-        }
-        // The blank values are copied once, when the buffer is made unique. (That copy — the runtime allocating an
-        // array of a generic type — is about 800 instructions whichever way the array is made.)
-        try attributes.withUnsafeMutableBufferPointer { slots in
-            for (k, v) in values {
-                guard let i = e.attributeIndex(k) else { throw StoreError.unknownProperty(entity: e.name, property: k) }
-                guard let coerced = v.coerced(to: e.attributes[i].type) else {
-                    throw StoreError.typeMismatch(entity: e.name, property: k, expected: e.attributes[i].type,
-                                                  got: v.type?.rawValue ?? "nil")
-                }
-                slots[i] = coerced
-            }
-        }
-        return Record(entity: e.name, primaryKey: primaryKey, globalID: globalID, attributes: attributes,
-                      relationships: e.blankRelationships)
     }
 
     /// A global identifier for a record inserted without one.

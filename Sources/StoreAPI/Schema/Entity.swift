@@ -30,8 +30,10 @@ public final class Entity: Sendable, CustomStringConvertible {
 
     private let attributeIndex: [String: Int]
     private let attributeNames: [String]
-    /// Each attribute name's representation (see ``attributeIndex(_:)``), aligned with ``attributes``.
-    private let attributeNameBits: [StringBits]
+    /// The attributes by their names' representation (see ``attributeIndex(_:)``).
+    private let attributeTable: NameTable
+    /// Each attribute's type, aligned with ``attributes``.
+    let attributeTypes: [AttributeType]
     /// A new record's values: shared (copy-on-write) by every record made, copied only once one is set.
     let blankAttributes: [StoreValue]
     let blankRelationships: [RelationshipValue]
@@ -57,7 +59,8 @@ public final class Entity: Sendable, CustomStringConvertible {
         for (i, r) in relationships.enumerated() { ri[r.name] = i }
         attributeIndex = ai
         attributeNames = attributes.map(\.name)
-        attributeNameBits = attributes.map { StringBits($0.name) }
+        attributeTable = NameTable(attributes.map(\.name))
+        attributeTypes = attributes.map(\.type)
         relationshipIndex = ri
         blankAttributes = attributes.map { $0.defaultValue ?? .null }
         blankRelationships = relationships.map { $0.isToMany ? .toMany([]) : .toOne(nil) }
@@ -65,16 +68,11 @@ public final class Entity: Sendable, CustomStringConvertible {
 
     /// The position of a stored attribute in ``attributes`` (and in ``Record/attributes``).
     public func attributeIndex(_ name: String) -> Int? {
-        // Inserting and reading values looks names up once per value: for the usual handful of attributes,
-        // comparing names (a few instructions when both are short) beats hashing one.
+        // Inserting and reading values looks names up once per value. First by representation: a short name is
+        // stored inside the string itself, so the caller's literal and the schema's name are the same 16 bytes
+        // (and equal bytes always mean equal strings). Only other names are compared or hashed as strings.
+        if let i = attributeTable.position(name) { return i }
         if attributes.count <= Self.linearLookupLimit {
-            // First by representation: a short name is stored inside the string itself, so the caller's literal
-            // and the schema's name are the same 16 bytes, and equal bytes always mean equal strings. Comparing
-            // names the usual way costs a few dozen instructions for each name that differs.
-            if StringBits.areAvailable {
-                let bits = StringBits(name)
-                for i in attributeNameBits.indices where attributeNameBits[i] == bits { return i }
-            }
             for i in attributeNames.indices where attributeNames[i] == name { return i }
             return nil
         }

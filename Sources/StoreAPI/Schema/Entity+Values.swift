@@ -1,0 +1,31 @@
+extension Entity {
+    /// The attribute values of a new record of this entity: `values` by name, converted to their attributes'
+    /// types, and every attribute `values` leaves out at its default. What ``StoreContext/insert(_:_:globalID:into:)``
+    /// and ``StoreContext/insertBatch(_:_:globalIDs:into:)`` store.
+    ///
+    /// Throws ``StoreError/unknownProperty(entity:property:)`` for a name that is not a stored attribute and
+    /// ``StoreError/typeMismatch(entity:property:expected:got:)`` for a value that does not convert.
+    func attributeValues(_ values: [String: StoreValue]) throws -> [StoreValue] {
+        if values.isEmpty { return blankAttributes }
+        // A new array of the blanks, then the values in place. Not a copy of `blankAttributes` made unique (the
+        // runtime's generic array copy) nor `Array(unsafeUninitializedCapacity:)` (its allocation looks the array
+        // type up every time): each cost more than converting the whole row.
+        var result: [StoreValue] = []
+        result.reserveCapacity(blankAttributes.count)
+        for blank in blankAttributes { result.append(blank) }
+        try result.withUnsafeMutableBufferPointer { slots in
+            for (name, value) in values {
+                guard let i = attributeIndex(name) else { throw StoreError.unknownProperty(entity: self.name, property: name) }
+                let type = attributeTypes[i]
+                if value.fits(type) {
+                    slots[i] = value
+                } else if let converted = value.coerced(to: type) {
+                    slots[i] = converted
+                } else {
+                    throw StoreError.typeMismatch(entity: self.name, property: name, expected: type, got: value.type?.rawValue ?? "nil")
+                }
+            }
+        }
+        return result
+    }
+}

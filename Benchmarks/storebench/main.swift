@@ -19,6 +19,8 @@ if let symbol = dlsym(dlopen(nil, RTLD_NOW), "stdout"),
     setvbuf(standardOutput, nil, _IOLBF, 0)
 }
 
+// The process setting storectl makes (SQLite's recommended one): the references measured in this process get it too.
+SQLiteStoreBackend.disableMemoryStatistics()
 BackendRegistry.shared.register(SQLiteStoreBackend())
 BackendRegistry.shared.register(LMDBStoreBackend())
 BackendRegistry.shared.register(XMLStoreBackend())

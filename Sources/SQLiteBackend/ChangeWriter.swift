@@ -32,16 +32,27 @@ struct ChangeWriter {
     /// added without reading what is there (the store was empty when the load began, so a record's rows can only
     /// come from the other side of a many-to-many, which stored the same pairs).
     let isBulkLoad: Bool
+    /// During a bulk load, the links of many-to-many sides that were not written because the other side writes
+    /// the same rows (see ``DeferredLinks``), by join table; `nil` when every side writes its rows.
+    private(set) var deferredLinks: [String: DeferredLinks]?
 
-    init(layout: StoreLayout, connection: SQLiteConnection, url: URL, storeUUID: UUID, isBulkLoad: Bool = false) {
+    init(layout: StoreLayout, connection: SQLiteConnection, url: URL, storeUUID: UUID, isBulkLoad: Bool = false,
+         deferredLinks: [String: DeferredLinks]? = nil) {
         self.layout = layout
         self.connection = connection
         self.url = url
         self.storeUUID = storeUUID
         self.isBulkLoad = isBulkLoad
+        self.deferredLinks = isBulkLoad ? deferredLinks : nil
     }
 
     mutating func apply(_ changes: StoreChanges) throws {
+        if let links = deferredLinks, !changes.updated.isEmpty || !changes.deleted.isEmpty {
+            // Updates and deletes read and rewrite join rows: from here on every side writes its own, and the
+            // links deferred so far must be in the table already (the other side loaded them).
+            for l in links.values { try l.verify(connection) }
+            deferredLinks = nil
+        }
         for key in changes.deleted { try delete(key) }
         try clearConstrainedColumns(of: changes.updated)
         for (i, r) in changes.updated.enumerated() {
@@ -329,7 +340,7 @@ struct ChangeWriter {
     /// table is written with one statement, upserting (so the two sides of a many-to-many each add their
     /// position to the same row, and no row is read first — the join tables have no index but their key while
     /// a load runs).
-    private func addJoinRows(of records: [Record]) throws {
+    private mutating func addJoinRows(of records: [Record]) throws {
         var start = 0
         while start < records.count {
             let el = try entityLayout(records[start].entity)
@@ -345,7 +356,12 @@ struct ChangeWriter {
                 case .inverseForeignKey(let ifk):
                     guard let order = ifk.orderJoin else { continue }
                     js = order
-                case .joinTable(let j): js = j
+                case .joinTable(let j):
+                    if deferredLinks != nil, j.isShared, j.ownColumn == "dst", !el.entity.relationships[k].isOrdered {
+                        try deferLinks(of: run, k, j, el)
+                        continue
+                    }
+                    js = j
                 }
                 try connection.withStatement(js.sql.upsertRow) { s in
                     for r in run {
@@ -357,6 +373,19 @@ struct ChangeWriter {
                 }
             }
         }
+    }
+
+    /// Counts the links of relationship `k` of `run` into ``deferredLinks`` instead of writing them: the other
+    /// side writes the same rows (see ``DeferredLinks``).
+    private mutating func deferLinks(of run: ArraySlice<Record>, _ k: Int, _ js: JoinStorage, _ el: EntityLayout) throws {
+        let rel = el.entity.relationships[k]
+        var links = deferredLinks?[js.table]
+            ?? DeferredLinks(table: js.table, entity: el.name, relationship: rel.name, otherSide: "\(rel.destination).\(rel.inverse ?? "?")")
+        for r in run {
+            guard case .toMany(let keys) = r.relationships[k] else { throw shapeError(r, rel.name, expected: "to-many") }
+            for key in Self.firstOccurrences(keys) { links.add(src: key, dst: r.primaryKey) }
+        }
+        deferredLinks?[js.table] = links
     }
 
     /// Runs `s` — an insert or upsert of one record's rows on this side — once per key, the positions counting

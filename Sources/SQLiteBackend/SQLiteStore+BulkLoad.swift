@@ -5,7 +5,9 @@ import StoreAPI
 /// Bulk loads (see ``BulkLoadingStore``): the secondary indexes of the record and join tables — the unique index
 /// on global IDs, entity-code and foreign-key indexes, uniqueness constraints, the join tables' `dst` indexes — are
 /// dropped while a new store is filled and created again, each from one sort, at the end. Meanwhile saves add join
-/// rows without reading them (`ChangeWriter.addJoinRows`).
+/// rows without reading them (`ChangeWriter.addJoinRows`), and the unordered `dst` side of a many-to-many writes
+/// none: its links are checked against the rows the other side wrote when the load finishes (``DeferredLinks``), so
+/// until then reads may not list them.
 ///
 /// Maintaining them row by row costs a B-tree descent per index and row (for global IDs, at random places, so
 /// the page cache must hold the whole index to stay fast); building one sorts the rows once, in memory bounded by
@@ -33,6 +35,7 @@ extension SQLiteStore: BulkLoadingStore {
                 }
                 for index in indexes { try c.exec("DROP INDEX \(StoreLayout.quote(index.name))", "deferring index \(index.name)") }
                 s.deferredIndexes = indexes.map(\.sql)
+                s.deferredLinks = [:]
                 return true
             }
             if began { Self.setCache(Self.bulkLoadCacheKiB, c) }
@@ -54,6 +57,10 @@ extension SQLiteStore: BulkLoadingStore {
             }
             s.deferredIndexes = nil
             Self.setCache(ConnectionSettings.cacheKiB, c)
+            // After the indexes, so that a failed check leaves a store with all of them.
+            let links = s.deferredLinks
+            s.deferredLinks = nil
+            for l in (links ?? [:]).values.sorted(by: { $0.table < $1.table }) { try l.verify(c) }
         }
     }
 

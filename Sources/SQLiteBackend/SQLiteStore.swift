@@ -20,6 +20,9 @@ final class SQLiteStore: PersistentStore, Sendable {
         /// The `CREATE INDEX` statements a bulk load dropped, to run when it finishes (see
         /// ``BulkLoadingStore``); `nil` outside a bulk load.
         var deferredIndexes: [String]?
+        /// During a bulk load, the many-to-many links not written yet because their other side writes them (see
+        /// ``DeferredLinks``); `nil` once the load's saves write every side (or outside a bulk load).
+        var deferredLinks: [String: DeferredLinks]?
     }
 
     /// Keys reserved per database transaction when fewer are asked for: a context allocates one key per insert,
@@ -276,6 +279,7 @@ final class SQLiteStore: PersistentStore, Sendable {
             guard !isReadOnly else { throw StoreError.readOnly(fileURL, reason: "the store was opened read-only") }
             guard !changes.isEmpty else { return }
             var newMetadata: (StoreMetadata, Data)?
+            var links = s.deferredLinks
             try c.transaction(write: true) {
                 if let m = changes.metadata {
                     try checkLayoutCompatible(m, url: fileURL, current: layout)
@@ -285,9 +289,13 @@ final class SQLiteStore: PersistentStore, Sendable {
                 }
                 var writer = ChangeWriter(
                     layout: layout, connection: c, url: fileURL,
-                    storeUUID: (newMetadata?.0 ?? s.metadata).storeUUID, isBulkLoad: s.deferredIndexes != nil)
+                    storeUUID: (newMetadata?.0 ?? s.metadata).storeUUID, isBulkLoad: s.deferredIndexes != nil,
+                    deferredLinks: s.deferredLinks)
                 try writer.apply(changes)
+                links = writer.deferredLinks
             }
+            // Only a committed save's links count.
+            if s.deferredIndexes != nil { s.deferredLinks = links }
             // Records inserted with their own keys (a transfer) may sit inside a reserved block: hand out only
             // keys above them, as the stored high-water mark does.
             for r in changes.inserted {

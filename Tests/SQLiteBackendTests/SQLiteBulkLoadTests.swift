@@ -101,11 +101,21 @@ import Testing
         for changes in saves { try bulk.save(changes) }
         try loader.finishBulkLoad()
 
-        for entity in ["Tag", "Book", "Author", "Reader"] {
+        for entity in ["Book", "Author", "Reader"] {
             let expected = try ordinary.scan(entity: entity, after: nil, limit: 100)
             let loaded = try bulk.scan(entity: entity, after: nil, limit: 100)
             #expect(loaded == expected, "\(entity)")
         }
+        // Tag.books is the unordered `dst` side of its join table: a bulk load leaves it to the ordered side to
+        // write the rows (see DeferredLinks), so its links hold no position of their own and read back by key.
+        let tag = try #require(schema.entity(named: "Tag"))
+        let expectedTags = try ordinary.scan(entity: "Tag", after: nil, limit: 100)
+        let loadedTags = try bulk.scan(entity: "Tag", after: nil, limit: 100)
+        #expect(loadedTags.count == expectedTags.count)
+        for (loaded, expected) in zip(loadedTags, expectedTags) {
+            #expect(loaded.isLogicallyEqual(to: expected, in: tag), "\(loaded) \(expected)")
+        }
+        #expect(loadedTags[0].relationships[0] == .toMany([2, 3]), "tag 1 lost book 1 to the update, keeps 3 and 2, by key")
         let book3 = try #require(try bulk.scan(entity: "Book", after: 2, limit: 1).first)
         let tagsIndex = try #require(schema.entity(named: "Book")?.relationshipIndex("tags"))
         #expect(book3.relationships[tagsIndex] == .toMany([1, 2, 3]), "a key listed twice keeps its first position")
@@ -144,5 +154,52 @@ import Testing
         let error = try #require(throws: StoreError.self) { try bulk.finishBulkLoad() }
         #expect("\(error)".contains("same global ID"), "\(error)")
         #expect("\(error)".contains("dup.sqlite"), "\(error)")
+    }
+
+    /// The two sides of a many-to-many relationship loaded in bulk must list the same links: the load writes one
+    /// side's rows and checks the other's against them when it finishes (or before an update reads the rows).
+    /// Sides that disagree fail with an error naming both — after the indexes are rebuilt — and are never merged.
+    @Test func disagreeingSidesOfAManyToManyFailTheLoad() throws {
+        let dir = try TempDirectory()
+        let schema = try Fixture.schema()
+        func book(_ pk: Int64, tags: [Int64]) -> Record {
+            Fixture.record(schema, "Book", pk, ["title": .string("book \(pk)"), "isbn": .string("isbn-\(pk)")], ["tags": .toMany(tags)])
+        }
+        func tag(_ pk: Int64, books: [Int64]) -> Record {
+            Fixture.record(schema, "Tag", pk, ["name": .string("tag \(pk)")], ["books": .toMany(books)])
+        }
+        // Tag 2 says it has book 1; book 1 does not list tag 2 (as many links on each side, 3, but not the same).
+        let cases: [(String, [StoreChanges])] = [
+            ("different links", [StoreChanges(inserted: [tag(1, books: [1, 2]), tag(2, books: [1])]),
+                                 StoreChanges(inserted: [book(1, tags: [1]), book(2, tags: [1, 2])])]),
+            ("a missing link", [StoreChanges(inserted: [tag(1, books: [1, 2])]), StoreChanges(inserted: [book(1, tags: [1]), book(2, tags: [])])]),
+            ("an extra link", [StoreChanges(inserted: [book(1, tags: [1, 1])]), StoreChanges(inserted: [tag(1, books: [])])]),
+        ]
+        for (name, saves) in cases {
+            let url = dir.file("\(name).sqlite")
+            let store = try Fixture.open(url, schema: schema)
+            defer { try? store.close() }
+            let bulk = try #require(store as? any BulkLoadingStore)
+            #expect(try bulk.beginBulkLoad())
+            for changes in saves { try store.save(changes) }
+            let error = try #require(throws: StoreError.self, "\(name)") { try bulk.finishBulkLoad() }
+            guard case .invalidRelationshipTarget(let entity, let relationship, let reason) = error else {
+                Issue.record("\(name): \(error)")
+                continue
+            }
+            #expect(entity == "Tag" && relationship == "books" && reason.contains("Book.tags"), "\(name): \(error)")
+            // The indexes were built before the check: the store is whole, and its constraints hold.
+            #expect(try Self.indexes(url).keys.contains { $0.hasSuffix("._gid") }, "\(name)")
+        }
+
+        // An update before the other side is loaded reads rows that are not there yet: refused the same way.
+        let early = try Fixture.open(dir.file("early.sqlite"), schema: schema)
+        defer { try? early.close() }
+        let bulk = try #require(early as? any BulkLoadingStore)
+        #expect(try bulk.beginBulkLoad())
+        try early.save(StoreChanges(inserted: [tag(1, books: [1])]))
+        try early.save(StoreChanges(inserted: [book(2, tags: [])]))
+        #expect(throws: StoreError.self) { try early.save(StoreChanges(updated: [book(2, tags: [])])) }
+        #expect(throws: StoreError.self) { try bulk.finishBulkLoad() }
     }
 }

@@ -23,6 +23,36 @@ struct StorectlFailureTests {
         #expect(r.stderr.contains(fragment), "stderr: \(r.stderr)", sourceLocation: sourceLocation)
     }
 
+    /// A source whose two sides of a many-to-many relationship disagree (damaged, or written by another tool):
+    /// converting it into SQLite, which keeps both sides in one table, fails naming the relationship — the links
+    /// are not merged — and leaves no destination.
+    @Test func disagreeingSidesOfAManyToManyAreRefused() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let schema = try Schema(entities: [
+            EntityDescription(name: "Book", attributes: [AttributeDescription(name: "title", type: .string)],
+                              relationships: [RelationshipDescription(name: "tags", destination: "Tag", inverse: "books", isToMany: true)]),
+            EntityDescription(name: "Tag", attributes: [AttributeDescription(name: "name", type: .string)],
+                              relationships: [RelationshipDescription(name: "books", destination: "Book", inverse: "tags", isToMany: true)]),
+        ])
+        let store = try Backends.create("lmdb", at: dir.path("bad.lmdb"), schema: schema)
+        let book = try schema.requireEntity("Book"), tag = try schema.requireEntity("Tag")
+        var records: [Record] = []
+        for pk in Int64(1)...3 {
+            var b = book.newRecord(primaryKey: pk)
+            b.relationships[0] = .toMany(pk == 3 ? [] : [1])  // book 3 does not list tag 1
+            records.append(b)
+        }
+        var t = tag.newRecord(primaryKey: 1)
+        t.relationships[0] = .toMany([1, 2, 3])
+        records.append(t)
+        try store.save(StoreChanges(inserted: records))
+        try store.close()
+
+        expectFailure(try Storectl.run(["convert", "bad.lmdb", "out.sqlite"], in: dir), "disagree")
+        #expect(dir.entries() == ["bad.lmdb"])
+    }
+
     @Test func missingFile() throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }

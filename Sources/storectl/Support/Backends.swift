@@ -7,6 +7,8 @@ import XMLBackend
 /// The backends storectl knows, registered once in the shared registry.
 enum Backends {
     static let registry: BackendRegistry = {
+        // Before any backend opens a database (see the method for why).
+        SQLiteStoreBackend.disableMemoryStatistics()
         let registry = BackendRegistry.shared
         registry.register(SQLiteStoreBackend())
         registry.register(LMDBStoreBackend())

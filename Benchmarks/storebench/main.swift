@@ -35,8 +35,10 @@ func runBenchmarks(_ options: Options) throws -> [String] {
     #else
     let build = "release"
     #endif
-    let reproduce = "storebench " + arguments.joined(separator: " ")
-    print("storebench (\(build) build) — reproduce with: swift run -c \(build) \(reproduce)")
+    // As the README runs it: storectl (timed beside the engines' tools) linked as it is distributed.
+    let reproduce = "swift build -c \(build) --static-swift-stdlib --product storectl && swift run -c \(build) --static-swift-stdlib storebench "
+        + arguments.joined(separator: " ")
+    print("storebench (\(build) build) — reproduce with: \(reproduce)")
     if build == "debug" { print("note: debug build; run with -c release for meaningful figures") }
     let product = ProductRunner.find(explicit: options.storectl, preferSelf: options.selfRunner)
     print("our side of convert/copy: \(product.description)")
@@ -141,7 +143,7 @@ func runBenchmarks(_ options: Options) throws -> [String] {
         print("# clock alongside; ours/ref < 1 means faster than the reference)")
         table.printFinal()
     }
-    print("\nreproduce with: swift run -c \(build) \(reproduce)")
+    print("\nreproduce with: \(reproduce)")
     return failures
 }
 

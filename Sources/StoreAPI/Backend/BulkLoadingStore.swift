@@ -10,9 +10,11 @@ import Foundation
 /// index: faster, and in memory bounded by the sorter rather than by a page cache large enough for the index.
 ///
 /// Between the two calls a store may check less than usual (a duplicate global ID is found when its index is
-/// built, by ``finishBulkLoad()``) and reads may not see all of the load yet (LMDB: lookups by global ID). It must
-/// stay readable and writable — a save that updates or deletes finds everything in place — and every check it
-/// deferred must be made by ``finishBulkLoad()``, which throws if the loaded data breaks one.
+/// built, by ``finishBulkLoad()``; in SQLite, that the two sides of a many-to-many list the same links) and reads may
+/// not see all of the load yet (LMDB: lookups by global ID; SQLite: one side of a many-to-many). It must
+/// stay readable and writable — a save that updates or deletes finds everything in place (SQLite first makes its
+/// many-to-many check, and refuses the save while the other side of a deferred link is not loaded yet) — and every
+/// check it deferred must be made by ``finishBulkLoad()``, which throws if the loaded data breaks one.
 public protocol BulkLoadingStore: PersistentStore {
     /// Prepares an empty store for a bulk load. Returns `false`, changing nothing, when the store is not empty
     /// (a bulk load only pays off, and is only safe to defer checks for, on a new store).

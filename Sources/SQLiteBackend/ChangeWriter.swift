@@ -339,7 +339,8 @@ struct ChangeWriter {
     /// A bulk load's join rows: for each run of records of one entity, each relationship kept in a join or order
     /// table is written with one statement, upserting (so the two sides of a many-to-many each add their
     /// position to the same row, and no row is read first — the join tables have no index but their key while
-    /// a load runs).
+    /// a load runs). The unordered `dst` side of a many-to-many writes nothing: its links are only counted, to be
+    /// checked against the other side's rows (``DeferredLinks``).
     private mutating func addJoinRows(of records: [Record]) throws {
         var start = 0
         while start < records.count {

@@ -34,7 +34,8 @@ public final class Entity: Sendable, CustomStringConvertible {
     private let attributeTable: NameTable
     /// Each attribute's type, aligned with ``attributes``.
     let attributeTypes: [AttributeType]
-    /// A new record's values: shared (copy-on-write) by every record made, copied only once one is set.
+    /// A new record's values: shared (copy-on-write) by records made without values, the start of the others
+    /// (``attributeValues(_:)``).
     let blankAttributes: [StoreValue]
     let blankRelationships: [RelationshipValue]
     private let relationshipIndex: [String: Int]

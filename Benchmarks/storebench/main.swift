@@ -35,9 +35,9 @@ func runBenchmarks(_ options: Options) throws -> [String] {
     #else
     let build = "release"
     #endif
-    // As the README runs it: storectl (timed beside the engines' tools) linked as it is distributed.
-    let reproduce = "swift build -c \(build) --static-swift-stdlib --product storectl && swift run -c \(build) --static-swift-stdlib storebench "
-        + arguments.joined(separator: " ")
+    // As the README runs it: scripts/bench.sh builds storectl (timed beside the engines' tools) as it is distributed.
+    let reproduce = build == "release" ? "scripts/bench.sh " + arguments.joined(separator: " ")
+        : "swift run storebench " + arguments.joined(separator: " ")
     print("storebench (\(build) build) — reproduce with: \(reproduce)")
     if build == "debug" { print("note: debug build; run with -c release for meaningful figures") }
     let product = ProductRunner.find(explicit: options.storectl, preferSelf: options.selfRunner)

@@ -9,8 +9,9 @@ import StoreAPI
 /// or two tags (`b mod T` and `(7b + 3) mod T`) and the reviews `b, b + B, b + 2B, …` (ordered); primary keys are
 /// 1-based positions, so every relationship is known from arithmetic and one inverted tag index.
 struct Dataset: Sendable {
-    /// Bumped whenever the generated records change, so kept source stores are rebuilt.
-    static let version = 1
+    /// Bumped whenever the generated records or a backend's file layout change, so kept source stores are rebuilt
+    /// (2: SQLite's shared join tables index `(dst, dst_ord)`).
+    static let version = 2
     static let seed: UInt64 = 0x5EED_2024_0B00_C0DE
 
     let total: Int

@@ -75,35 +75,37 @@ struct RecordReader {
         guard s.type(2) == SQLITE_BLOB, let gid = ValueCoding.uuid(s, 2) else {
             throw StoreError.corruptStore(url, reason: "\(table.name) row \(pk) has no 16-byte global ID")
         }
-        let entity = el.entity
         var attributes: [StoreValue] = []
-        attributes.reserveCapacity(entity.attributes.count)
-        for (i, a) in entity.attributes.enumerated() {
-            let col = el.attributeColumns[i]
-            guard col >= 0 else {
-                throw StoreError.corruptStore(url, reason: "no column for \(entity.name).\(a.name)")
+        attributes.reserveCapacity(el.attributeReads.count)
+        for (i, read) in el.attributeReads.enumerated() {
+            guard read.column >= 0 else {
+                throw StoreError.corruptStore(url, reason: "no column for \(el.name).\(el.entity.attributes[i].name)")
             }
             do {
-                attributes.append(try ValueCoding.read(s, column: Int32(3 + col), type: a.type))
+                attributes.append(try ValueCoding.read(s, column: read.column, type: read.type))
             } catch {
-                throw error.storeError(url: url, entity: entity.name, property: a.name, type: a.type)
+                throw error.storeError(url: url, entity: el.name, property: el.entity.attributes[i].name, type: read.type)
             }
         }
         var relationships: [RelationshipValue] = []
-        relationships.reserveCapacity(el.relationships.count)
-        for (i, storage) in el.relationships.enumerated() {
-            switch storage {
-            case .foreignKey(let col):
-                let c = Int32(3 + col)
-                switch s.type(c) {
-                case SQLITE_NULL: relationships.append(.toOne(nil))
-                case SQLITE_INTEGER: relationships.append(.toOne(s.int64(c)))
-                default:
-                    throw StoreError.corruptStore(
-                        url, reason: "\(entity.name).\(entity.relationships[i].name) of row \(pk) is not a key")
-                }
-            case .inverseForeignKey, .joinTable:
+        relationships.reserveCapacity(el.relationshipReads.count)
+        for (i, read) in el.relationshipReads.enumerated() {
+            let c: Int32
+            switch read {
+            case .toMany:
                 relationships.append(.toMany([]))
+                continue
+            case .missingColumn:
+                throw StoreError.corruptStore(url, reason: "no column for \(el.name).\(el.entity.relationships[i].name)")
+            case .foreignKey(let column):
+                c = column
+            }
+            switch s.type(c) {
+            case SQLITE_NULL: relationships.append(.toOne(nil))
+            case SQLITE_INTEGER: relationships.append(.toOne(s.int64(c)))
+            default:
+                throw StoreError.corruptStore(
+                    url, reason: "\(el.name).\(el.entity.relationships[i].name) of row \(pk) is not a key")
             }
         }
         return Record(entity: el.name, primaryKey: pk, globalID: gid, attributes: attributes, relationships: relationships)
@@ -152,57 +154,54 @@ struct RecordReader {
 
     /// Owner key → related keys (in order for ordered relationships, by key otherwise).
     ///
-    /// The query orders by owner only, which the owner column's index (or the join table's key) yields without a
+    /// The queries order by owner only, which the owner column's index (or the join table's key) yields without a
     /// sort; each owner's few rows are then put in order here — by position, rows without one first, then by key,
     /// as `ORDER BY position, key` would. Letting SQLite sort the whole batch by all three cost about as much as
     /// reading the rows.
     private func relatedKeys(_ storage: RelationshipStorage, owners: [Int64]) throws -> RelatedKeys {
-        let query: KeyedQuery
-        switch storage {
-        case .foreignKey:
-            return RelatedKeys()
-        case .inverseForeignKey(let ifk):
-            query = ifk.relatedRows
-        case .joinTable(let js):
-            query = js.relatedRows
-        }
-        var result = RelatedKeys()
-        var group = RelatedGroup()
-        func collect(_ sql: String, _ bindings: [SQLValue], filtered: Bool) throws {
-            // Rows come in owner order, so whether an owner of a key range is one of `owners` is found by walking
-            // the sorted owners alongside.
-            var next = 0
-            try connection.withStatement(sql) { s in
-                try s.bind(bindings)
-                let hasPosition = sqlite3_column_count(s.handle) > 2
-                while try s.step() {
-                    let owner = s.int64(0)
-                    if owner != group.owner {
-                        group.flush(into: &result)
-                        group.owner = owner
-                        if filtered {
-                            while next < owners.count && owners[next] < owner { next += 1 }
-                            group.isWanted = next < owners.count && owners[next] == owner
-                        } else {
-                            group.isWanted = true
-                        }
-                    }
-                    guard group.isWanted else { continue }
-                    group.rows.append(RelatedGroup.Row(
-                        hasPosition: hasPosition && !s.columnIsNull(2), position: hasPosition ? s.int64(2) : 0, key: s.int64(1)))
-                }
-                group.flush(into: &result)
-            }
-        }
+        var collector = RelatedRowsCollector(owners: owners)
         try forEachKeyBatch(owners) { batch in
+            let bindings: [SQLValue]
             switch batch {
             case .range(let lo, let hi):
-                try collect(query.sql(batch), [.integer(lo), .integer(hi)], filtered: true)
+                bindings = [.integer(lo), .integer(hi)]
+                collector.begin(filtered: true)
             case .list(let params, _):
-                try collect(query.sql(batch), params, filtered: false)
+                bindings = params
+                collector.begin(filtered: false)
+            }
+            switch storage {
+            case .foreignKey:
+                return
+            case .joinTable(let js):
+                try connection.withStatement(js.relatedRows.sql(batch)) { s in
+                    try s.bind(bindings)
+                    try collector.collect(s, positionColumn: js.ownOrderColumn == nil ? nil : 2)
+                }
+            case .inverseForeignKey(let ifk):
+                // The positions of an ordered side are read from its order table by key range and matched to the
+                // members here: joining the table in the query cost a B-tree search per member.
+                let positions = try ifk.orderJoin.map { try orderPositions($0, batch, bindings) } ?? OrderPositions()
+                try connection.withStatement(ifk.memberRows.sql(batch)) { s in
+                    try s.bind(bindings)
+                    try collector.collect(s, positions: positions)
+                }
             }
         }
-        result.finish()
+        return collector.finish()
+    }
+
+    /// The rows of an order table for one batch of owners, sorted by owner and member.
+    private func orderPositions(_ order: JoinStorage, _ batch: KeyBatch, _ bindings: [SQLValue]) throws -> OrderPositions {
+        var result = OrderPositions()
+        try connection.withStatement(order.relatedRows.sql(batch)) { s in
+            try s.bind(bindings)
+            while try s.step() {
+                guard !s.columnIsNull(2) else { continue }
+                result.append(owner: s.int64(0), member: s.int64(1), position: s.int64(2))
+            }
+        }
+        result.sortIfNeeded()
         return result
     }
 
@@ -234,6 +233,111 @@ struct RecordReader {
             try body(.list(params, size: size))
             i += n
         }
+    }
+}
+
+/// Reads `(owner, related key[, position])` rows into ``RelatedKeys``, one owner's rows at a time.
+///
+/// A value type whose row loops are methods, so a batch's rows are read under one access to it rather than one
+/// per row (a closure's captured variables are checked on every access).
+private struct RelatedRowsCollector {
+    let owners: [Int64]
+    private var result = RelatedKeys()
+    private var group = RelatedGroup()
+    /// Whether a batch's rows may belong to owners not asked for (a key range), and the walk along `owners`.
+    private var filtered = false
+    private var next = 0
+
+    init(owners: [Int64]) { self.owners = owners }
+
+    mutating func begin(filtered: Bool) {
+        self.filtered = filtered
+        next = 0
+    }
+
+    /// Rows whose position, if any, is column `positionColumn`.
+    mutating func collect(_ s: Statement, positionColumn: Int32?) throws {
+        while try s.step() {
+            let position: Int64? = if let c = positionColumn, !s.columnIsNull(c) { s.int64(c) } else { nil }
+            add(owner: s.int64(0), key: s.int64(1), position: position)
+        }
+        group.flush(into: &result)
+    }
+
+    /// Rows whose positions are looked up in `positions`.
+    mutating func collect(_ s: Statement, positions: OrderPositions) throws {
+        var cursor = 0
+        while try s.step() {
+            let owner = s.int64(0), key = s.int64(1)
+            add(owner: owner, key: key, position: positions.position(owner: owner, member: key, from: &cursor))
+        }
+        group.flush(into: &result)
+    }
+
+    private mutating func add(owner: Int64, key: Int64, position: Int64?) {
+        if owner != group.owner {
+            group.flush(into: &result)
+            group.owner = owner
+            if filtered {
+                // Rows come in owner order, so whether an owner of a key range is one of `owners` is found by
+                // walking the sorted owners alongside.
+                while next < owners.count && owners[next] < owner { next += 1 }
+                group.isWanted = next < owners.count && owners[next] == owner
+            } else {
+                group.isWanted = true
+            }
+        }
+        guard group.isWanted else { return }
+        group.rows.append(RelatedGroup.Row(hasPosition: position != nil, position: position ?? 0, key: key))
+    }
+
+    mutating func finish() -> RelatedKeys {
+        result.finish()
+        return result
+    }
+}
+
+/// The positions an order table holds for one batch of owners, sorted by `(owner, member)`.
+private struct OrderPositions {
+    private var owners: [Int64] = []
+    private var members: [Int64] = []
+    private var positions: [Int64] = []
+
+    mutating func append(owner: Int64, member: Int64, position: Int64) {
+        owners.append(owner)
+        members.append(member)
+        positions.append(position)
+    }
+
+    /// The table's key order is `(src, dst)`, which the query's `ORDER BY src` yields; sorted here only if not.
+    mutating func sortIfNeeded() {
+        let n = owners.count
+        guard n > 1, !(1..<n).allSatisfy({ precedes($0 - 1, $0) }) else { return }
+        let order = (0..<n).sorted { precedes($0, $1) }
+        owners = order.map { owners[$0] }
+        members = order.map { members[$0] }
+        positions = order.map { positions[$0] }
+    }
+
+    private func precedes(_ i: Int, _ j: Int) -> Bool {
+        owners[i] != owners[j] ? owners[i] < owners[j] : members[i] < members[j]
+    }
+
+    /// The position of `member` in `owner`'s relationship, or `nil` when the table has none. Members asked in
+    /// `(owner, member)` order are found at `cursor`, which moves past them; others by binary search.
+    func position(owner: Int64, member: Int64, from cursor: inout Int) -> Int64? {
+        if cursor < owners.count, owners[cursor] == owner, members[cursor] == member {
+            cursor += 1
+            return positions[cursor - 1]
+        }
+        var lo = 0, hi = owners.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if owners[mid] < owner || (owners[mid] == owner && members[mid] < member) { lo = mid + 1 } else { hi = mid }
+        }
+        guard lo < owners.count, owners[lo] == owner, members[lo] == member else { return nil }
+        cursor = lo + 1
+        return positions[lo]
     }
 }
 

@@ -45,8 +45,8 @@ import StoreAPI
 ///   table `(src, dst, src_ord)` holding exactly that side.
 /// Join tables record positions for unordered relationships too (it costs one integer), so every to-many read
 /// from a join table comes back in the order it was saved; derived unordered ones come back in key order.
-/// Join tables are `WITHOUT ROWID` with primary key `(src, dst)`; shared ones also index `dst`. Foreign-key columns
-/// are indexed.
+/// Join tables are `WITHOUT ROWID` with primary key `(src, dst)`; shared ones also index `(dst, dst_ord)`.
+/// Foreign-key columns are indexed.
 ///
 /// A record's delete removes its row and the join rows only it reads; rows the other side of a many-to-many still
 /// reads stay until that side is saved (a dangling reference, as with `noAction`), and go once both records are gone.
@@ -304,7 +304,9 @@ struct StoreLayout: Sendable {
             cols.append("PRIMARY KEY (src, dst)")
             s.append("CREATE TABLE \(Self.quote(j.name)) (\(cols.joined(separator: ", "))) WITHOUT ROWID")
             if j.isShared {
-                s.append("CREATE INDEX \(Self.quote("X_\(j.name).dst")) ON \(Self.quote(j.name)) (dst)")
+                // `dst_ord` too, so reading the dst side's rows never leaves the index (stores made before it
+                // have an index on `dst` alone, which reads the same rows with a search of the table for each).
+                s.append("CREATE INDEX \(Self.quote("X_\(j.name).dst")) ON \(Self.quote(j.name)) (dst, dst_ord)")
             }
         }
         return s
@@ -370,6 +372,8 @@ struct TableLayout: Sendable {
     let hasSubentities: Bool
     /// `t._pk, t._ent, t._gid, t."col", …` — the select list every record read uses (alias `t`).
     let selectList: String
+    /// The select list's columns before ``columns``: `_pk`, `_ent`, `_gid`.
+    static let selectListPrefix = 3
     /// The table's records by key, in key order.
     let recordsByKey: KeyedQuery
 
@@ -416,6 +420,11 @@ final class EntityLayout: Sendable {
     let existsSQL: String
     /// Whether every property has a column (a layout built from a schema always does).
     let isComplete: Bool
+    /// What decoding a row reads for each attribute, in plain values: the row loop then copies no attribute
+    /// descriptions (each copy retains their names, default values and user info).
+    let attributeReads: [ColumnRead]
+    /// For each relationship, what decoding a row reads for it.
+    let relationshipReads: [RelationshipRead]
     /// Whether a to-many relationship must be read from other rows or tables.
     var hasToMany: Bool {
         relationships.contains { if case .foreignKey = $0 { false } else { true } }
@@ -429,6 +438,13 @@ final class EntityLayout: Sendable {
         self.tableName = table?.name ?? "E_" + entity.rootName
         self.attributeColumns = attributeColumns
         self.relationships = relationships
+        attributeReads = zip(attributeColumns, entity.attributes).map {
+            ColumnRead(column: $0 >= 0 ? Int32(TableLayout.selectListPrefix + $0) : -1, type: $1.type)
+        }
+        relationshipReads = relationships.map {
+            guard case .foreignKey(let col) = $0 else { return .toMany }
+            return col >= 0 ? .foreignKey(column: Int32(TableLayout.selectListPrefix + col)) : .missingColumn
+        }
         var cols = attributeColumns
         for storage in relationships {
             if case .foreignKey(let col) = storage { cols.append(col) }
@@ -442,6 +458,22 @@ final class EntityLayout: Sendable {
         existsSQL = "SELECT 1 FROM \(quoted) WHERE _pk = ?"
         updateSQL = "UPDATE \(quoted) SET \((["_ent", "_gid"] + names).map { "\($0) = ?" }.joined(separator: ", ")) WHERE _pk = ?"
     }
+}
+
+/// An attribute's position in a table's select list (-1 when the table has no column for it) and its type.
+struct ColumnRead: Sendable {
+    let column: Int32
+    let type: AttributeType
+}
+
+/// What decoding a row reads for one relationship.
+enum RelationshipRead: Sendable {
+    /// A to-one's foreign key at this position of the select list.
+    case foreignKey(column: Int32)
+    /// A to-many, read from other rows afterwards.
+    case toMany
+    /// A to-one the table has no column for.
+    case missingColumn
 }
 
 /// How one relationship of an entity is stored.
@@ -466,8 +498,8 @@ struct InverseForeignKey: Sendable, Hashable {
     let entityCodes: [Int64]?
     /// The order table seen from the owner, for ordered relationships.
     let orderJoin: JoinStorage?
-    /// `(owner, related key[, position])` rows of a set of owners, in owner order.
-    let relatedRows: KeyedQuery
+    /// `(owner, related key)` rows of a set of owners, in owner order (positions are read from ``orderJoin``).
+    let memberRows: KeyedQuery
 
     init(table: String, column: String, orderTable: String?, entityCodes: [Int64]?, ownerRoot: String) {
         self.table = table
@@ -478,11 +510,9 @@ struct InverseForeignKey: Sendable, Hashable {
             JoinStorage(table: $0, ownColumn: "src", otherColumn: "dst", ownOrderColumn: "src_ord", otherRoot: ownerRoot, isShared: false)
         }
         let owner = "d.\(StoreLayout.quote(column))"
-        let order = orderTable.map { " LEFT JOIN \(StoreLayout.quote($0)) AS o ON o.src = \(owner) AND o.dst = d._pk" } ?? ""
-        let position = orderTable == nil ? "" : ", o.src_ord"
         let codes = entityCodes.map { " AND d._ent IN (\($0.map(String.init).joined(separator: ", ")))" } ?? ""
-        relatedRows = KeyedQuery("SELECT \(owner), d._pk\(position) FROM \(StoreLayout.quote(table)) AS d\(order) WHERE ",
-                                 keyColumn: owner, tail: codes + " ORDER BY \(owner)")
+        memberRows = KeyedQuery("SELECT \(owner), d._pk FROM \(StoreLayout.quote(table)) AS d WHERE ",
+                                keyColumn: owner, tail: codes + " ORDER BY \(owner)")
     }
 
     // Equal when stored alike; the statement texts follow from the rest.

@@ -206,7 +206,9 @@ import XMLBackend
     /// Writes a document whose middle is `bytes` bytes of `repeating`, streamed (so the test itself stays small).
     static func writeDocument(to url: URL, before: String, repeating unit: String, bytes: Int, after: String) throws {
         let parts = document("MIDDLE").components(separatedBy: "MIDDLE")
-        FileManager.default.createFile(atPath: url.path, contents: nil)
+        guard FileManager.default.createFile(atPath: url.path, contents: nil) else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path])
+        }
         let handle = try FileHandle(forWritingTo: url)
         defer { try? handle.close() }
         try handle.write(contentsOf: Data((parts[0] + before).utf8))

@@ -13,7 +13,12 @@ import Testing
         var generator = SystemRandomNumberGeneratorSeeded(seed: 0x5EED)
         var values: [Decimal] = [0, 1, -1, 10, 100, Decimal(UInt64.max), -Decimal(UInt64.max), Decimal(UInt64.max) + 1,
                                  Decimal(string: "123456789012345678901234567890.123", locale: posix)!,
-                                 Decimal(string: "0.000000000000000000000000000001", locale: posix)!]
+                                 Decimal(string: "0.000000000000000000000000000001", locale: posix)!,
+                                 // Either side of the fast path's bound (1.8e19), and trailing zeros to drop.
+                                 Decimal(17_999_999_999_999_999_999 as UInt64), Decimal(18_000_000_000_000_000_001 as UInt64),
+                                 Decimal(sign: .minus, exponent: -2, significand: 1500),
+                                 Decimal(sign: .plus, exponent: -25, significand: 1_000_000_000),
+                                 Decimal(sign: .plus, exponent: 20, significand: 7)]
         for _ in 0..<5_000 {
             let digits = Int.random(in: 1...19, using: &generator)
             var m: UInt64 = 0

@@ -48,9 +48,10 @@ public struct LMDBStoreBackend: StoreBackend {
     public var typeIdentifier: String { Self.typeIdentifier }
     /// `lmdb` (a store directory) and `mdb` (a data file, the file form).
     public var fileExtensions: [String] { ["lmdb", "mdb"] }
-    /// Persistent, transactional, multi-process, with history, ordered relationships and an online fast copy.
+    /// Persistent, transactional, multi-process, with history, ordered relationships, an online fast copy, and pages
+    /// of records inserted as they are (the page form is the stored form).
     public var capabilities: BackendCapabilities {
-        [.persistent, .transactions, .multiProcess, .history, .orderedRelationships, .onlineBackup, .fastCopy]
+        [.persistent, .transactions, .multiProcess, .history, .orderedRelationships, .onlineBackup, .fastCopy, .recordPages]
     }
 
     // MARK: Looking at paths

@@ -64,6 +64,30 @@ struct RecordReader {
 
     /// Decodes the current row; to-many relationships are left empty for ``fillToMany(_:)``.
     func decodeRow(_ s: Statement, table: TableLayout) throws -> Record {
+        let (pk, el, gid) = try rowHeader(s, table: table)
+        var attributes: [StoreValue] = []
+        attributes.reserveCapacity(el.attributeReads.count)
+        for (i, read) in el.attributeReads.enumerated() {
+            let column = try attributeColumn(read, i, el)
+            do {
+                attributes.append(try ValueCoding.read(s, column: column, type: read.type))
+            } catch {
+                throw error.storeError(url: url, entity: el.name, property: el.entity.attributes[i].name, type: read.type)
+            }
+        }
+        var relationships: [RelationshipValue] = []
+        relationships.reserveCapacity(el.relationshipReads.count)
+        for i in el.relationshipReads.indices {
+            switch try link(s, i, el, pk) {
+            case .toOne(let key): relationships.append(.toOne(key))
+            case .toMany: relationships.append(.toMany([]))
+            }
+        }
+        return Record(entity: el.name, primaryKey: pk, globalID: gid, attributes: attributes, relationships: relationships)
+    }
+
+    /// The current row's primary key, entity and global ID, checked.
+    func rowHeader(_ s: Statement, table: TableLayout) throws -> (Int64, EntityLayout, UUID) {
         guard s.type(0) == SQLITE_INTEGER, s.type(1) == SQLITE_INTEGER else {
             throw StoreError.corruptStore(url, reason: "\(table.name) has a row without an integer key or entity code")
         }
@@ -75,40 +99,41 @@ struct RecordReader {
         guard s.type(2) == SQLITE_BLOB, let gid = ValueCoding.uuid(s, 2) else {
             throw StoreError.corruptStore(url, reason: "\(table.name) row \(pk) has no 16-byte global ID")
         }
-        var attributes: [StoreValue] = []
-        attributes.reserveCapacity(el.attributeReads.count)
-        for (i, read) in el.attributeReads.enumerated() {
-            guard read.column >= 0 else {
-                throw StoreError.corruptStore(url, reason: "no column for \(el.name).\(el.entity.attributes[i].name)")
-            }
-            do {
-                attributes.append(try ValueCoding.read(s, column: read.column, type: read.type))
-            } catch {
-                throw error.storeError(url: url, entity: el.name, property: el.entity.attributes[i].name, type: read.type)
-            }
+        return (pk, el, gid)
+    }
+
+    /// Attribute `i`'s column in the select list.
+    func attributeColumn(_ read: ColumnRead, _ i: Int, _ el: EntityLayout) throws -> Int32 {
+        guard read.column >= 0 else {
+            throw StoreError.corruptStore(url, reason: "no column for \(el.name).\(el.entity.attributes[i].name)")
         }
-        var relationships: [RelationshipValue] = []
-        relationships.reserveCapacity(el.relationshipReads.count)
-        for (i, read) in el.relationshipReads.enumerated() {
-            let c: Int32
-            switch read {
-            case .toMany:
-                relationships.append(.toMany([]))
-                continue
-            case .missingColumn:
-                throw StoreError.corruptStore(url, reason: "no column for \(el.name).\(el.entity.relationships[i].name)")
-            case .foreignKey(let column):
-                c = column
-            }
+        return read.column
+    }
+
+    /// What the current row holds of relationship `i`.
+    enum RowLink {
+        /// A to-one's foreign key (`nil` for none).
+        case toOne(Int64?)
+        /// A to-many, which is read from other rows.
+        case toMany
+    }
+
+    /// Relationship `i` of the current row.
+    func link(_ s: Statement, _ i: Int, _ el: EntityLayout, _ pk: Int64) throws -> RowLink {
+        switch el.relationshipReads[i] {
+        case .toMany:
+            return .toMany
+        case .missingColumn:
+            throw StoreError.corruptStore(url, reason: "no column for \(el.name).\(el.entity.relationships[i].name)")
+        case .foreignKey(let c):
             switch s.type(c) {
-            case SQLITE_NULL: relationships.append(.toOne(nil))
-            case SQLITE_INTEGER: relationships.append(.toOne(s.int64(c)))
+            case SQLITE_NULL: return .toOne(nil)
+            case SQLITE_INTEGER: return .toOne(s.int64(c))
             default:
                 throw StoreError.corruptStore(
                     url, reason: "\(el.name).\(el.entity.relationships[i].name) of row \(pk) is not a key")
             }
         }
-        return Record(entity: el.name, primaryKey: pk, globalID: gid, attributes: attributes, relationships: relationships)
     }
 
     // MARK: To-many relationships
@@ -158,7 +183,7 @@ struct RecordReader {
     /// sort; each owner's few rows are then put in order here — by position, rows without one first, then by key,
     /// as `ORDER BY position, key` would. Letting SQLite sort the whole batch by all three cost about as much as
     /// reading the rows.
-    private func relatedKeys(_ storage: RelationshipStorage, owners: [Int64]) throws -> RelatedKeys {
+    func relatedKeys(_ storage: RelationshipStorage, owners: [Int64]) throws -> RelatedKeys {
         var collector = RelatedRowsCollector(owners: owners)
         try forEachKeyBatch(owners) { batch in
             let bindings: [SQLValue]
@@ -371,7 +396,7 @@ private struct RelatedGroup {
 
 /// Owners and their related keys, in ascending owner order: the queries return owners in that order, so the
 /// lists are appended as they come and found by binary search (a dictionary hashed every owner twice).
-private struct RelatedKeys {
+struct RelatedKeys {
     private var owners: [Int64] = []
     private var lists: [[Int64]] = []
     private var inOrder = true

@@ -9,7 +9,7 @@ import Synchronization
 /// runs in one read transaction, so a fetch and the queries that fill its to-many relationships see one snapshot;
 /// every save, key allocation and metadata change runs in one `BEGIN IMMEDIATE` transaction, which is what makes
 /// them atomic and safe against other connections and processes.
-final class SQLiteStore: PersistentStore, Sendable {
+final class SQLiteStore: PersistentStore, PageScanningStore, Sendable {
     struct State: Sendable {
         var connection: SQLiteConnection?
         var metadata: StoreMetadata
@@ -153,6 +153,20 @@ final class SQLiteStore: PersistentStore, Sendable {
             let bindings: [SQLValue] = [.integer(primaryKey ?? .min), .integer(Int64(limit))]
             guard el.hasToMany else { return try reader(c).records(sql, bindings: bindings, table: table) }
             return try c.transaction(write: false) { try reader(c).records(sql, bindings: bindings, table: table) }
+        }
+    }
+
+    func scanPage(entity name: String, after primaryKey: Int64?, limit: Int) throws -> RecordPage {
+        try withConnection { c, _ in
+            let (table, el, filter) = try scanTarget(name)
+            guard limit > 0 else { return RecordPage(entity: name) }
+            let sql = "SELECT \(table.selectList) FROM \(StoreLayout.quote(table.name)) AS t WHERE \(filter)t._pk > ? ORDER BY t._pk LIMIT ?"
+            let bindings: [SQLValue] = [.integer(primaryKey ?? .min), .integer(Int64(limit))]
+            let capacity = min(limit, 1 << 16)
+            guard el.hasToMany else { return try reader(c).page(sql, bindings: bindings, table: table, entity: el, capacity: capacity) }
+            return try c.transaction(write: false) {
+                try reader(c).page(sql, bindings: bindings, table: table, entity: el, capacity: capacity)
+            }
         }
     }
 

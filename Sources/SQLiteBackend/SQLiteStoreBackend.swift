@@ -33,9 +33,9 @@ public struct SQLiteStoreBackend: StoreBackend {
     /// `sqlite`, `sqlite3` and `db`.
     public var fileExtensions: [String] { ["sqlite", "sqlite3", "db"] }
     /// Persistent, transactional, shared between processes (SQLite's locking), with history and ordered
-    /// relationships, and an online fast copy (the backup API).
+    /// relationships, an online fast copy (the backup API), and pages of records read without making records.
     public var capabilities: BackendCapabilities {
-        [.persistent, .transactions, .multiProcess, .history, .orderedRelationships, .onlineBackup, .fastCopy]
+        [.persistent, .transactions, .multiProcess, .history, .orderedRelationships, .onlineBackup, .fastCopy, .recordPages]
     }
 
     /// The sidecar suffixes SQLite may create next to a database.

@@ -88,74 +88,86 @@ enum ValueCoding {
     static func read(_ s: Statement, column c: Int32, type: AttributeType) throws(Mismatch) -> StoreValue {
         let t = s.type(c)
         if t == SQLITE_NULL { return .null }
-        func bad(_ what: String) -> Mismatch { Mismatch(what: what) }
         switch type {
-        case .integer16, .integer32, .integer64, .boolean:
-            guard t == SQLITE_INTEGER else { throw bad(typeName(t)) }
-            let v = s.int64(c)
-            switch type {
-            case .integer16:
-                guard let x = Int16(exactly: v) else { throw bad("the out-of-range integer \(v)") }
-                return .integer16(x)
-            case .integer32:
-                guard let x = Int32(exactly: v) else { throw bad("the out-of-range integer \(v)") }
-                return .integer32(x)
-            case .boolean:
-                guard v == 0 || v == 1 else { throw bad("the integer \(v)") }
-                return .boolean(v == 1)
-            default:
-                return .integer64(v)
-            }
-        case .double, .date:
-            let d: Double
-            if t == SQLITE_FLOAT {
-                d = s.double(c)
-            } else if t == SQLITE_BLOB, let bits = s.withBlob(c, { b -> UInt64? in
-                guard b.count == 8 else { return nil }
-                return b.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-            }) {
-                d = Double(bitPattern: bits)
-            } else {
-                throw bad(typeName(t))
-            }
-            return type == .date ? .date(Date(timeIntervalSinceReferenceDate: d)) : .double(d)
-        case .float:
-            if t == SQLITE_FLOAT {
-                let d = s.double(c)
-                let f = Float(d)
-                guard Double(f).bitPattern == d.bitPattern else { throw bad("the double \(d)") }
-                return .float(f)
-            }
-            if t == SQLITE_BLOB, let bits = s.withBlob(c, { b -> UInt32? in
-                guard b.count == 4 else { return nil }
-                return b.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
-            }) {
-                return .float(Float(bitPattern: bits))
-            }
-            throw bad(typeName(t))
+        case .integer16: return .integer16(Int16(truncatingIfNeeded: try integer(s, c, t, type)))
+        case .integer32: return .integer32(Int32(truncatingIfNeeded: try integer(s, c, t, type)))
+        case .integer64: return .integer64(try integer(s, c, t, type))
+        case .boolean: return .boolean(try integer(s, c, t, type) == 1)
+        case .double: return .double(try real(s, c, t))
+        case .date: return .date(Date(timeIntervalSinceReferenceDate: try real(s, c, t)))
+        case .float: return .float(try float(s, c, t))
         case .decimal:
-            guard t == SQLITE_TEXT else { throw bad(typeName(t)) }
+            guard t == SQLITE_TEXT else { throw Mismatch(what: typeName(t)) }
             let text = s.text(c)
             guard let v = DecimalText.decimal(from: text) else {
-                throw bad("the text \(String(reflecting: text))")
+                throw Mismatch(what: "the text \(String(reflecting: text))")
             }
             return .decimal(v)
         case .string:
-            guard t == SQLITE_TEXT else { throw bad(typeName(t)) }
+            guard t == SQLITE_TEXT else { throw Mismatch(what: typeName(t)) }
             return .string(s.text(c))
         case .uri:
-            guard t == SQLITE_TEXT else { throw bad(typeName(t)) }
+            guard t == SQLITE_TEXT else { throw Mismatch(what: typeName(t)) }
             let text = s.text(c)
-            guard let u = URL(string: text) else { throw bad("the text \(String(reflecting: text))") }
+            guard let u = URL(string: text) else { throw Mismatch(what: "the text \(String(reflecting: text))") }
             return .uri(u)
         case .binary, .transformable:
-            guard t == SQLITE_BLOB else { throw bad(typeName(t)) }
+            guard t == SQLITE_BLOB else { throw Mismatch(what: typeName(t)) }
             return .binary(s.blob(c))
-        case .uuid:
-            guard t == SQLITE_BLOB else { throw bad(typeName(t)) }
-            guard let u = uuid(s, c) else { throw bad("a blob that is not 16 bytes") }
-            return .uuid(u)
+        case .uuid: return .uuid(try uuid(s, c, t))
         }
+    }
+
+    /// An integer column (of SQLite type `t`, not NULL) checked to fit `type`: an integer of that width, or 0/1
+    /// for a Boolean.
+    @inline(__always)
+    static func integer(_ s: Statement, _ c: Int32, _ t: Int32, _ type: AttributeType) throws(Mismatch) -> Int64 {
+        guard t == SQLITE_INTEGER else { throw Mismatch(what: typeName(t)) }
+        let v = s.int64(c)
+        switch type {
+        case .integer16: guard Int16(exactly: v) != nil else { throw Mismatch(what: "the out-of-range integer \(v)") }
+        case .integer32: guard Int32(exactly: v) != nil else { throw Mismatch(what: "the out-of-range integer \(v)") }
+        case .boolean: guard v == 0 || v == 1 else { throw Mismatch(what: "the integer \(v)") }
+        default: break
+        }
+        return v
+    }
+
+    /// A double or date column: a REAL, or the 8-byte bit pattern a NaN is stored as.
+    @inline(__always)
+    static func real(_ s: Statement, _ c: Int32, _ t: Int32) throws(Mismatch) -> Double {
+        if t == SQLITE_FLOAT { return s.double(c) }
+        if t == SQLITE_BLOB, let bits = bigEndianBits(s, c, as: UInt64.self) { return Double(bitPattern: bits) }
+        throw Mismatch(what: typeName(t))
+    }
+
+    /// A float column: a REAL that is exactly a float's widening, or the 4-byte bit pattern of a NaN.
+    @inline(__always)
+    static func float(_ s: Statement, _ c: Int32, _ t: Int32) throws(Mismatch) -> Float {
+        if t == SQLITE_FLOAT {
+            let d = s.double(c)
+            let f = Float(d)
+            guard Double(f).bitPattern == d.bitPattern else { throw Mismatch(what: "the double \(d)") }
+            return f
+        }
+        if t == SQLITE_BLOB, let bits = bigEndianBits(s, c, as: UInt32.self) { return Float(bitPattern: bits) }
+        throw Mismatch(what: typeName(t))
+    }
+
+    /// A blob of exactly `T`'s size read as a big-endian bit pattern (how a NaN is stored).
+    static func bigEndianBits<T: FixedWidthInteger & UnsignedInteger>(_ s: Statement, _ c: Int32, as: T.Type) -> T? {
+        s.withBlob(c) { b -> T? in
+            guard b.count == MemoryLayout<T>.size else { return nil }
+            return b.reduce(T(0)) { $0 << 8 | T($1) }
+        }
+    }
+
+    /// A UUID column: a 16-byte blob.
+    @inline(__always)
+    static func uuid(_ s: Statement, _ c: Int32, _ t: Int32) throws(Mismatch) -> UUID {
+        guard t == SQLITE_BLOB else { throw Mismatch(what: typeName(t)) }
+        guard let u = uuid(s, c) else { throw Mismatch(what: "a blob that is not 16 bytes") }
+        return u
     }
 
     /// A 16-byte blob column as a UUID.

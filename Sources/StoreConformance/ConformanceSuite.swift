@@ -79,6 +79,7 @@ public struct ConformanceSuite: Sendable {
         case .concurrentReaders: try checkConcurrentReaders(harness)
         case .operations: try checkOperations(harness)
         case .multiProcess: try checkMultiProcess(harness)
+        case .recordPages: try checkRecordPages(harness)
         }
     }
 
@@ -133,6 +134,11 @@ public enum ConformanceGroup: String, CaseIterable, Sendable, CustomStringConver
     /// Two processes write one store at once: nothing lost, no key handed out twice, each sees the other's saves
     /// (for backends that declare ``BackendCapabilities/multiProcess``; needs a ``ConformanceWorker``).
     case multiProcess
+    /// Pages of records (for backends that declare ``BackendCapabilities/recordPages``): a page read with
+    /// ``PageScanningStore/scanPage(entity:after:limit:)`` holds exactly what a scan returns, and a page inserted
+    /// with ``PageInsertingStore/insert(_:)`` stores exactly what saving its records would — refusing, and writing
+    /// nothing of, a page that does not fit its entity.
+    case recordPages
 
     public var description: String { rawValue }
 
@@ -143,6 +149,7 @@ public enum ConformanceGroup: String, CaseIterable, Sendable, CustomStringConver
         case .history: capabilities.contains(.history)
         case .atomicSave: capabilities.contains(.transactions)
         case .multiProcess: capabilities.contains(.multiProcess) && capabilities.contains(.persistent)
+        case .recordPages: capabilities.contains(.recordPages)
         default: true
         }
     }

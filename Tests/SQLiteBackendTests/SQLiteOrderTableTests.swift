@@ -71,3 +71,41 @@ import Testing
         #expect(indexes["X_J_Book.tags.dst"]?.hasSuffix("(dst, dst_ord)") == true, "\(indexes)")
     }
 }
+
+/// A page read from SQLite (``PageScanningStore``) holds exactly what a scan returns, for values written by other
+/// programs too: invalid UTF-8 is repaired alike, and a value a scan refuses is refused with the same error.
+@Suite struct SQLitePageTests {
+    static func outcome(_ body: () throws -> [Record]) -> String {
+        do { return "\(try body())" } catch { return "error: \(error)" }
+    }
+
+    @Test func pagesReadWhatScansRead() throws {
+        let dir = try TempDirectory()
+        let url = dir.file("pages.sqlite")
+        let schema = try Fixture.schema()
+        do {
+            let store = try Fixture.open(url, schema: schema)
+            let items = (1...4).map { Fixture.record(schema, "Item", Int64($0), ["str": .string("item \($0)"), "i16": .integer16(Int16($0))]) }
+            try store.save(StoreChanges(inserted: items))
+            try store.close()
+        }
+        // Another program's values: text that is not UTF-8, an ASCII text with a NUL, a REAL where a float
+        // must be exact, then an integer too wide for its 16-bit attribute.
+        let edits = [
+            ("UPDATE \"E_Item\" SET str = CAST(X'61FF62C3' AS TEXT) WHERE _pk = 1", true),
+            ("UPDATE \"E_Item\" SET str = CAST(X'410042' AS TEXT), flt = 0.5 WHERE _pk = 2", true),
+            ("UPDATE \"E_Item\" SET i16 = 70000 WHERE _pk = 3", false),
+            ("UPDATE \"E_Item\" SET i16 = 3, flt = 0.1 WHERE _pk = 3", false),
+        ]
+        for (sql, readable) in edits {
+            try SQLiteOrderTableTests.exec(url, sql)
+            let store = try Fixture.open(url, schema: schema)
+            defer { try? store.close() }
+            let pages = try #require(store as? any PageScanningStore)
+            let scanned = Self.outcome { try store.scan(entity: "Item", after: nil, limit: 10) }
+            let paged = Self.outcome { try pages.scanPage(entity: "Item", after: nil, limit: 10).records(in: schema) }
+            #expect(paged == scanned, "\(sql)")
+            #expect(scanned.hasPrefix("error") != readable, "\(sql): \(scanned.prefix(200))")
+        }
+    }
+}

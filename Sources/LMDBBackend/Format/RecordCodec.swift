@@ -53,6 +53,21 @@ enum RecordCodec {
         return true
     }
 
+    /// Writes a record whose attribute values and relationship values are already in their stored form — a
+    /// ``RecordPage``'s, whose value form is this codec's (``ValueCodec``) by design. The caller has checked them.
+    static func encode(
+        globalID: UUID, _ info: EntityInfo, values: UnsafeRawBufferPointer, links: UnsafeRawBufferPointer,
+        into w: inout RawWriter
+    ) {
+        w.byte(version)
+        w.varint(UInt64(info.id))
+        w.uuid(globalID)
+        w.varint(UInt64(info.acceptedTags.count))
+        w.raw(values)
+        w.varint(UInt64(info.toMany.count))
+        w.raw(links)
+    }
+
     /// The entity ID of an encoded record, read without decoding the rest (for filtering scans by entity).
     static func entityID(of bytes: UnsafeRawBufferPointer) -> UInt32? {
         var r = ByteReader(bytes)

@@ -19,24 +19,34 @@ extension LMDBPersistentStore {
     /// save that changes metadata fails with ``StoreError/modifiedOnDisk(_:)`` rather than overwrite the other
     /// process's change.
     public func save(_ changes: StoreChanges) throws {
+        try save(.changes(changes))
+    }
+
+    /// Inserts a page's records in one write transaction, as ``save(_:)`` would insert them, writing their values
+    /// as the page holds them (see ``RecordPage``): the page form is this store's stored form.
+    public func insert(_ page: RecordPage) throws {
+        try save(.page(page))
+    }
+
+    private func save(_ content: SaveContent) throws {
         try run {
             guard !isReadOnly else { throw StoreError.readOnly(storeURL, reason: "the store was opened read-only") }
-            if changes.isEmpty { return }
+            if content.isEmpty { return }
             for attempt in 0..<2 {
                 do {
-                    try save(changes, base: layout)
+                    try save(content, base: layout)
                     return
                 } catch let stale as StaleLayout {
                     try adopt(stale)
-                    if changes.metadata != nil || attempt > 0 { throw StoreError.modifiedOnDisk(storeURL) }
+                    if content.metadata != nil || attempt > 0 { throw StoreError.modifiedOnDisk(storeURL) }
                 }
             }
         }
     }
 
-    private func save(_ changes: StoreChanges, base: StoreLayout) throws {
+    private func save(_ content: SaveContent, base: StoreLayout) throws {
         var target = base
-        if let metadata = changes.metadata {
+        if let metadata = content.metadata {
             target = try StoreLayout(metadata: metadata, existingIDs: base.entityIDs)
             // Database handles are opened outside the save's transaction (liblmdb allows one transaction at a
             // time to open handles); creating empty databases early is harmless if the save fails.
@@ -45,7 +55,7 @@ extension LMDBPersistentStore {
         // Records are checked against their entities while they are encoded (see SaveWriter.put): a record that
         // does not fit fails the save before its transaction commits, so nothing of it is stored.
         let layout = target
-        let estimate = SaveSizeEstimate.bytes(for: changes, layout: layout)
+        let estimate = content.estimatedBytes(layout)
         if let estimate { try env.reserveMapSpace(estimate) }
         // A bulk load's global-ID entries pile up over saves and go into the index in large sorted runs. Taken
         // out of the store for the save (so appending copies nothing) and put back, as it was, if the save fails.
@@ -58,10 +68,10 @@ extension LMDBPersistentStore {
         do {
             // An update or delete must find the index complete, so what is pending is written first. A run this
             // save's entries would take past its size is set aside (the run's buffer then never grows).
-            if pending != nil, !changes.updated.isEmpty || !changes.deleted.isEmpty {
+            if pending != nil, content.updatesOrDeletes {
                 try flushGlobalIDs(&pending, layout)
                 pendingBefore = 0
-            } else if let count = pending?.count, count + changes.inserted.count > Self.bulkGlobalIDRun {
+            } else if let count = pending?.count, count + content.insertedCount > Self.bulkGlobalIDRun {
                 try spillGlobalIDs(&pending, layout)
                 pendingBefore = 0
             }
@@ -69,7 +79,10 @@ extension LMDBPersistentStore {
                 pending?.truncate(to: pendingBefore)  // a retried transaction starts over
                 var writer = try SaveWriter(txn: txn, env: env, base: base, layout: layout, storeURL: storeURL, file: dataFile)
                 writer.defersGlobalIDs = pending != nil
-                try writer.apply(changes)
+                switch content {
+                case .changes(let changes): try writer.apply(changes)
+                case .page(let page): try writer.insert(page)
+                }
                 if writer.defersGlobalIDs { pending?.append(contentsOf: writer.globalIDBatch) }
             }
         } catch {
@@ -82,7 +95,7 @@ extension LMDBPersistentStore {
         if let pending { bulkGlobalIDs.withLock { $0 = pending } }
         // Bulk saves (an import, a conversion) touch pages of the map as they go; keep them from piling up.
         env.releaseResidentPages(after: estimate ?? 0)
-        if changes.metadata != nil { env.setLayout(target) }
+        if content.metadata != nil { env.setLayout(target) }
     }
 
     /// Lays the store out against metadata another process stored.
@@ -92,6 +105,41 @@ extension LMDBPersistentStore {
         let fresh = try StoreLayout(metadata: metadata, storedJSON: stale.metadataJSON, existingIDs: ids)
         try env.openDatabases(fresh.databaseNames, create: !env.isReadOnly, timeout: writeTimeout)
         env.setLayout(fresh)
+    }
+}
+
+/// What one save writes: changes, or a page of inserted records.
+private enum SaveContent {
+    case changes(StoreChanges)
+    case page(RecordPage)
+
+    var isEmpty: Bool {
+        switch self {
+        case .changes(let c): c.isEmpty
+        case .page(let p): p.isEmpty
+        }
+    }
+
+    var metadata: StoreMetadata? {
+        if case .changes(let c) = self { c.metadata } else { nil }
+    }
+
+    var updatesOrDeletes: Bool {
+        if case .changes(let c) = self { !c.updated.isEmpty || !c.deleted.isEmpty } else { false }
+    }
+
+    var insertedCount: Int {
+        switch self {
+        case .changes(let c): c.inserted.count
+        case .page(let p): p.count
+        }
+    }
+
+    func estimatedBytes(_ layout: StoreLayout) -> Int? {
+        switch self {
+        case .changes(let c): SaveSizeEstimate.bytes(for: c, layout: layout)
+        case .page(let p): SaveSizeEstimate.bytes(for: p, layout: layout)
+        }
     }
 }
 

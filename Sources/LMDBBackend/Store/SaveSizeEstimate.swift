@@ -38,4 +38,12 @@ enum SaveSizeEstimate {
         let (total, overflow) = perRecord.multipliedReportingOverflow(by: 2 * records.count)
         return overflow ? Int.max : total
     }
+
+    /// The same for a page: its bytes are the records' values as stored.
+    static func bytes(for page: RecordPage, layout: StoreLayout) -> Int? {
+        guard page.count >= threshold, let info = try? layout.info(page.entity) else { return nil }
+        let perRecord = page.encodedByteCount / page.count + 1 + 5 + 16 + 8 + 10 + 16 + 12 + 10 + info.indexes.count * 64
+        let (total, overflow) = perRecord.multipliedReportingOverflow(by: 2 * page.count)
+        return overflow ? Int.max : total
+    }
 }

@@ -59,19 +59,26 @@ struct SaveWriter {
         return opened
     }
 
-    mutating func apply(_ changes: StoreChanges) throws {
-        defer {
-            for cursor in cursors.values { cursor.close() }
-            cursors = [:]
-            runInfo = nil
-            runCursor = nil
-        }
+    private mutating func closeCursors() {
+        for cursor in cursors.values { cursor.close() }
+        cursors = [:]
+        runInfo = nil
+        runCursor = nil
+    }
+
+    /// Another process may have changed the metadata (and the entity IDs) since this store was laid out.
+    private mutating func checkStoredMetadata() throws {
         let meta = try handle(DatabaseName.meta)
-        // Another process may have changed the metadata (and the entity IDs) since this store was laid out.
         let stored = try txn.get(meta, key: MetaKey.metadata)
         if let stored, stored != base.metadataJSON {
             throw StaleLayout(metadataJSON: stored, entityIDsJSON: try txn.get(meta, key: MetaKey.entityIDs) ?? [])
         }
+    }
+
+    mutating func apply(_ changes: StoreChanges) throws {
+        defer { closeCursors() }
+        try checkStoredMetadata()
+        let meta = try handle(DatabaseName.meta)
         if changes.metadata != nil {
             try txn.put(meta, key: MetaKey.metadata, value: layout.metadataJSON)
             try txn.put(meta, key: MetaKey.entityIDs, value: try layout.entityIDsJSON())
@@ -139,6 +146,50 @@ struct SaveWriter {
                 }
             }
         }
+        try finishInserts(highest: highest)
+        if !changes.history.isEmpty { try appendHistory(changes.history) }
+    }
+
+    /// Inserts a page's records: what ``apply(_:)`` does for a save inserting the same records, each record's
+    /// values written as the page holds them (the page form is the stored form, see ``RecordCodec``) after their
+    /// tags and relationship kinds are checked against the entity. A record that does not fit, or whose entity
+    /// has uniqueness indexes, is decoded and takes the save's own path (which names what does not fit).
+    mutating func insert(_ page: RecordPage) throws {
+        defer { closeCursors() }
+        try checkStoredMetadata()
+        guard !page.isEmpty else { return }
+        let info = try layout.info(page.entity)
+        if info.isAbstract { throw StoreError.abstractEntity(info.entity.name) }
+        globalIDBatch.reserve(page.count)
+        var highest = Int64.min
+        for i in 0..<page.count {
+            let pk = page.primaryKeys[i]
+            let encoded = info.indexes.isEmpty && page.withEncodedRecord(at: i) { values, links in
+                let accepted = info.acceptedTags
+                guard RecordPage.checkValues(values, count: accepted.count, accepts: { accepted[$0] & (1 << UInt16($1)) != 0 }),
+                      RecordPage.checkLinks(links, toMany: info.toMany)
+                else { return false }
+                buffer.encode { RecordCodec.encode(globalID: page.globalIDs[i], info, values: values, links: links, into: &$0) }
+                return true
+            }
+            if encoded {
+                try storeEncoded(pk, info, inserting: true)
+                globalIDBatch.append(page.globalIDs[i], entityID: info.id, primaryKey: pk)
+            } else {
+                let record = try page.record(at: i, of: info.entity)
+                try withUnsafePointer(to: record) { r in
+                    try put(r, info, inserting: true)
+                    try index(r, info)
+                }
+            }
+            highest = max(highest, pk)
+        }
+        try finishInserts(highest: [(info, highest)])
+    }
+
+    /// Writes the save's global-ID entries (unless a bulk load defers them) and moves the key allocators past the
+    /// largest inserted keys.
+    private mutating func finishInserts(highest: [(info: EntityInfo, key: Int64)]) throws {
         if !defersGlobalIDs {
             try globalIDBatch.write(txn, globalIDs, layout: layout, storeURL: storeURL, env: env)
             globalIDBatch = GlobalIDBatch()
@@ -153,8 +204,6 @@ struct SaveWriter {
                 if next <= pk { try KeyAllocator.store(txn, keys, root: root, next: pk == .max ? .max : pk + 1) }
             }
         }
-
-        if !changes.history.isEmpty { try appendHistory(changes.history) }
     }
 
     /// Encodes `r` (checking it fits its entity on the way) and stores it under its primary key. Inserts are
@@ -166,7 +215,11 @@ struct SaveWriter {
             try SaveValidator.check(r.pointee, info, url: storeURL)
             throw StoreError.io(storeURL, operation: "saving \(r.pointee.key)", reason: "the record does not fit \(info.entity.name)")
         }
-        let pk = r.pointee.primaryKey
+        try storeEncoded(r.pointee.primaryKey, info, inserting: inserting)
+    }
+
+    /// Stores the record just encoded into `buffer` under `pk`.
+    private mutating func storeEncoded(_ pk: Int64, _ info: EntityInfo, inserting: Bool) throws {
         let cursor: LMDBCursor
         var flags: UInt32 = 0
         if inserting {
@@ -202,7 +255,8 @@ struct SaveWriter {
             lastKeys[info.recordsDatabase] = nil
         }
         if !stored {
-            throw StoreError.io(storeURL, operation: "inserting \(r.pointee.key)", reason: "primary key \(pk) of \(info.entity.rootName) is already used")
+            let key = RecordKey(entity: info.entity.name, primaryKey: pk)
+            throw StoreError.io(storeURL, operation: "inserting \(key)", reason: "primary key \(pk) of \(info.entity.rootName) is already used")
         }
         // Index updates land on pages all over the map (about a page each); a large save would keep every one
         // of them resident.

@@ -118,4 +118,7 @@ public struct BackendCapabilities: OptionSet, Sendable, Hashable {
     public static let fastCopy = BackendCapabilities(rawValue: 1 << 6)
     /// The whole store is loaded into memory (atomic family).
     public static let atomic = BackendCapabilities(rawValue: 1 << 7)
+    /// Its stores read (``PageScanningStore``) or insert (``PageInsertingStore``) ``RecordPage``s, so transfers
+    /// between two such stores move bytes rather than records.
+    public static let recordPages = BackendCapabilities(rawValue: 1 << 8)
 }

@@ -45,6 +45,9 @@ public struct StoreTransfer {
         let total = progress == nil ? nil : try Self.countRecords(source)
         var done = 0
         try bulkLoading(destination) {
+            if let pages = source as? any PageScanningStore, let sink = destination as? any PageInsertingStore {
+                return try copyPages(from: pages, to: sink, total: total)
+            }
             for entity in schema.entities where !entity.isAbstract {
                 var after: Int64?
                 while true {
@@ -60,6 +63,23 @@ public struct StoreTransfer {
         }
         try copyHistory(from: source, to: destination)
         try carryKeyCounters(source.metadata.primaryKeyCounters, to: destination)
+    }
+
+    /// The records of `source`, page by page as bytes (see ``RecordPage``).
+    private func copyPages(from source: any PageScanningStore, to destination: any PageInsertingStore, total: Int?) throws {
+        var done = 0
+        for entity in source.metadata.schema.entities where !entity.isAbstract {
+            var after: Int64?
+            while true {
+                let page = try source.scanPage(entity: entity.name, after: after, limit: batchSize)
+                if page.isEmpty { break }
+                try destination.insert(page)
+                done += page.count
+                try report(done, total, entity.name)
+                guard page.count == batchSize, let last = page.primaryKeys.last else { break }
+                after = last
+            }
+        }
     }
 
     /// Moves the destination's key allocators past the source's, so keys of records deleted in the source are not

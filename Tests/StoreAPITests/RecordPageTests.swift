@@ -1,0 +1,108 @@
+import Foundation
+import StoreAPI
+import Testing
+
+/// ``RecordPage``: records survive the page form exactly, and a page that does not match its entity's layout is
+/// refused, never misread.
+@Suite struct RecordPageTests {
+    static func schema() throws -> Schema {
+        try Schema(entities: [
+            EntityDescription(name: "Thing", attributes: [
+                AttributeDescription(name: "i16", type: .integer16), AttributeDescription(name: "i64", type: .integer64),
+                AttributeDescription(name: "dec", type: .decimal), AttributeDescription(name: "dbl", type: .double),
+                AttributeDescription(name: "flt", type: .float), AttributeDescription(name: "str", type: .string),
+                AttributeDescription(name: "flag", type: .boolean), AttributeDescription(name: "when", type: .date),
+                AttributeDescription(name: "blob", type: .binary), AttributeDescription(name: "uid", type: .uuid),
+                AttributeDescription(name: "link", type: .uri),
+            ], relationships: [
+                RelationshipDescription(name: "parent", destination: "Thing", inverse: "children"),
+                RelationshipDescription(name: "children", destination: "Thing", inverse: "parent", isToMany: true, isOrdered: true),
+            ]),
+        ])
+    }
+
+    static func things(_ entity: Entity) -> [Record] {
+        let values: [[StoreValue]] = [
+            [.integer16(.min), .integer64(.max), .decimal(Decimal(string: "-12.50")!), .double(.nan), .float(-0.0),
+             .string("a\u{0}ü🚀"), .boolean(true), .date(.distantPast), .binary(Data([0, 255, 1])), .uuid(UUID()),
+             .uri(URL(string: "https://example.com/a?b=c#d")!)],
+            Array(repeating: .null, count: 11),
+            [.integer16(0), .integer64(-1), .decimal(Decimal(string: "123456789012345678901234567890.5")!), .double(-.infinity),
+             .float(.nan), .string(""), .boolean(false), .date(Date(timeIntervalSinceReferenceDate: 0.5)), .binary(Data()),
+             .null, .uri(URL(string: "file:///tmp/with%20space")!)],
+        ]
+        return values.enumerated().map { i, v in
+            Record(entity: entity.name, primaryKey: Int64(i + 1), globalID: UUID(), attributes: v,
+                   relationships: [.toOne(i == 0 ? nil : 1), .toMany(i == 0 ? [3, 2] : [])])
+        }
+    }
+
+    @Test func recordsSurviveThePageForm() throws {
+        let schema = try Self.schema()
+        let thing = try schema.requireEntity("Thing")
+        let records = Self.things(thing)
+        var page = RecordPage(entity: "Thing")
+        for r in records { page.append(r) }
+        #expect(page.count == 3 && page.primaryKeys == [1, 2, 3])
+        let back = try page.records(in: schema)
+        // NaN is not equal to itself: compare what is stored, bit for bit, through the page form again.
+        var again = RecordPage(entity: "Thing")
+        for r in back { again.append(r) }
+        for i in 0..<3 {
+            page.withEncodedRecord(at: i) { v1, l1 in
+                again.withEncodedRecord(at: i) { v2, l2 in
+                    #expect(Array(v1) == Array(v2) && Array(l1) == Array(l2), "record \(i + 1)")
+                }
+            }
+        }
+        #expect(back[1] == records[1] && back[2].relationships == records[2].relationships)
+        #expect(back[0].attributes[5] == .string("a\u{0}ü🚀") && back[0].relationships == [.toOne(nil), .toMany([3, 2])])
+    }
+
+    @Test func pagesThatDoNotFitTheirEntityAreRefused() throws {
+        let schema = try Self.schema()
+        let thing = try schema.requireEntity("Thing")
+        var short = RecordPage(entity: "Thing")  // one value too few
+        short.beginRecord(primaryKey: 1, globalID: UUID())
+        for _ in 0..<10 { short.appendNull() }
+        short.endValues()
+        short.appendToOne(nil)
+        short.appendToMany([])
+        short.endLinks()
+        #expect(throws: StoreError.self) { try short.records(in: schema) }
+
+        var wrongKind = RecordPage(entity: "Thing")  // `children` given a to-one value
+        wrongKind.beginRecord(primaryKey: 1, globalID: UUID())
+        for _ in 0..<11 { wrongKind.appendNull() }
+        wrongKind.endValues()
+        wrongKind.appendToOne(nil)
+        wrongKind.appendToOne(2)
+        wrongKind.endLinks()
+        #expect(throws: StoreError.self) { try wrongKind.records(in: schema) }
+
+        var badText = RecordPage(entity: "Thing")  // a string that is not UTF-8
+        badText.beginRecord(primaryKey: 1, globalID: UUID())
+        for _ in 0..<5 { badText.appendNull() }
+        [UInt8]([0x61, 0xFF]).withUnsafeBytes { badText.appendBytes($0, tag: .string) }
+        for _ in 0..<5 { badText.appendNull() }
+        badText.endValues()
+        badText.appendToOne(nil)
+        badText.appendToMany([])
+        badText.endLinks()
+        #expect(throws: StoreError.self) { try badText.records(in: schema) }
+
+        // The checks a store makes before writing a page's bytes as they are.
+        var page = RecordPage(entity: "Thing")
+        page.append(Self.things(thing)[0])
+        page.withEncodedRecord(at: 0) { values, links in
+            #expect(RecordPage.checkValues(values, count: 11) { _, _ in true })
+            #expect(!RecordPage.checkValues(values, count: 10) { _, _ in true }, "a value left over")
+            #expect(!RecordPage.checkValues(values, count: 12) { _, _ in true }, "a value missing")
+            #expect(!RecordPage.checkValues(values, count: 11) { position, tag in position != 5 || tag != RecordPage.Tag.string.rawValue })
+            #expect(!RecordPage.checkValues(UnsafeRawBufferPointer(rebasing: values.dropLast()), count: 11) { _, _ in true }, "truncated")
+            #expect(RecordPage.checkLinks(links, toMany: [false, true]))
+            #expect(!RecordPage.checkLinks(links, toMany: [true, true]))
+            #expect(!RecordPage.checkLinks(links, toMany: [false]))
+        }
+    }
+}

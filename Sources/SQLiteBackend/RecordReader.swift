@@ -172,7 +172,7 @@ struct RecordReader {
             if !zip(owners, owners.dropFirst()).allSatisfy({ $0 < $1 }) { owners = Array(Set(owners)).sorted() }
             let related = try relatedKeys(storage, owners: owners)
             for m in members {
-                records[m.record].relationships[m.relationship] = .toMany(related.keys(of: records[m.record].primaryKey))
+                records[m.record].relationships[m.relationship] = .toMany(Array(related.keys(of: records[m.record].primaryKey)))
             }
         }
     }
@@ -367,7 +367,7 @@ private struct OrderPositions {
 }
 
 /// The related rows of one owner while they are read: put in order and stored when the next owner's rows begin.
-private struct RelatedGroup {
+struct RelatedGroup {
     struct Row {
         /// `false` for a row without a position, which SQLite orders before every position.
         var hasPosition: Bool
@@ -390,45 +390,56 @@ private struct RelatedGroup {
         defer { rows.removeAll(keepingCapacity: true) }
         guard let owner, isWanted, !rows.isEmpty else { return }
         if !zip(rows, rows.dropFirst()).allSatisfy({ !($1 < $0) }) { rows.sort(by: <) }
-        result.add(owner, rows.map(\.key))
+        result.add(owner, rows)
     }
 }
 
 /// Owners and their related keys, in ascending owner order: the queries return owners in that order, so the
-/// lists are appended as they come and found by binary search (a dictionary hashed every owner twice).
+/// lists are appended as they come and found by binary search (a dictionary hashed every owner twice). The keys
+/// of every owner share one array (an array per owner cost an allocation and a release each).
 struct RelatedKeys {
     private var owners: [Int64] = []
-    private var lists: [[Int64]] = []
+    /// Where each owner's keys end in `keys`.
+    private var ends: [Int] = []
+    private var keys: [Int64] = []
     private var inOrder = true
 
-    mutating func add(_ owner: Int64, _ keys: [Int64]) {
+    mutating func add(_ owner: Int64, _ rows: [RelatedGroup.Row]) {
         if let last = owners.last, owner <= last {
             if owner == last {
-                lists[lists.count - 1] += keys
+                for row in rows { keys.append(row.key) }
+                ends[ends.count - 1] = keys.count
                 return
             }
             inOrder = false
         }
         owners.append(owner)
-        lists.append(keys)
+        for row in rows { keys.append(row.key) }
+        ends.append(keys.count)
     }
 
     /// Puts owners in order if some batch came out of order (one owner's lists joined in arrival order).
     mutating func finish() {
         guard !inOrder else { return }
         var merged: [Int64: [Int64]] = [:]
-        for (owner, keys) in zip(owners, lists) { merged[owner, default: []] += keys }
+        for (i, owner) in owners.enumerated() { merged[owner, default: []] += keys[(i == 0 ? 0 : ends[i - 1])..<ends[i]] }
         owners = merged.keys.sorted()
-        lists = owners.map { merged[$0] ?? [] }
+        keys = []
+        ends = []
+        for owner in owners {
+            keys += merged[owner] ?? []
+            ends.append(keys.count)
+        }
         inOrder = true
     }
 
-    func keys(of owner: Int64) -> [Int64] {
+    func keys(of owner: Int64) -> ArraySlice<Int64> {
         var lo = 0, hi = owners.count
         while lo < hi {
             let mid = (lo + hi) / 2
             if owners[mid] < owner { lo = mid + 1 } else { hi = mid }
         }
-        return lo < owners.count && owners[lo] == owner ? lists[lo] : []
+        guard lo < owners.count, owners[lo] == owner else { return [] }
+        return keys[(lo == 0 ? 0 : ends[lo - 1])..<ends[lo]]
     }
 }

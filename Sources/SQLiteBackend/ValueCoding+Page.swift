@@ -30,7 +30,15 @@ extension ValueCoding {
         case .date: page.appendDouble(try real(s, c, t), tag: .date)
         case .float: page.appendFloat(try float(s, c, t))
         case .uuid: page.appendUUID(try uuid(s, c, t))
-        case .decimal, .uri:
+        case .uri:
+            guard t == SQLITE_TEXT else { throw Mismatch(what: typeName(t)) }
+            let bytes = s.textBytes(c)
+            if PlainURIText.isPlain(bytes) {
+                page.appendBytes(bytes, tag: .uri)  // what URL(string:) would accept and keep as it is
+            } else {
+                page.append(try read(s, column: c, type: type))
+            }
+        case .decimal:
             // Text that must be parsed (and written back in its canonical form) takes the reading path.
             page.append(try read(s, column: c, type: type))
         }

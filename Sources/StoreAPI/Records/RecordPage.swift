@@ -182,10 +182,22 @@ public struct RecordPage: Sendable {
 
     /// Appends a to-many value, its keys in order.
     @inlinable
-    public mutating func appendToMany(_ keys: [Int64]) {
+    public mutating func appendToMany(_ keys: UnsafeBufferPointer<Int64>) {
         linkBytes.append(2)
         Self.appendVarint(UInt64(keys.count), to: &linkBytes)
         for k in keys { Self.appendSigned(k, to: &linkBytes) }
+    }
+
+    /// Appends a to-many value, its keys in order.
+    @inlinable
+    public mutating func appendToMany(_ keys: ArraySlice<Int64>) {
+        keys.withUnsafeBufferPointer { appendToMany($0) }
+    }
+
+    /// Appends a to-many value, its keys in order.
+    @inlinable
+    public mutating func appendToMany(_ keys: [Int64]) {
+        keys.withUnsafeBufferPointer { appendToMany($0) }
     }
 
     /// Ends the current record's relationships.

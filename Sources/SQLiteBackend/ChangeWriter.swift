@@ -72,6 +72,13 @@ struct ChangeWriter {
         } else {
             for r in changes.inserted { try writeRelationships(r) }
         }
+        try moveKeyAllocators()
+        try appendHistory(changes.history)
+    }
+
+    /// Moves each hierarchy's key allocator past the largest key inserted into it.
+    mutating func moveKeyAllocators() throws {
+        flushRunMaximum()
         for (root, highest) in maxInserted {
             // A record at the very top of the key space leaves nothing to allocate: the next allocation says so.
             let next = highest == .max ? highest : highest + 1
@@ -82,7 +89,7 @@ struct ChangeWriter {
                 try s.step()
             }
         }
-        try appendHistory(changes.history)
+        maxInserted = [:]
     }
 
     /// Whether an update changes the record's row: an attribute or a foreign key. Linking a record to others
@@ -111,19 +118,19 @@ struct ChangeWriter {
         if !found { throw StoreError.objectNotFound(ObjectID(storeUUID: storeUUID, entity: r.entity, primaryKey: r.primaryKey)) }
     }
 
-    private func entityLayout(_ name: String) throws -> EntityLayout {
+    func entityLayout(_ name: String) throws -> EntityLayout {
         guard let el = layout.entities[name] else { throw StoreError.unknownEntity(name) }
         return el
     }
 
-    private mutating func cachedEntityLayout(_ name: String) throws -> EntityLayout {
+    mutating func cachedEntityLayout(_ name: String) throws -> EntityLayout {
         if let last = lastLayout, last.entity.name == name { return last }
         let el = try entityLayout(name)
         lastLayout = el
         return el
     }
 
-    private mutating func noteInserted(_ key: Int64, root: String) {
+    mutating func noteInserted(_ key: Int64, root: String) {
         if let run = runMaximum, run.root == root {
             runMaximum = (root, max(run.key, key))
             return
@@ -132,13 +139,13 @@ struct ChangeWriter {
         runMaximum = (root, key)
     }
 
-    private mutating func flushRunMaximum() {
+    mutating func flushRunMaximum() {
         guard let run = runMaximum else { return }
         maxInserted[run.root] = max(maxInserted[run.root] ?? .min, run.key)
         runMaximum = nil
     }
 
-    private func table(_ el: EntityLayout) throws -> TableLayout {
+    func table(_ el: EntityLayout) throws -> TableLayout {
         guard let t = layout.tables[el.root] else {
             throw StoreError.corruptStore(url, reason: "no table for the \(el.root) hierarchy")
         }
@@ -236,7 +243,11 @@ struct ChangeWriter {
     }
 
     private func shapeError(_ r: Record, _ relationship: String, expected: String) -> StoreError {
-        .io(url, operation: "saving \(r.key)", reason: "'\(r.entity).\(relationship)' needs a \(expected) value")
+        Self.shapeError(url, r.key, relationship, expected: expected)
+    }
+
+    static func shapeError(_ url: URL, _ key: RecordKey, _ relationship: String, expected: String) -> StoreError {
+        .io(url, operation: "saving \(key)", reason: "'\(key.entity).\(relationship)' needs a \(expected) value")
     }
 
     /// Sets the uniqueness-constrained columns of updated records to NULL, so updates never collide with values the
@@ -265,7 +276,7 @@ struct ChangeWriter {
     }
 
     /// The typed error for a failed insert or update.
-    private func constraintError(_ rc: Int32, _ r: Record, _ el: EntityLayout, _ t: TableLayout, insert: Bool) throws
+    func constraintError(_ rc: Int32, _ r: Record, _ el: EntityLayout, _ t: TableLayout, insert: Bool) throws
         -> StoreError
     {
         let message = String(cString: sqlite3_errmsg(connection.db))
@@ -349,49 +360,55 @@ struct ChangeWriter {
             while end < records.count, records[end].entity == el.name { end += 1 }
             let run = records[start..<end]
             start = end
-            guard el.hasToMany else { continue }
-            for (k, storage) in el.relationships.enumerated() {
-                let js: JoinStorage
-                switch storage {
-                case .foreignKey: continue
-                case .inverseForeignKey(let ifk):
-                    guard let order = ifk.orderJoin else { continue }
-                    js = order
-                case .joinTable(let j):
-                    if deferredLinks != nil, j.isShared, j.ownColumn == "dst", !el.entity.relationships[k].isOrdered {
-                        try deferLinks(of: run, k, j, el)
-                        continue
-                    }
-                    js = j
+            let url = self.url
+            try addJoinRows(el, run.indices, primaryKey: { records[$0].primaryKey }) { i, k in
+                guard case .toMany(let keys) = records[i].relationships[k] else {
+                    throw Self.shapeError(url, records[i].key, el.entity.relationships[k].name, expected: "to-many")
                 }
-                try connection.withStatement(js.sql.upsertRow) { s in
-                    for r in run {
-                        guard case .toMany(let keys) = r.relationships[k] else {
-                            throw shapeError(r, el.entity.relationships[k].name, expected: "to-many")
-                        }
-                        try Self.addRows(s, js, owner: r.primaryKey, keys: Self.firstOccurrences(keys))
+                return keys
+            }
+        }
+    }
+
+    /// The join rows of records `indices` of entity `el`, whose primary keys and to-many values (`keys(record,
+    /// relationship)`) the closures give.
+    mutating func addJoinRows(
+        _ el: EntityLayout, _ indices: Range<Int>, primaryKey: (Int) -> Int64, keys: (Int, Int) throws -> [Int64]
+    ) throws {
+        guard el.hasToMany else { return }
+        for (k, storage) in el.relationships.enumerated() {
+            let js: JoinStorage
+            switch storage {
+            case .foreignKey: continue
+            case .inverseForeignKey(let ifk):
+                guard let order = ifk.orderJoin else { continue }
+                js = order
+            case .joinTable(let j):
+                if deferredLinks != nil, j.isShared, j.ownColumn == "dst", !el.entity.relationships[k].isOrdered {
+                    // Counted into ``deferredLinks`` instead of written: the other side writes the same rows.
+                    let rel = el.entity.relationships[k]
+                    var links = deferredLinks?[j.table]
+                        ?? DeferredLinks(table: j.table, entity: el.name, relationship: rel.name, otherSide: "\(rel.destination).\(rel.inverse ?? "?")")
+                    for i in indices {
+                        let owner = primaryKey(i)
+                        for key in Self.firstOccurrences(try keys(i, k)) { links.add(src: key, dst: owner) }
                     }
+                    deferredLinks?[j.table] = links
+                    continue
+                }
+                js = j
+            }
+            try connection.withStatement(js.sql.upsertRow) { s in
+                for i in indices {
+                    try Self.addRows(s, js, owner: primaryKey(i), keys: Self.firstOccurrences(try keys(i, k)))
                 }
             }
         }
     }
 
-    /// Counts the links of relationship `k` of `run` into ``deferredLinks`` instead of writing them: the other
-    /// side writes the same rows (see ``DeferredLinks``).
-    private mutating func deferLinks(of run: ArraySlice<Record>, _ k: Int, _ js: JoinStorage, _ el: EntityLayout) throws {
-        let rel = el.entity.relationships[k]
-        var links = deferredLinks?[js.table]
-            ?? DeferredLinks(table: js.table, entity: el.name, relationship: rel.name, otherSide: "\(rel.destination).\(rel.inverse ?? "?")")
-        for r in run {
-            guard case .toMany(let keys) = r.relationships[k] else { throw shapeError(r, rel.name, expected: "to-many") }
-            for key in Self.firstOccurrences(keys) { links.add(src: key, dst: r.primaryKey) }
-        }
-        deferredLinks?[js.table] = links
-    }
-
     /// Runs `s` — an insert or upsert of one record's rows on this side — once per key, the positions counting
     /// from 0 when the side is ordered. `keys` holds no key twice.
-    private static func addRows(_ s: Statement, _ js: JoinStorage, owner: Int64, keys: [Int64]) throws {
+    static func addRows(_ s: Statement, _ js: JoinStorage, owner: Int64, keys: [Int64]) throws {
         let ordered = js.ownOrderColumn != nil
         for (position, key) in keys.enumerated() {
             s.bind(1, owner)
@@ -403,7 +420,7 @@ struct ChangeWriter {
     }
 
     /// `keys` without repeats, each at its first position (the list itself when it has none, as it usually has not).
-    private static func firstOccurrences(_ keys: [Int64]) -> [Int64] {
+    static func firstOccurrences(_ keys: [Int64]) -> [Int64] {
         guard keys.count > 1, !isDistinct(keys) else { return keys }
         var seen = Set<Int64>()
         return keys.filter { seen.insert($0).inserted }
@@ -490,7 +507,7 @@ struct ChangeWriter {
     }
 
     /// Whether `keys` holds no key twice: a pairwise check for the short lists most records have, a set beyond.
-    private static func isDistinct(_ keys: [Int64]) -> Bool {
+    static func isDistinct(_ keys: [Int64]) -> Bool {
         if keys.count <= 16 {
             for i in keys.indices.dropFirst() where keys[..<i].contains(keys[i]) { return false }
             return true

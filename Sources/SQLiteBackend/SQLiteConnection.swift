@@ -255,6 +255,17 @@ struct Statement {
         try check(rc, i)
     }
 
+    /// Binds UTF-8 text given as bytes (copied; the caller has checked it is UTF-8).
+    func bindText(_ i: Int32, bytes: UnsafeRawBufferPointer) throws {
+        let rc: Int32
+        if let base = bytes.baseAddress, !bytes.isEmpty {
+            rc = sqlite3_bind_text64(handle, i, base.assumingMemoryBound(to: CChar.self), UInt64(bytes.count), sqliteTransient, UInt8(SQLITE_UTF8))
+        } else {
+            rc = sqlite3_bind_text(handle, i, "", 0, sqliteTransient)
+        }
+        try check(rc, i)
+    }
+
     /// A value that cannot be bound (too big for SQLite, out of memory) must fail the call, never be stored as
     /// NULL.
     private func check(_ rc: Int32, _ i: Int32) throws {

@@ -9,7 +9,7 @@ import Synchronization
 /// runs in one read transaction, so a fetch and the queries that fill its to-many relationships see one snapshot;
 /// every save, key allocation and metadata change runs in one `BEGIN IMMEDIATE` transaction, which is what makes
 /// them atomic and safe against other connections and processes.
-final class SQLiteStore: PersistentStore, PageScanningStore, Sendable {
+final class SQLiteStore: PersistentStore, PageScanningStore, PageInsertingStore, Sendable {
     struct State: Sendable {
         var connection: SQLiteConnection?
         var metadata: StoreMetadata
@@ -288,6 +288,36 @@ final class SQLiteStore: PersistentStore, PageScanningStore, Sendable {
 
     // MARK: Writing
 
+    /// Inserts a page's records in one transaction. During a bulk load (a transfer) the rows are bound from the
+    /// page's bytes; otherwise the page is saved as its records.
+    func insert(_ page: RecordPage) throws {
+        let isBulkLoad = try withConnection { _, s in s.deferredIndexes != nil }
+        guard isBulkLoad else { return try save(StoreChanges(inserted: try page.records(in: schema))) }
+        try withConnection { c, s in
+            guard !isReadOnly else { throw StoreError.readOnly(fileURL, reason: "the store was opened read-only") }
+            guard !page.isEmpty else { return }
+            var links = s.deferredLinks
+            try c.transaction(write: true) {
+                var writer = ChangeWriter(
+                    layout: layout, connection: c, url: fileURL, storeUUID: s.metadata.storeUUID,
+                    isBulkLoad: s.deferredIndexes != nil, deferredLinks: s.deferredLinks)
+                try writer.insert(page)
+                links = writer.deferredLinks
+            }
+            if s.deferredIndexes != nil { s.deferredLinks = links }
+            if let root = layout.entities[page.entity]?.root { Self.keepAbove(page.primaryKeys, root: root, &s) }
+        }
+    }
+
+    /// Records inserted with their own keys (a transfer) may sit inside a reserved block: hand out only keys
+    /// above them, as the stored high-water mark does.
+    private static func keepAbove(_ keys: some Sequence<Int64>, root: String, _ s: inout State) {
+        for key in keys {
+            guard let block = s.reservedKeys[root], key >= block.lowerBound else { continue }
+            s.reservedKeys[root] = key < block.upperBound - 1 ? (key + 1)..<block.upperBound : nil
+        }
+    }
+
     func save(_ changes: StoreChanges) throws {
         try withConnection { c, s in
             guard !isReadOnly else { throw StoreError.readOnly(fileURL, reason: "the store was opened read-only") }
@@ -310,13 +340,9 @@ final class SQLiteStore: PersistentStore, PageScanningStore, Sendable {
             }
             // Only a committed save's links count.
             if s.deferredIndexes != nil { s.deferredLinks = links }
-            // Records inserted with their own keys (a transfer) may sit inside a reserved block: hand out only
-            // keys above them, as the stored high-water mark does.
             for r in changes.inserted {
-                guard let root = layout.entities[r.entity]?.root, let block = s.reservedKeys[root],
-                    r.primaryKey >= block.lowerBound
-                else { continue }
-                s.reservedKeys[root] = r.primaryKey < block.upperBound - 1 ? (r.primaryKey + 1)..<block.upperBound : nil
+                guard let root = layout.entities[r.entity]?.root else { continue }
+                Self.keepAbove(CollectionOfOne(r.primaryKey), root: root, &s)
             }
             if let (m, json) = newMetadata {
                 s.metadata = m

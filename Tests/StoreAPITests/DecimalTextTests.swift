@@ -59,6 +59,25 @@ import Testing
     }
 }
 
+extension DecimalTextTests {
+    /// Reading UTF-8 bytes says whether they are already the canonical text, so stores copy only that as it is.
+    @Test func bytesAreReadAndRecognisedAsCanonical() {
+        func read(_ s: String) -> (Decimal, Bool)? {
+            var s = s
+            return s.withUTF8 { DecimalText.decimal(utf8: UnsafeRawBufferPointer($0)).map { ($0.value, $0.isCanonical) } }
+        }
+        for d in Self.samples() {
+            let text = DecimalText.string(for: d)
+            let got = read(text)
+            #expect(got?.0 == d && got?.1 == true, "\(text)")
+        }
+        #expect(read("1.50").map { $0.0 == Decimal(string: "1.5")! && !$0.1 } == true)
+        #expect(read("+7").map { $0.0 == 7 && !$0.1 } == true)
+        #expect(read("1e3").map { $0.0 == 1000 && !$0.1 } == true)
+        #expect(read("12abc") == nil && read("") == nil)
+    }
+}
+
 /// A small seeded generator (SplitMix64), so the samples are the same on every run.
 struct SystemRandomNumberGeneratorSeeded: RandomNumberGenerator {
     var state: UInt64

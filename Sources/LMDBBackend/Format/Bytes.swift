@@ -86,7 +86,7 @@ struct ByteReader {
     }
 
     /// Whether every byte is below 0x80, eight at a time.
-    private static func isASCII(_ r: UnsafeRawBufferPointer) -> Bool {
+    static func isASCII(_ r: UnsafeRawBufferPointer) -> Bool {
         guard let base = r.baseAddress else { return true }
         var i = 0
         var any: UInt64 = 0

@@ -8,7 +8,7 @@ import Synchronization
 /// Every read runs in its own read-only transaction — a consistent snapshot that never blocks the writer or other
 /// processes — and every save in one write transaction, so a save is stored entirely or not at all. Stores opened
 /// on the same files in one process share one liblmdb environment. Methods may be called from any thread.
-public final class LMDBPersistentStore: PersistentStore, PageInsertingStore, Sendable {
+public final class LMDBPersistentStore: PersistentStore, PageScanningStore, PageInsertingStore, Sendable {
     /// The store URL: the directory, or the data file in the file form.
     public let url: URL?
     /// The store URL (directory, or data file in the file form).
@@ -192,6 +192,29 @@ public final class LMDBPersistentStore: PersistentStore, PageInsertingStore, Sen
                         return out.count < limit
                     }
                 return out
+            }
+        }
+    }
+
+    /// The records ``scan(entity:after:limit:)`` returns, as a page: the stored values are checked as a scan
+    /// checks them and copied as they are (the stored form is the page form).
+    public func scanPage(entity: String, after primaryKey: Int64?, limit: Int) throws -> RecordPage {
+        try run {
+            let layout = self.layout
+            let e = try layout.schema.requireEntity(entity)
+            var page = RecordPage(entity: e.name, capacity: min(max(limit, 0), 4096))
+            guard limit > 0, let id = layout.entityIDs[e.name] else { return page }
+            return try env.read { txn in
+                try RecordReader(txn: txn, env: env, layout: layout, file: dataFile)
+                    .scanRaw(root: e.rootName, entityIDs: [id], after: primaryKey) { pk, bytes in
+                        do {
+                            try RecordCodec.append(bytes, primaryKey: pk, entity: e, entityID: id, to: &page)
+                        } catch let m as ByteReader.Malformed {
+                            throw StoreError.corruptStore(dataFile, reason: "record \(e.rootName)/p\(pk): \(m.reason)")
+                        }
+                        return page.count < limit
+                    }
+                return page
             }
         }
     }

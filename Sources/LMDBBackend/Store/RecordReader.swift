@@ -71,6 +71,11 @@ struct RecordReader: @unchecked Sendable {
         }
     }
 
+    /// Calls `body` with the keys and stored bytes ``scan(root:entityIDs:after:_:)`` would decode.
+    func scanRaw(root: String, entityIDs: Set<UInt32>?, after: Int64? = nil, _ body: (Int64, UnsafeRawBufferPointer) throws -> Bool) throws {
+        try walk(root: root, entityIDs: entityIDs, after: after, body)
+    }
+
     /// Calls `body` with the keys ``scan(root:entityIDs:after:_:)`` would visit, decoding no record.
     func scanKeys(root: String, entityIDs: Set<UInt32>?, after: Int64? = nil, _ body: (Int64) throws -> Bool) throws {
         try walk(root: root, entityIDs: entityIDs, after: after) { pk, _ in try body(pk) }

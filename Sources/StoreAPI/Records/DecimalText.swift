@@ -85,6 +85,21 @@ public enum DecimalText {
         return value
     }
 
+    /// The decimal that UTF-8 `text` spells, as ``decimal(from:)-(String)`` reads it, and whether `text` is already
+    /// its canonical text (``string(for:)``) — so a store copying decimal text can copy it as it is.
+    public static func decimal(utf8 text: UnsafeRawBufferPointer) -> (value: Decimal, isCanonical: Bool)? {
+        let value: Decimal
+        if let fast = parseSimple(text) {
+            value = fast
+        } else {
+            guard let s = String(validating: text, as: UTF8.self), let slow = decimal(from: s) else { return nil }
+            value = slow
+        }
+        var canonical = string(for: value)
+        let same = canonical.withUTF8 { $0.elementsEqual(text) }
+        return (value, same)
+    }
+
     /// `[+-]digits[.digits][(e|E)[+-]digits]` with at most 19 significant digits and a small exponent; `nil`
     /// for everything else (which Foundation then parses).
     static func parseSimple(_ utf8: some Collection<UInt8>) -> Decimal? {

@@ -171,7 +171,7 @@ struct PageByteReader {
         }
     }
 
-    mutating func relationship() -> RelationshipValue? {
+    @usableFromInline mutating func relationship() -> RelationshipValue? {
         switch byte() {
         case 0: return .toOne(nil)
         case 1: return signed().map { .toOne($0) }
@@ -185,6 +185,105 @@ struct PageByteReader {
             }
             return .toMany(keys)
         default: return nil
+        }
+    }
+}
+
+extension RecordPage {
+    /// One value of a page, read in place: text and bytes are borrowed from the page and valid while the record
+    /// is being read (see ``withEncodedRecord(at:_:)``).
+    public enum BorrowedValue {
+        case null
+        /// An integer, within the range of its tag (``Tag/integer16``, ``Tag/integer32`` or ``Tag/integer64``).
+        case integer(Int64, Tag)
+        case boolean(Bool)
+        /// A double (``Tag/double``) or a date's `timeIntervalSinceReferenceDate` (``Tag/date``).
+        case double(Double, Tag)
+        case float(Float)
+        /// UTF-8 text (``Tag/string``, ``Tag/uri``, ``Tag/decimal``; not yet checked) or binary data (``Tag/binary``).
+        case bytes(UnsafeRawBufferPointer, Tag)
+        case uuid(UUID)
+    }
+
+    /// Reads one record's attribute values (from ``withEncodedRecord(at:_:)``) one at a time, without copying.
+    public struct ValueReader {
+        @usableFromInline var reader: PageByteReader
+
+        /// A reader of `values`.
+        @inlinable public init(_ values: UnsafeRawBufferPointer) { reader = PageByteReader(values) }
+
+        /// Whether every value has been read.
+        @inlinable public var isAtEnd: Bool { reader.isAtEnd }
+
+        /// The next value, or `nil` at the end or when it is malformed.
+        @inlinable
+        public mutating func next() -> BorrowedValue? {
+            guard let raw = reader.byte(), let tag = Tag(rawValue: raw) else { return nil }
+            switch tag {
+            case .null: return .null
+            case .boolFalse: return .boolean(false)
+            case .boolTrue: return .boolean(true)
+            case .integer16: return reader.signed().flatMap { Int16(exactly: $0) != nil ? .integer($0, tag) : nil }
+            case .integer32: return reader.signed().flatMap { Int32(exactly: $0) != nil ? .integer($0, tag) : nil }
+            case .integer64: return reader.signed().map { .integer($0, tag) }
+            case .double, .date: return reader.fixed64().map { .double(Double(bitPattern: $0), tag) }
+            case .float: return reader.fixed32().map { .float(Float(bitPattern: $0)) }
+            case .decimal, .string, .binary, .uri: return reader.lengthPrefixed().map { .bytes($0, tag) }
+            case .uuid:
+                return reader.take(16).map { b in
+                    .uuid(UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
+                                      b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15])))
+                }
+            }
+        }
+    }
+
+    /// Reads one record's relationship values (from ``withEncodedRecord(at:_:)``) one at a time.
+    public struct LinkReader {
+        @usableFromInline var reader: PageByteReader
+
+        /// A reader of `links`.
+        @inlinable public init(_ links: UnsafeRawBufferPointer) { reader = PageByteReader(links) }
+
+        /// Whether every value has been read.
+        @inlinable public var isAtEnd: Bool { reader.isAtEnd }
+
+        /// The next relationship value, or `nil` at the end or when it is malformed.
+        public mutating func next() -> RelationshipValue? { reader.relationship() }
+
+        /// Skips the next relationship value; `false` at the end or when it is malformed.
+        @inlinable
+        public mutating func skip() -> Bool {
+            switch reader.byte() {
+            case 0: return true
+            case 1: return reader.varint() != nil
+            case 2:
+                guard let n = reader.varint(), n <= UInt64(reader.remaining) else { return false }
+                for _ in 0..<n { guard reader.varint() != nil else { return false } }
+                return true
+            default: return false
+            }
+        }
+    }
+}
+
+extension RecordPage.Tag {
+    /// The name of the attribute type whose values this tag writes (what a type mismatch reports).
+    public var typeName: String {
+        switch self {
+        case .null: "nil"
+        case .integer16: AttributeType.integer16.rawValue
+        case .integer32: AttributeType.integer32.rawValue
+        case .integer64: AttributeType.integer64.rawValue
+        case .decimal: AttributeType.decimal.rawValue
+        case .double: AttributeType.double.rawValue
+        case .float: AttributeType.float.rawValue
+        case .string: AttributeType.string.rawValue
+        case .boolFalse, .boolTrue: AttributeType.boolean.rawValue
+        case .date: AttributeType.date.rawValue
+        case .binary: AttributeType.binary.rawValue
+        case .uuid: AttributeType.uuid.rawValue
+        case .uri: AttributeType.uri.rawValue
         }
     }
 }

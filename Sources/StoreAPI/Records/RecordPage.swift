@@ -142,6 +142,20 @@ public struct RecordPage: Sendable {
         valueBytes.append(contentsOf: bytes)
     }
 
+    /// Appends one value already in the page form (its tag and payload), as a store whose own form is the page
+    /// form copies it. The caller has checked it: a page is only as good as what its producer appends.
+    @inlinable
+    public mutating func appendEncodedValue(_ bytes: UnsafeRawBufferPointer) {
+        valueBytes.append(contentsOf: bytes)
+    }
+
+    /// Appends the current record's relationship values, all of them, already in the page form (checked by the
+    /// caller, as for ``appendEncodedValue(_:)``).
+    @inlinable
+    public mutating func appendEncodedLinks(_ bytes: UnsafeRawBufferPointer) {
+        linkBytes.append(contentsOf: bytes)
+    }
+
     /// Appends any value in its page form.
     public mutating func append(_ value: StoreValue) {
         switch value {

@@ -1,0 +1,134 @@
+import CSQLite
+import Foundation
+import StoreAPI
+
+extension ChangeWriter {
+    /// Inserts a page's records during a bulk load, as ``apply(_:)`` inserts the same records: each value bound
+    /// from the page's bytes after the checks ``ValueCoding/bind(_:type:to:at:entity:property:)`` makes (and the
+    /// page's own: integer ranges, UTF-8, decimal and URI text), the foreign keys from its relationship values and
+    /// the join rows written as a bulk load writes them. Outside a bulk load the page is applied as records.
+    mutating func insert(_ page: RecordPage) throws {
+        guard isBulkLoad else { return try apply(StoreChanges(inserted: try page.records(in: layout.schema))) }
+        guard !page.isEmpty else { return }
+        let el = try entityLayout(page.entity)
+        let entity = el.entity
+        guard el.isComplete else {
+            throw StoreError.corruptStore(url, reason: "the layout has no column for a property of \(entity.name)")
+        }
+        let url = self.url
+        try connection.withStatement(el.insertSQL) { s in
+            for i in 0..<page.count {
+                let pk = page.primaryKeys[i]
+                let key = RecordKey(entity: entity.name, primaryKey: pk)
+                try page.withEncodedRecord(at: i) { values, links in
+                    s.bind(1, pk)
+                    s.bind(2, el.code)
+                    var gid = page.globalIDs[i].uuid
+                    try withUnsafeBytes(of: &gid) { try s.bind(3, bytes: $0) }
+                    var index: Int32 = 4
+                    var reader = RecordPage.ValueReader(values)
+                    for a in entity.attributes {
+                        guard let value = reader.next() else { throw Self.malformed(url, key, "the value of \(a.name)") }
+                        try ValueCoding.bind(value, type: a.type, to: s, at: index, entity: entity.name, property: a.name)
+                        index += 1
+                    }
+                    guard reader.isAtEnd else { throw Self.malformed(url, key, "the attribute values") }
+                    var linkReader = RecordPage.LinkReader(links)
+                    for (k, storage) in el.relationships.enumerated() {
+                        guard case .foreignKey = storage else {
+                            guard linkReader.skip() else { throw Self.malformed(url, key, "the relationship values") }
+                            continue
+                        }
+                        guard case .toOne(let related) = linkReader.next() else {
+                            throw Self.shapeError(url, key, entity.relationships[k].name, expected: "to-one")
+                        }
+                        if let related { s.bind(index, related) } else { s.bindNull(index) }
+                        index += 1
+                    }
+                    guard linkReader.isAtEnd else { throw Self.malformed(url, key, "the relationship values") }
+                }
+                let rc = sqlite3_step(s.handle)
+                guard rc == SQLITE_DONE else {
+                    throw try constraintError(rc, try page.record(at: i, of: entity), el, table(el), insert: true)
+                }
+                sqlite3_reset(s.handle)
+                noteInserted(pk, root: el.root)
+            }
+        }
+        try addJoinRows(el, 0..<page.count, primaryKey: { page.primaryKeys[$0] }) { i, k in
+            try page.withEncodedRecord(at: i) { _, links in
+                var linkReader = RecordPage.LinkReader(links)
+                for _ in 0..<k { _ = linkReader.skip() }
+                guard case .toMany(let keys) = linkReader.next() else {
+                    throw Self.shapeError(url, RecordKey(entity: entity.name, primaryKey: page.primaryKeys[i]),
+                                          entity.relationships[k].name, expected: "to-many")
+                }
+                return keys
+            }
+        }
+        try moveKeyAllocators()
+    }
+
+    static func malformed(_ url: URL, _ key: RecordKey, _ what: String) -> StoreError {
+        .io(url, operation: "saving \(key)", reason: "\(what) of the page are malformed")
+    }
+}
+
+extension ValueCoding {
+    /// Binds a page's value for an attribute of `type`: the same values, and the same refusals, as binding the
+    /// ``StoreValue`` it decodes to — checked without making it.
+    static func bind(
+        _ value: RecordPage.BorrowedValue, type: AttributeType, to s: Statement, at index: Int32, entity: String, property: String
+    ) throws {
+        func mismatch(_ tag: RecordPage.Tag) -> StoreError {
+            .typeMismatch(entity: entity, property: property, expected: type, got: tag.typeName)
+        }
+        func unreadable(_ what: String) -> StoreError {
+            .io(nil, operation: "saving \(entity).\(property)", reason: "the page holds \(what)")
+        }
+        switch value {
+        case .null:
+            s.bindNull(index)
+        case .integer(let v, let tag):
+            guard tag == .integer16 && type == .integer16 || tag == .integer32 && type == .integer32
+                || tag == .integer64 && type == .integer64
+            else { throw mismatch(tag) }
+            s.bind(index, v)
+        case .boolean(let v):
+            guard type == .boolean else { throw mismatch(v ? .boolTrue : .boolFalse) }
+            s.bind(index, Int64(v ? 1 : 0))
+        case .double(let v, let tag):
+            guard tag == .double && type == .double || tag == .date && type == .date else { throw mismatch(tag) }
+            try bindReal(v, to: s, at: index)
+        case .float(let v):
+            guard type == .float else { throw mismatch(.float) }
+            try bind(StoreValue.float(v), type: type, to: s, at: index, entity: entity, property: property)
+        case .uuid(let v):
+            guard type == .uuid else { throw mismatch(.uuid) }
+            var u = v.uuid
+            try withUnsafeBytes(of: &u) { try s.bind(index, bytes: $0) }
+        case .bytes(let bytes, let tag):
+            switch (type, tag) {
+            case (.binary, .binary), (.transformable, .binary):
+                try s.bind(index, bytes: bytes)
+            case (.string, .string):
+                guard isASCII(bytes) || String(validating: bytes, as: UTF8.self) != nil else { throw unreadable("text that is not UTF-8") }
+                try s.bindText(index, bytes: bytes)
+            case (.uri, .uri):
+                if PlainURIText.isPlain(bytes) {
+                    try s.bindText(index, bytes: bytes)
+                } else {
+                    guard let text = String(validating: bytes, as: UTF8.self), let u = URL(string: text) else {
+                        throw unreadable("a URI that is not one")
+                    }
+                    try bind(StoreValue.uri(u), type: type, to: s, at: index, entity: entity, property: property)
+                }
+            case (.decimal, .decimal):
+                guard let (d, isCanonical) = DecimalText.decimal(utf8: bytes) else { throw unreadable("a decimal that is not one") }
+                if isCanonical { try s.bindText(index, bytes: bytes) } else { try s.bind(index, decimalText(d)) }
+            default:
+                throw mismatch(tag)
+            }
+        }
+    }
+}

@@ -284,6 +284,19 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// process's own memory. The map is a shared, read-only file mapping, so dropping the pages
     /// (`MADV_DONTNEED`) loses nothing: the next access maps them again from the page cache. Pointers into the
     /// map stay valid.
+    /// Whether commits flush to disk (`MDB_NOSYNC` off, liblmdb's default). A bulk load into a new, staged store
+    /// turns it off and makes one ``syncToDisk()`` at the end: commits stay atomic and consistent (liblmdb without
+    /// `MDB_WRITEMAP`), only their durability waits for that sync — and a staged store that a crash interrupts is
+    /// discarded anyway.
+    func setSyncsOnCommit(_ syncs: Bool) throws {
+        try check(mdb_env_set_flags(handle, UInt32(MDB_NOSYNC), syncs ? 0 : 1), "setting MDB_NOSYNC")
+    }
+
+    /// Flushes every committed transaction to disk (`mdb_env_sync`, forced).
+    func syncToDisk() throws {
+        try check(mdb_env_sync(handle, 1), "syncing the environment to disk")
+    }
+
     func releaseResidentPages(after bytes: Int) {
         #if os(Linux)
         let touched = touchedSinceRelease.add(bytes, ordering: .relaxed).newValue

@@ -26,13 +26,16 @@ extension LMDBPersistentStore: BulkLoadingStore {
             let globalIDs = try env.requireDatabase(DatabaseName.globalIDs)
             let empty = try env.read { txn in try txn.count(globalIDs) == 0 }
             guard empty else { return false }
-            return bulkGlobalIDs.withLock { state in
+            let began = bulkGlobalIDs.withLock { state in
                 guard state == nil else { return false }
                 var batch = GlobalIDBatch()
                 batch.reserve(Self.bulkGlobalIDRun)
                 state = batch
                 return true
             }
+            // The load's commits are flushed to disk once, by the finish (see LMDBEnvironment.setSyncsOnCommit).
+            if began { try env.setSyncsOnCommit(false) }
+            return began
         }
     }
 
@@ -48,8 +51,11 @@ extension LMDBPersistentStore: BulkLoadingStore {
                 try flushGlobalIDs(&pending, layout)
             } catch {
                 bulkGlobalIDs.withLock { $0 = pending }
+                try? env.setSyncsOnCommit(true)
                 throw error
             }
+            try env.setSyncsOnCommit(true)
+            try env.syncToDisk()
         }
     }
 

@@ -193,15 +193,19 @@ extension RecordPage {
     /// One value of a page, read in place: text and bytes are borrowed from the page and valid while the record
     /// is being read (see ``withEncodedRecord(at:_:)``).
     public enum BorrowedValue {
+        /// No value.
         case null
         /// An integer, within the range of its tag (``Tag/integer16``, ``Tag/integer32`` or ``Tag/integer64``).
         case integer(Int64, Tag)
+        /// A Boolean.
         case boolean(Bool)
         /// A double (``Tag/double``) or a date's `timeIntervalSinceReferenceDate` (``Tag/date``).
         case double(Double, Tag)
+        /// A float.
         case float(Float)
         /// UTF-8 text (``Tag/string``, ``Tag/uri``, ``Tag/decimal``; not yet checked) or binary data (``Tag/binary``).
         case bytes(UnsafeRawBufferPointer, Tag)
+        /// A UUID.
         case uuid(UUID)
     }
 

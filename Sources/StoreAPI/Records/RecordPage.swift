@@ -23,6 +23,9 @@ import Foundation
 /// entity's layout.
 public struct RecordPage: Sendable {
     /// The value tags of the page form.
+    ///
+    /// `null` 0, `integer16` 1, `integer32` 2, `integer64` 3, `decimal` 4, `double` 5, `float` 6, `string` 7,
+    /// `boolFalse` 8, `boolTrue` 9, `date` 10, `binary` 11, `uuid` 12, `uri` 13 (a Boolean's tag is its value).
     public enum Tag: UInt8, Sendable {
         case null = 0, integer16, integer32, integer64, decimal, double, float, string, boolFalse, boolTrue, date,
             binary, uuid, uri

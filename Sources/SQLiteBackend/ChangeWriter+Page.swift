@@ -112,7 +112,7 @@ extension ValueCoding {
             case (.binary, .binary), (.transformable, .binary):
                 try s.bind(index, bytes: bytes)
             case (.string, .string):
-                guard isASCII(bytes) || String(validating: bytes, as: UTF8.self) != nil else { throw unreadable("text that is not UTF-8") }
+                guard UTF8Bytes.isValid(bytes) else { throw unreadable("text that is not UTF-8") }
                 try s.bindText(index, bytes: bytes)
             case (.uri, .uri):
                 if PlainURIText.isPlain(bytes) {

@@ -13,7 +13,7 @@ extension ValueCoding {
         case .string:
             guard t == SQLITE_TEXT else { throw Mismatch(what: typeName(t)) }
             let bytes = s.textBytes(c)
-            if isASCII(bytes) {
+            if UTF8Bytes.isASCII(bytes) {
                 page.appendBytes(bytes, tag: .string)
             } else {
                 // Repaired exactly as a read repairs it (invalid sequences become U+FFFD).
@@ -39,24 +39,15 @@ extension ValueCoding {
                 page.append(try read(s, column: c, type: type))
             }
         case .decimal:
-            // Text that must be parsed (and written back in its canonical form) takes the reading path.
-            page.append(try read(s, column: c, type: type))
+            guard t == SQLITE_TEXT else { throw Mismatch(what: typeName(t)) }
+            let bytes = s.textBytes(c)
+            // Canonical text (what this backend writes) is copied; other text is parsed and written canonically.
+            if let (_, isCanonical) = DecimalText.decimal(utf8: bytes), isCanonical {
+                page.appendBytes(bytes, tag: .decimal)
+            } else {
+                page.append(try read(s, column: c, type: type))
+            }
         }
-    }
-
-    /// Whether every byte is ASCII (then the bytes are valid UTF-8 as they are), eight at a time.
-    static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        var i = 0
-        let n = bytes.count
-        while i + 8 <= n {
-            if bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { return false }
-            i += 8
-        }
-        while i < n {
-            if bytes[i] >= 0x80 { return false }
-            i += 1
-        }
-        return true
     }
 }
 

@@ -106,3 +106,23 @@ import Testing
         }
     }
 }
+
+/// ``UTF8Bytes``: the ASCII fast path never decides for text it should not (bytes ≥ 0x80 anywhere, at every
+/// position of an eight-byte word and in the tail), and validity matches Swift's own decoder.
+@Suite struct UTF8BytesTests {
+    @Test func asciiAndValidityMatchTheDecoder() {
+        let samples: [[UInt8]] = [[], Array("plain text, longer than eight".utf8), Array("ü".utf8), [0x61, 0xFF], [0xC3], [0x00]]
+        var all = samples
+        for position in 0..<17 {
+            var bytes = [UInt8](repeating: 0x61, count: 17)
+            bytes[position] = 0x80
+            all.append(bytes)
+        }
+        for bytes in all {
+            bytes.withUnsafeBytes { b in
+                #expect(UTF8Bytes.isASCII(b) == bytes.allSatisfy { $0 < 0x80 }, "\(bytes)")
+                #expect(UTF8Bytes.isValid(b) == (String(validating: bytes, as: UTF8.self) != nil), "\(bytes)")
+            }
+        }
+    }
+}

@@ -1,4 +1,5 @@
 import Foundation
+import StoreAPI
 
 /// A cursor over encoded bytes (usually straight from the memory map). Every read checks bounds and throws
 /// ``ByteReader/Malformed`` instead of reading past the end, so damaged values are reported, not crashed on.
@@ -78,26 +79,10 @@ struct ByteReader {
         let r = try lengthPrefixed()
         // ASCII (most stored text) needs no validation: `String(decoding:)` takes it by its own ASCII fast path,
         // where `String(validating:)` walked every byte through the UTF-8 state machine (4 % of a conversion).
-        if Self.isASCII(r) { return String(decoding: r, as: UTF8.self) }
+        if UTF8Bytes.isASCII(r) { return String(decoding: r, as: UTF8.self) }
         guard let s = String(validating: r, as: UTF8.self) else {
             throw Malformed(reason: "invalid UTF-8 in a string ending at byte \(offset)")
         }
         return s
-    }
-
-    /// Whether every byte is below 0x80, eight at a time.
-    static func isASCII(_ r: UnsafeRawBufferPointer) -> Bool {
-        guard let base = r.baseAddress else { return true }
-        var i = 0
-        var any: UInt64 = 0
-        while i &+ 8 <= r.count {
-            any |= base.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-            i &+= 8
-        }
-        while i < r.count {
-            any |= UInt64(base.load(fromByteOffset: i, as: UInt8.self))
-            i &+= 1
-        }
-        return any & 0x8080_8080_8080_8080 == 0
     }
 }

@@ -62,7 +62,7 @@ extension RecordCodec {
         case .binary: _ = try r.lengthPrefixed()
         case .string:
             let text = try r.lengthPrefixed()
-            guard ByteReader.isASCII(text) || String(validating: text, as: UTF8.self) != nil else {
+            guard UTF8Bytes.isValid(text) else {
                 throw ByteReader.Malformed(reason: "invalid UTF-8 in a string ending at byte \(r.offset)")
             }
         case .decimal:

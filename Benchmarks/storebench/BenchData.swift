@@ -43,4 +43,16 @@ enum BenchData {
             "ref": .uuid(inputs.refs[i]),
         ]
     }
+
+    /// The i-th row's values (those of ``values(_:_:)``), set on a batch row.
+    static func set(_ i: Int, _ inputs: Inputs, into row: inout BatchInsertRow) throws {
+        try row.set("number", .integer64(Int64(i)))
+        try row.set("code", .integer32(Int32(truncatingIfNeeded: i &* 7)))
+        try row.set("price", .double(Double(i) * 0.25))
+        try row.set("title", .string(inputs.titles[i]))
+        try row.set("payload", .binary(payload))
+        try row.set("created", .date(Date(timeIntervalSinceReferenceDate: Double(i))))
+        try row.set("active", .boolean(i % 2 == 0))
+        try row.set("ref", .uuid(inputs.refs[i]))
+    }
 }

@@ -51,6 +51,20 @@ enum ContextBench {
         return (seconds, try context.count(FetchRequest(entity: "Item")))
     }
 
+    /// Inserts `count` items with one ``StoreContext/insertBatch(_:count:globalIDs:into:row:)`` call, each row's
+    /// values set in its closure from the prepared inputs (the way an import hands rows over without building
+    /// them all first). Returns the CPU seconds and the number of items the store then holds.
+    static func insertBatchRows(into description: StoreDescription, count: Int, inputs: BenchData.Inputs) throws -> (seconds: Double, stored: Int) {
+        let coordinator = StoreCoordinator(schema: try BenchData.schema())
+        try coordinator.addStore(description)
+        defer { for s in coordinator.stores { try? coordinator.removeStore(s) } }
+        let context = coordinator.newContext()
+        let (_, seconds) = try Measure.cpu {
+            try context.insertBatch("Item", count: count) { i, row in try BenchData.set(i, inputs, into: &row) }
+        }
+        return (seconds, try context.count(FetchRequest(entity: "Item")))
+    }
+
     /// Fetches each ID with a fresh lookup (`object(with:)`, no identity-map hits). Returns seconds.
     static func fetchByID(_ description: StoreDescription, ids: [ObjectID]) throws -> Double {
         let coordinator = StoreCoordinator(schema: try BenchData.schema())

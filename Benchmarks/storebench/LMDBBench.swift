@@ -22,6 +22,8 @@ func runLMDBBenchmark(count: Int, runs: Int) throws -> Bool {
                  referenceName: "same + sorted mdb_put of each UUID", note: "the store indexes every global ID"),
         BenchRow(name: "lmdb: batch insert through context", count: count, ours: median(\.batchInsert), reference: median(\.rawIndexed),
                  referenceName: "mdb_put + sorted UUID puts, 1 txn", note: "insertBatch: 1 save, no objects"),
+        BenchRow(name: "lmdb: batch insert, rows from a closure", count: count, ours: median(\.batchRowsInsert), reference: median(\.rawIndexed),
+                 referenceName: "mdb_put + sorted UUID puts, 1 txn", note: "insertBatch(count:row:): no row dictionaries"),
         BenchRow(name: "lmdb: fetch by object ID", count: first.contextSample, ours: median(\.contextFetch), reference: median(\.rawContextFetch),
                  referenceName: "mdb_get, one read txn each"),
         BenchRow(name: "lmdb: insert through save (1 save)", count: count, ours: median(\.oursInsert), reference: median(\.rawInsert),
@@ -44,7 +46,7 @@ func runLMDBBenchmark(count: Int, runs: Int) throws -> Bool {
 
 /// One run of every LMDB measurement, on stores of its own (CPU seconds).
 private struct LMDBRun {
-    var contextInsert = 0.0, batchInsert = 0.0, contextFetch = 0.0, oursInsert = 0.0, oursGetEach = 0.0, oursGetBatch = 0.0
+    var contextInsert = 0.0, batchInsert = 0.0, batchRowsInsert = 0.0, contextFetch = 0.0, oursInsert = 0.0, oursGetEach = 0.0, oursGetBatch = 0.0
     var rawInsert = 0.0, rawIndexed = 0.0, rawGetEach = 0.0, rawGetBatch = 0.0, rawContextFetch = 0.0
     /// Sizes of the samples fetched, and the stored bytes per record.
     var contextSample = 0, sample = 0, valueSize = 0
@@ -81,6 +83,9 @@ private struct LMDBRun {
         let (batchInsert, batchStored) = try ContextBench.insertBatch(
             into: StoreDescription(url: dir.appendingPathComponent("batch.lmdb"), type: "lmdb"), count: count, inputs: inputs)
         self.batchInsert = batchInsert
+        let (batchRowsInsert, batchRowsStored) = try ContextBench.insertBatchRows(
+            into: StoreDescription(url: dir.appendingPathComponent("batch-rows.lmdb"), type: "lmdb"), count: count, inputs: inputs)
+        self.batchRowsInsert = batchRowsInsert
 
         let backend = LMDBStoreBackend()
         let options = StoreOptions(backend: ["lmdb.mapSize": "1G"])
@@ -108,7 +113,7 @@ private struct LMDBRun {
         (self.rawGetEach, self.rawGetBatch) = (rawGetEach, rawGetBatch)
         (_, rawContextFetch) = try RawLMDBBench.get(at: rawURL, keys: contextSample.map { $0.primaryKey }, transactionPerKey: true)
 
-        checks = [("stored records", stored, count), ("batch-inserted records", batchStored, count),
+        checks = [("stored records", stored, count), ("batch-inserted records", batchStored, count), ("batch-inserted rows", batchRowsStored, count),
                   ("fetched one by one", oneByOne, keys.count), ("fetched in one call", batch, keys.count),
                   ("raw gets", rawEach, keys.count), ("raw gets in one txn", rawBatch, keys.count)]
     }

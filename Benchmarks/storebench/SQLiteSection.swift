@@ -18,6 +18,8 @@ enum SQLiteSection {
         let oursFetch = try ContextBench.fetchByID(description, ids: sample)
         let (oursBatch, batchStored) = try ContextBench.insertBatch(
             into: StoreDescription(url: dir.appendingPathComponent("batch.sqlite"), type: "sqlite"), count: count, inputs: inputs)
+        let (oursRows, rowsStored) = try ContextBench.insertBatchRows(
+            into: StoreDescription(url: dir.appendingPathComponent("batch-rows.sqlite"), type: "sqlite"), count: count, inputs: inputs)
         let rawFetch = try RawSQLite.fetch(at: rawURL, rowids: (0..<sample.count).map { Int64($0 * max(1, count / 100_000) + 1) })
 
         // Sanity: the store holds what was inserted.
@@ -33,9 +35,15 @@ enum SQLiteSection {
                      referenceName: "same + UNIQUE index on the UUID", note: "the store indexes every global ID"),
             BenchRow(name: "sqlite: batch insert through context", count: count, ours: oursBatch, reference: rawIndexed,
                      referenceName: "prepared INSERT + UNIQUE UUID, 1 txn", note: "insertBatch: 1 save, no objects"),
+            BenchRow(name: "sqlite: batch insert, rows from a closure", count: count, ours: oursRows, reference: rawIndexed,
+                     referenceName: "prepared INSERT + UNIQUE UUID, 1 txn", note: "insertBatch(count:row:): no row dictionaries"),
             BenchRow(name: "sqlite: fetch by object ID", count: sample.count, ours: oursFetch, reference: rawFetch,
                      referenceName: "sqlite3 C SELECT by rowid"),
         ], title: "SQLite, \(count) records")
+        if rowsStored != count {
+            print("error: the store of batch rows holds \(rowsStored) items, expected \(count)")
+            return false
+        }
         if batchStored != count {
             print("error: the batch-inserted store holds \(batchStored) items, expected \(count)")
             return false

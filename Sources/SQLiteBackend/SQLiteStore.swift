@@ -309,6 +309,34 @@ final class SQLiteStore: PersistentStore, PageScanningStore, PageInsertingStore,
         }
     }
 
+    /// Inserts the pages in one transaction, each as ``insert(_:)`` inserts one (so outside a bulk load each
+    /// page becomes its records for the save's path, one page at a time).
+    func insertPages(count: Int, page: (Int) throws -> RecordPage) throws {
+        guard count > 0 else { return }
+        try withConnection { c, s in
+            guard !isReadOnly else { throw StoreError.readOnly(fileURL, reason: "the store was opened read-only") }
+            var links = s.deferredLinks
+            var highest: [String: Int64] = [:]
+            try c.transaction(write: true) {
+                var writer = ChangeWriter(
+                    layout: layout, connection: c, url: fileURL, storeUUID: s.metadata.storeUUID,
+                    isBulkLoad: s.deferredIndexes != nil, deferredLinks: s.deferredLinks)
+                for i in 0..<count {
+                    let page = try page(i)
+                    guard !page.isEmpty else { continue }
+                    try writer.insert(page)
+                    if let root = layout.entities[page.entity]?.root, let top = page.primaryKeys.max() {
+                        highest[root] = max(highest[root] ?? top, top)
+                    }
+                }
+                links = writer.deferredLinks
+            }
+            if s.deferredIndexes != nil { s.deferredLinks = links }
+            // Only the largest key of each hierarchy decides where its reserved block starts again.
+            for (root, key) in highest { Self.keepAbove(CollectionOfOne(key), root: root, &s) }
+        }
+    }
+
     /// Records inserted with their own keys (a transfer) may sit inside a reserved block: hand out only keys
     /// above them, as the stored high-water mark does.
     private static func keepAbove(_ keys: some Sequence<Int64>, root: String, _ s: inout State) {

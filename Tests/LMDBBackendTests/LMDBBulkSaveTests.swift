@@ -125,6 +125,45 @@ import Testing
         #expect(try LMDBFixture.backend.checkIntegrity(at: url).isEmpty)
     }
 
+    /// Pages inserted in one transaction into a map too small for them, with a first page too small to estimate
+    /// from: the map fills, is grown, and the transaction starts over, asking for the pages again from the first.
+    /// Every record is stored once, and the global-ID index holds each once.
+    @Test func insertPagesStartsOverWhenTheMapFills() throws {
+        let dir = try TemporaryDirectory()
+        let schema = try LMDBFixture.schema()
+        let url = dir.path("pages.lmdb")
+        let store = try LMDBFixture.create(url, schema: schema, options: ["lmdb.mapSize": "256K"])
+        defer { try? store.close() }
+        let sample = try schema.requireEntity("Sample")
+        let strIndex = try #require(sample.attributeIndex("str"))
+        let ids = (0..<6001).map { _ in UUID() }
+        func page(_ p: Int) -> RecordPage {
+            // Page 0 holds one record (no estimate from it); the others 3 000 each.
+            let keys = p == 0 ? 0..<1 : (1 + (p - 1) * 3000)..<(1 + p * 3000)
+            var page = RecordPage(entity: "Sample")
+            for k in keys {
+                var r = sample.newRecord(primaryKey: Int64(k + 1))
+                r.globalID = ids[k]
+                r.attributes[strIndex] = .string(String(repeating: "p", count: 200 + k % 50))
+                page.append(r)
+            }
+            return page
+        }
+        var asked: [Int] = []
+        try store.insertPages(count: 3) { p in
+            asked.append(p)
+            return page(p)
+        }
+        // Once outside the transaction for the estimate, three times per full attempt: more means a restart.
+        #expect(asked.count > 4, "the transaction started over: \(asked)")
+        #expect(Array(asked.suffix(3)) == [0, 1, 2])
+        #expect(try store.count(FetchRequest(entity: "Sample")) == 6001)
+        for k in [0, 1, 3000, 6000] {
+            #expect(try store.record(globalID: ids[k])?.primaryKey == Int64(k + 1))
+        }
+        #expect(try LMDBFixture.backend.checkIntegrity(at: url).isEmpty)
+    }
+
     @Test func aRecordLargerThanTheEncodingBufferRoundTrips() throws {
         let dir = try TemporaryDirectory()
         let schema = try LMDBFixture.schema()

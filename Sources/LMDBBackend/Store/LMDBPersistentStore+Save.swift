@@ -28,6 +28,16 @@ extension LMDBPersistentStore {
         try save(.page(page))
     }
 
+    /// Inserts the records of `count` pages in one write transaction (see
+    /// ``StoreAPI/PageInsertingStore/insertPages(count:page:)``): each page is written as ``insert(_:)`` writes
+    /// one, and the global-ID entries of all of them go into the index together. The map is grown up front for
+    /// `count` pages the size of the first, so the transaction is rarely restarted (it asks for the pages again
+    /// when it is).
+    public func insertPages(count: Int, page: (Int) throws -> RecordPage) throws {
+        guard count > 0 else { return }
+        try withoutActuallyEscaping(page) { page in try save(.pages(count: count, page: page)) }
+    }
+
     private func save(_ content: SaveContent) throws {
         try run {
             guard !isReadOnly else { throw StoreError.readOnly(storeURL, reason: "the store was opened read-only") }
@@ -55,7 +65,7 @@ extension LMDBPersistentStore {
         // Records are checked against their entities while they are encoded (see SaveWriter.put): a record that
         // does not fit fails the save before its transaction commits, so nothing of it is stored.
         let layout = target
-        let estimate = content.estimatedBytes(layout)
+        let estimate = try content.estimatedBytes(layout)
         if let estimate { try env.reserveMapSpace(estimate) }
         // A bulk load's global-ID entries pile up over saves and go into the index in large sorted runs. Taken
         // out of the store for the save (so appending copies nothing) and put back, as it was, if the save fails.
@@ -82,6 +92,7 @@ extension LMDBPersistentStore {
                 switch content {
                 case .changes(let changes): try writer.apply(changes)
                 case .page(let page): try writer.insert(page)
+                case .pages(let count, let page): try writer.insertPages(count: count, page: page)
                 }
                 if writer.defersGlobalIDs { pending?.append(contentsOf: writer.globalIDBatch) }
             }
@@ -108,15 +119,18 @@ extension LMDBPersistentStore {
     }
 }
 
-/// What one save writes: changes, or a page of inserted records.
+/// What one save writes: changes, a page of inserted records, or the pages a producer makes on demand.
 private enum SaveContent {
     case changes(StoreChanges)
     case page(RecordPage)
+    /// Pages `0..<count`, made by `page` when asked (again, if the transaction restarts).
+    case pages(count: Int, page: (Int) throws -> RecordPage)
 
     var isEmpty: Bool {
         switch self {
         case .changes(let c): c.isEmpty
         case .page(let p): p.isEmpty
+        case .pages(let count, _): count == 0
         }
     }
 
@@ -128,17 +142,25 @@ private enum SaveContent {
         if case .changes(let c) = self { !c.updated.isEmpty || !c.deleted.isEmpty } else { false }
     }
 
+    /// The records inserted, as far as known before the pages are made (a bulk load sets pending global-ID
+    /// entries aside by it; pages made on demand add theirs to what is pending).
     var insertedCount: Int {
         switch self {
         case .changes(let c): c.inserted.count
         case .page(let p): p.count
+        case .pages: 0
         }
     }
 
-    func estimatedBytes(_ layout: StoreLayout) -> Int? {
+    /// Room the save needs in the map; for pages made on demand, `count` times the first page's (made once
+    /// more here, outside the transaction).
+    func estimatedBytes(_ layout: StoreLayout) throws -> Int? {
         switch self {
-        case .changes(let c): SaveSizeEstimate.bytes(for: c, layout: layout)
-        case .page(let p): SaveSizeEstimate.bytes(for: p, layout: layout)
+        case .changes(let c): return SaveSizeEstimate.bytes(for: c, layout: layout)
+        case .page(let p): return SaveSizeEstimate.bytes(for: p, layout: layout)
+        case .pages(let count, let page):
+            guard let first = SaveSizeEstimate.bytes(for: try page(0), layout: layout) else { return nil }
+            return first.multipliedReportingOverflow(by: count).overflow ? .max : first * count
         }
     }
 }

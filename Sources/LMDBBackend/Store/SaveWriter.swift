@@ -155,12 +155,32 @@ struct SaveWriter {
     /// tags and relationship kinds are checked against the entity. A record that does not fit, or whose entity
     /// has uniqueness indexes, is decoded and takes the save's own path (which names what does not fit).
     mutating func insert(_ page: RecordPage) throws {
+        try insertPages(count: 1) { _ in page }
+    }
+
+    /// Inserts the pages `page(0)`, …, `page(count - 1)`, each as ``insert(_:)`` inserts one, and finishes once:
+    /// the global-ID entries of all of them go into the index together, in key order.
+    mutating func insertPages(count: Int, page: (Int) throws -> RecordPage) throws {
         defer { closeCursors() }
         try checkStoredMetadata()
-        guard !page.isEmpty else { return }
+        var highest: [(info: EntityInfo, key: Int64)] = []
+        for i in 0..<count {
+            let page = try page(i)
+            guard !page.isEmpty else { continue }
+            let (info, key) = try insertRecords(of: page)
+            if let known = highest.firstIndex(where: { $0.info === info }) {
+                highest[known].key = max(highest[known].key, key)
+            } else {
+                highest.append((info, key))
+            }
+        }
+        try finishInserts(highest: highest)
+    }
+
+    /// Stores a page's records and collects their global-ID entries; returns their entity and largest key.
+    private mutating func insertRecords(of page: RecordPage) throws -> (EntityInfo, Int64) {
         let info = try layout.info(page.entity)
         if info.isAbstract { throw StoreError.abstractEntity(info.entity.name) }
-        globalIDBatch.reserve(page.count)
         var highest = Int64.min
         for i in 0..<page.count {
             let pk = page.primaryKeys[i]
@@ -184,7 +204,7 @@ struct SaveWriter {
             }
             highest = max(highest, pk)
         }
-        try finishInserts(highest: [(info, highest)])
+        return (info, highest)
     }
 
     /// Writes the save's global-ID entries (unless a bulk load defers them) and moves the key allocators past the

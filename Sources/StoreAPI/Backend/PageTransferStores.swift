@@ -21,4 +21,29 @@ public protocol PageScanningStore: PersistentStore {
 public protocol PageInsertingStore: PersistentStore {
     /// Inserts every record of `page`.
     func insert(_ page: RecordPage) throws
+
+    /// Inserts the records of `count` pages in one transaction: every record of every page, or — when a page does
+    /// not fit, a record is already stored, or `page` throws — none of them.
+    ///
+    /// `page(i)` is called for each `i` in `0..<count`, in order, while the store's write transaction is open, so
+    /// it must not use the store. A store that restarts its transaction (a map grown under it) asks for the pages
+    /// again from the first: `page` must return the same page for the same index every time, and what it throws
+    /// is thrown by this call unchanged. Pages go into the transaction one at a time, so a store implementing this
+    /// holds one page in memory, not all of them.
+    ///
+    /// The default implementation decodes every page into records and inserts them with one
+    /// ``PersistentStore/save(_:)`` (atomic, but holding every record at once).
+    func insertPages(count: Int, page: (Int) throws -> RecordPage) throws
+}
+
+extension PageInsertingStore {
+    /// Decodes every page into records and inserts them all with one ``PersistentStore/save(_:)``: atomic, but
+    /// every record is held at once. Stores override it to stream the pages into one transaction.
+    public func insertPages(count: Int, page: (Int) throws -> RecordPage) throws {
+        let schema = metadata.schema
+        var records: [Record] = []
+        for i in 0..<count { records += try page(i).records(in: schema) }
+        guard !records.isEmpty else { return }
+        try save(StoreChanges(inserted: records))
+    }
 }

@@ -69,10 +69,20 @@ public final class Entity: Sendable, CustomStringConvertible {
 
     /// The position of a stored attribute in ``attributes`` (and in ``Record/attributes``).
     public func attributeIndex(_ name: String) -> Int? {
+        attributePosition(name)
+    }
+
+    /// ``attributeIndex(_:)``, with its common case inlined into per-value loops (a batch insert looks a name up
+    /// for every value it is given).
+    @inline(__always) func attributePosition(_ name: String) -> Int? {
         // Inserting and reading values looks names up once per value. First by representation: a short name is
         // stored inside the string itself, so the caller's literal and the schema's name are the same 16 bytes
         // (and equal bytes always mean equal strings). Only other names are compared or hashed as strings.
         if let i = attributeTable.position(name) { return i }
+        return attributeIndexComparingNames(name)
+    }
+
+    private func attributeIndexComparingNames(_ name: String) -> Int? {
         if attributes.count <= Self.linearLookupLimit {
             for i in attributeNames.indices where attributeNames[i] == name { return i }
             return nil

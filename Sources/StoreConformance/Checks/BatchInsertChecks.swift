@@ -93,5 +93,6 @@ extension ConformanceSuite {
         } else {
             try h.close(c)
         }
+        try checkBatchInsertRows(h)
     }
 }

@@ -61,6 +61,12 @@ extension ConformanceSuite {
             }
             // Outside a bulk load too.
             try checkMisfitPagesAreRefused(h, copy, sink)
+            try checkInsertPages(h, copy, sink)
+            // And inside one again.
+            if try bulk?.beginBulkLoad() ?? false {
+                try checkInsertPages(h, copy, sink, firstKey: 40_000)
+                try bulk?.finishBulkLoad()
+            }
         }
         try h.close(c)
     }
@@ -88,6 +94,42 @@ extension ConformanceSuite {
         tags.append(wrongKind)
         #expect(throws: StoreError.self) { try sink.insert(tags) }
         #expect(try store.count(FetchRequest(entity: "Tag")) == tagsBefore, "a refused page wrote its record")
+    }
+
+    /// ``PageInsertingStore/insertPages(count:page:)`` is one transaction: a page that does not fit, or an error
+    /// from the closure making the pages, after pages that were fine leaves nothing written, and the closure's
+    /// error comes out unchanged; otherwise every page's records are stored.
+    private func checkInsertPages(_ h: Harness, _ store: any PersistentStore, _ sink: any PageInsertingStore, firstKey: Int64 = 30_000) throws {
+        let sample = try h.schema.requireEntity("Sample")
+        let before = try store.count(FetchRequest(entity: "Sample"))
+        func page(_ p: Int, misfit: Bool = false) -> RecordPage {
+            var page = RecordPage(entity: "Sample")
+            for k in 0..<3 {
+                var r = sample.newRecord(primaryKey: firstKey + Int64(p * 10 + k))
+                r.attributes[1] = misfit && k == 2 ? .string("not an integer") : .integer32(Int32(p * 10 + k))
+                page.append(r)
+            }
+            return page
+        }
+        #expect(throws: RowProducerFailure(row: 2)) {
+            try sink.insertPages(count: 3) { p in
+                if p == 2 { throw RowProducerFailure(row: p) }
+                return page(p)
+            }
+        }
+        #expect(throws: StoreError.self) { try sink.insertPages(count: 3) { page($0, misfit: $0 == 2) } }
+        #expect(try store.count(FetchRequest(entity: "Sample")) == before, "a refused insertPages wrote records")
+
+        var asked: [Int] = []
+        try sink.insertPages(count: 3) { p in
+            asked.append(p)
+            return page(p)
+        }
+        #expect(Array(asked.suffix(3)) == [0, 1, 2], "pages are asked for in order")
+        let stored = try store.scan(entity: "Sample", after: firstKey - 1, limit: 9)
+        #expect(stored.map(\.primaryKey) == (0..<3).flatMap { p in (0..<3).map { firstKey + Int64(p * 10 + $0) } })
+        #expect(stored.map { $0.attributes[1] } == (0..<3).flatMap { p in (0..<3).map { StoreValue.integer32(Int32(p * 10 + $0)) } })
+        #expect(try store.count(FetchRequest(entity: "Sample")) == before + 9)
     }
 
     /// Every attribute type's edge values, and a small graph with every relationship kind (ordered, many-to-many,

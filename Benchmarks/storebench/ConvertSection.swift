@@ -2,7 +2,8 @@ import Foundation
 
 /// Every ordered pair of persistent backends: our conversion (a fresh process each run, so its peak RSS is its
 /// own) beside the engines' reference read of the source plus reference write of the destination, measured on
-/// the same stores in the same run.
+/// the same stores in the same run — run by run, interleaved with ours, so that a machine whose speed drifts over
+/// minutes (a shared one does, by a third and more) moves both sides of a ratio alike.
 enum ConvertSection {
     /// The target: convert within 1.5× of reference read + write.
     static let maxRatio = 1.5
@@ -21,22 +22,27 @@ enum ConvertSection {
         for type in SourceStores.types {
             var rss: [Double] = []
             refs.read[type] = try env.median {
-                let o = try ChildProcess.worker(["ref-read", type, env.source(type).path])
+                let o = try referenceRead(env, type)
                 rss.append(Double(o.peakRSS))
                 return o.reportedTiming
             }
             refs.readRSS[type] = Int(Measure.median(rss))
-            refs.write[type] = try env.median {
-                let dst = env.destination("ref-write.\(type)")
-                defer { env.remove(dst) }
-                let o = try ChildProcess.worker(["ref-write", type, env.source(type).path, dst.path])
-                return o.reportedTiming
-            }
+            refs.write[type] = try env.median { try referenceWrite(env, type).reportedTiming }
         }
         print("references, \(env.label) records: " + SourceStores.types.map { t in
             String(format: "%@ read %.3f s, write %.3f s (CPU)", t, refs.read[t]?.cpu ?? 0, refs.write[t]?.cpu ?? 0)
         }.joined(separator: "; "))
         return refs
+    }
+
+    private static func referenceRead(_ env: BenchEnvironment, _ type: String) throws -> ChildProcess.Outcome {
+        try ChildProcess.worker(["ref-read", type, env.source(type).path])
+    }
+
+    private static func referenceWrite(_ env: BenchEnvironment, _ type: String) throws -> ChildProcess.Outcome {
+        let dst = env.destination("ref-write.\(type)")
+        defer { env.remove(dst) }
+        return try ChildProcess.worker(["ref-write", type, env.source(type).path, dst.path])
     }
 
     /// A conversion's peak memory: resident set (`VmHWM`) and anonymous memory (heap), bytes.
@@ -45,16 +51,25 @@ enum ConvertSection {
         var anon: Int
     }
 
-    /// Runs every pair; returns each pair's median peaks (for the flatness check across sizes).
-    static func run(_ env: BenchEnvironment, _ refs: References) throws -> [String: Peak] {
+    /// Runs every pair, each run of ours beside a reference read and write of its own (in turn first and second);
+    /// returns each pair's median peaks (for the flatness check across sizes).
+    static func run(_ env: BenchEnvironment) throws -> [String: Peak] {
         var peaks: [String: Peak] = [:]
+        var readRSS: [String: [Double]] = [:]
         for from in SourceStores.types {
             for to in SourceStores.types where to != from && (env.types.contains(from) || env.types.contains(to)) {
                 let name = "convert \(from) → \(to)"
                 var times: [Timing] = []
+                var references: [Timing] = []
                 var rss: [Double] = []
                 var anon: [Double] = []
                 for run in 0..<env.runs {
+                    func reference() throws {
+                        let read = try referenceRead(env, from)
+                        readRSS[from, default: []].append(Double(read.peakRSS))
+                        references.append(read.reportedTiming + (try referenceWrite(env, to).reportedTiming))
+                    }
+                    if run % 2 == 1 { try reference() }
                     let dst = env.destination("converted-\(from).\(to)")
                     let outcome = try env.product.convert(env.source(from), dst, type: to)
                     times.append(outcome.timing)
@@ -62,11 +77,10 @@ enum ConvertSection {
                     anon.append(Double(outcome.peakAnon))
                     if run == 0 { env.verify(name, copy: dst, against: from) }
                     env.remove(dst)
+                    if run % 2 == 0 { try reference() }
                 }
                 let peak = Peak(rss: Int(Measure.median(rss)), anon: Int(Measure.median(anon)))
-                let zero = Timing(cpu: 0, wall: 0)
-                let reference = (refs.read[from] ?? zero) + (refs.write[to] ?? zero)
-                env.table.add(.timed(name, records: env.total, ours: Timing.median(times), reference: reference,
+                env.table.add(.timed(name, records: env.total, ours: Timing.median(times), reference: Timing.median(references),
                                      referenceName: "\(readName(from)) + \(writeName(to))", maxRatio: maxRatio,
                                      peakRSS: peak.rss, peakAnon: peak.anon))
                 peaks[name] = peak
@@ -78,7 +92,7 @@ enum ConvertSection {
                 let peak = peaks[name] ?? Peak(rss: 0, anon: 0)
                 env.table.add(.memory("peak RSS " + name, records: env.total, bytes: peak.rss, limit: rssLimit,
                                       note: String(format: "anon (heap) %.1f MB; the reference read of %@ alone peaks at %.1f MB RSS",
-                                                   Double(peak.anon) / 1e6, from, Double(refs.readRSS[from] ?? 0) / 1e6)))
+                                                   Double(peak.anon) / 1e6, from, Measure.median(readRSS[from] ?? []) / 1e6)))
             }
         }
         return peaks

@@ -1,16 +1,18 @@
 import Foundation
 
-/// Turns rows given as values by name — what ``StoreContext/insertBatch(_:_:globalIDs:into:)`` takes — into
-/// records of a ``RecordPage``, checking each as ``Entity/attributeValues(_:)`` and the context's validation check
-/// an inserted record, with the same errors in the same order.
+/// Turns the rows of a batch insert (``StoreContext/insertBatch(_:_:globalIDs:into:)`` and
+/// ``StoreContext/insertBatch(_:count:globalIDs:into:row:)``) into records of a ``RecordPage``, checking each as
+/// ``Entity/attributeValues(_:)`` and the context's validation check an inserted record, with the same errors in the
+/// same order.
 ///
-/// A row's values are encoded as the dictionary hands them out (each value borrowed once, in whatever order), into
-/// a scratch buffer, and then copied into the page in attribute order with the page form of each default for the
+/// A row's values are encoded as they are set (in whatever order: a dictionary hands them out in its own), into a
+/// scratch buffer, and then copied into the page in attribute order, with the page form of each default for the
 /// attributes the row leaves out. No `[StoreValue]` is made per row and no value is copied into one: for a batch of
 /// a million rows that is a million arrays and several million reference-count operations on values spread all
 /// over the heap that do not happen.
 ///
-/// The bytes are exactly those ``RecordPage/append(_:)-(StoreValue)`` appends for the same values.
+/// The bytes are exactly those ``RecordPage/append(_:)-(StoreValue)`` appends for the same values. A row goes
+/// ``beginRow()``, ``set(_:_:)`` for each value, ``finishRow(primaryKey:globalID:to:objectID:)``.
 struct PageRowEncoder {
     let entity: Entity
     /// The page form of every attribute's default, one after the other, and where each one ends.
@@ -62,21 +64,6 @@ struct PageRowEncoder {
         spans = spansMemory.start.bindMemory(to: Int.self, capacity: 2 * entity.attributes.count)
     }
 
-    /// Appends the record made of `values` (the attributes it leaves out at their defaults, every relationship
-    /// empty) to `page`.
-    ///
-    /// - Throws: ``StoreError/unknownProperty(entity:property:)``, ``StoreError/typeMismatch(entity:property:expected:got:)``
-    ///   and ``StoreError/missingValue(entity:property:object:)`` (naming `objectID()`), as inserting the row as an
-    ///   object and saving it would. Nothing is appended then.
-    mutating func append(
-        _ values: [String: StoreValue], primaryKey: Int64, globalID: UUID, to page: inout RecordPage,
-        objectID: () -> ObjectID
-    ) throws {
-        beginRow()
-        for (name, value) in values { try set(name, value) }
-        try finishRow(primaryKey: primaryKey, globalID: globalID, to: &page, objectID: objectID)
-    }
-
     /// Starts a row: every attribute at its default until ``set(_:_:)`` gives it a value.
     mutating func beginRow() {
         used = 0
@@ -102,7 +89,11 @@ struct PageRowEncoder {
         spans[2 * i + 1] = used
     }
 
-    /// Checks the current row's required values and appends it to `page` as a record.
+    /// Checks the current row's required values and appends it to `page` as a record (every relationship
+    /// empty).
+    ///
+    /// - Throws: ``StoreError/missingValue(entity:property:object:)``, naming `objectID()`, for a required
+    ///   attribute left nil or a required relationship (which a batch row cannot set). Nothing is appended then.
     mutating func finishRow(primaryKey: Int64, globalID: UUID, to page: inout RecordPage, objectID: () -> ObjectID) throws {
         let count = blankEnds.count
         for i in required {

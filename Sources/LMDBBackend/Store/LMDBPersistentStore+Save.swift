@@ -31,8 +31,8 @@ extension LMDBPersistentStore {
     /// Inserts the records of `count` pages in one write transaction (see
     /// ``StoreAPI/PageInsertingStore/insertPages(count:page:)``): each page is written as ``insert(_:)`` writes
     /// one, and the global-ID entries of all of them go into the index together. The map is grown up front for
-    /// `count` pages the size of the first, so the transaction is rarely restarted (it asks for the pages again
-    /// when it is).
+    /// `count` pages the size of the first (made before the transaction, and used in it), so the transaction is
+    /// rarely restarted (it asks for the pages again, from the first, when it is).
     public func insertPages(count: Int, page: (Int) throws -> RecordPage) throws {
         guard count > 0 else { return }
         try withoutActuallyEscaping(page) { page in try save(.pages(count: count, page: page)) }
@@ -65,7 +65,25 @@ extension LMDBPersistentStore {
         // Records are checked against their entities while they are encoded (see SaveWriter.put): a record that
         // does not fit fails the save before its transaction commits, so nothing of it is stored.
         let layout = target
-        let estimate = try content.estimatedBytes(layout)
+        var content = content
+        let estimate: Int?
+        if case .pages(let count, let page) = content {
+            // Room for `count` pages the size of the first. The first page, made for that, is the first attempt's
+            // page 0 as well (a batch's pages cost about as much to make as to store).
+            var first: RecordPage? = try page(0)
+            estimate = first.flatMap { SaveSizeEstimate.bytes(for: $0, layout: layout) }.map {
+                $0.multipliedReportingOverflow(by: count).overflow ? .max : $0 * count
+            }
+            content = .pages(count: count) { i in
+                if i == 0, let made = first {
+                    first = nil
+                    return made
+                }
+                return try page(i)
+            }
+        } else {
+            estimate = content.estimatedBytes(layout)
+        }
         if let estimate { try env.reserveMapSpace(estimate) }
         // A bulk load's global-ID entries pile up over saves and go into the index in large sorted runs. Taken
         // out of the store for the save (so appending copies nothing) and put back, as it was, if the save fails.
@@ -152,15 +170,12 @@ private enum SaveContent {
         }
     }
 
-    /// Room the save needs in the map; for pages made on demand, `count` times the first page's (made once
-    /// more here, outside the transaction).
-    func estimatedBytes(_ layout: StoreLayout) throws -> Int? {
+    /// Room the save needs in the map (pages made on demand are estimated by the save, from their first).
+    func estimatedBytes(_ layout: StoreLayout) -> Int? {
         switch self {
-        case .changes(let c): return SaveSizeEstimate.bytes(for: c, layout: layout)
-        case .page(let p): return SaveSizeEstimate.bytes(for: p, layout: layout)
-        case .pages(let count, let page):
-            guard let first = SaveSizeEstimate.bytes(for: try page(0), layout: layout) else { return nil }
-            return first.multipliedReportingOverflow(by: count).overflow ? .max : first * count
+        case .changes(let c): SaveSizeEstimate.bytes(for: c, layout: layout)
+        case .page(let p): SaveSizeEstimate.bytes(for: p, layout: layout)
+        case .pages: nil
         }
     }
 }

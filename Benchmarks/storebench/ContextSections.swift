@@ -14,7 +14,7 @@ enum ContextSections {
     /// context), saving and resetting every 10,000 records (an atomic store saves once: each of its saves writes
     /// the whole file). Values are generated before each batch's clock starts. Reference: the engine writing
     /// exactly the stored rows (the convert section's reference write).
-    static func insert(_ env: BenchEnvironment, refs: ConvertSection.References) throws {
+    static func insert(_ env: BenchEnvironment, referenceWrites: [String: Timing]) throws {
         for type in env.types {
             let atomic = (try BackendRegistry.shared.backend(for: type)) is any AtomicStoreBackend
             var first = true
@@ -31,7 +31,7 @@ enum ContextSections {
                 }
                 return s
             }
-            env.table.add(.timed("insert through context (\(type))", records: env.total, ours: seconds, reference: refs.write[type],
+            env.table.add(.timed("insert through context (\(type))", records: env.total, ours: seconds, reference: referenceWrites[type],
                                  referenceName: ConvertSection.writeName(type) + (atomic ? "; ours: 1 save" : "; ours: saves of 10k")))
         }
     }

@@ -10,29 +10,14 @@ enum ConvertSection {
     /// The target: peak RSS of a conversion at most 100 MB.
     static let rssLimit = 100_000_000
 
-    /// The engines' reference read and write times per type (median of the runs), measured once per size.
-    struct References {
-        var read: [String: Timing] = [:]
-        var write: [String: Timing] = [:]
-        var readRSS: [String: Int] = [:]
-    }
-
-    static func references(_ env: BenchEnvironment) throws -> References {
-        var refs = References()
-        for type in SourceStores.types {
-            var rss: [Double] = []
-            refs.read[type] = try env.median {
-                let o = try referenceRead(env, type)
-                rss.append(Double(o.peakRSS))
-                return o.reportedTiming
-            }
-            refs.readRSS[type] = Int(Measure.median(rss))
-            refs.write[type] = try env.median { try referenceWrite(env, type).reportedTiming }
+    /// The engines' reference write time per type (median of the runs), for the insert section: the engine
+    /// writing exactly the stored rows.
+    static func referenceWrites(_ env: BenchEnvironment) throws -> [String: Timing] {
+        var writes: [String: Timing] = [:]
+        for type in env.types {
+            writes[type] = try env.median { try referenceWrite(env, type).reportedTiming }
         }
-        print("references, \(env.label) records: " + SourceStores.types.map { t in
-            String(format: "%@ read %.3f s, write %.3f s (CPU)", t, refs.read[t]?.cpu ?? 0, refs.write[t]?.cpu ?? 0)
-        }.joined(separator: "; "))
-        return refs
+        return writes
     }
 
     private static func referenceRead(_ env: BenchEnvironment, _ type: String) throws -> ChildProcess.Outcome {

@@ -108,7 +108,7 @@ func runBenchmarks(_ options: Options) throws -> [String] {
             }
             if options.wants("insert") {
                 table.begin("insert the dataset through a context, \(env.label) records")
-                try ContextSections.insert(env, refs: try ConvertSection.references(env))
+                try ContextSections.insert(env, referenceWrites: try ConvertSection.referenceWrites(env))
             }
             failures += env.failures
         }

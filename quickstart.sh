@@ -4,6 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 scripts/install-deps.sh
-echo "== building storectl (release)"
-swift build -c release --product storectl
-exec Samples/quickstart.sh "$(swift build -c release --show-bin-path)/storectl"
+echo "== building storectl as it is distributed (scripts/build-storectl.sh: release, one static executable)"
+storectl=$(scripts/build-storectl.sh | tail -n 1)
+exec Samples/quickstart.sh "$storectl"

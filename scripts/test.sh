@@ -18,3 +18,5 @@ if [ -d Examples/JSONStoreBackend ]; then
     (cd Examples/JSONStoreBackend && swift test)
 fi
 swift run storebench --smoke
+# storectl as it is distributed (one static executable on Linux) links, and runs the quickstart's round trip.
+Samples/quickstart.sh "$(scripts/build-storectl.sh | tail -n 1)"

@@ -36,8 +36,10 @@ func runBenchmarks(_ options: Options) throws -> [String] {
     let build = "release"
     #endif
     // As the README runs it: scripts/bench.sh builds storectl (timed beside the engines' tools) as it is distributed.
-    let reproduce = build == "release" ? "scripts/bench.sh " + arguments.joined(separator: " ")
-        : "swift run storebench " + arguments.joined(separator: " ")
+    // scripts/bench.sh passes the storectl it built; the command that reproduces the run leaves that to it.
+    var given = arguments
+    if build == "release", let at = given.firstIndex(of: "--storectl"), at + 1 < given.count { given.removeSubrange(at...at + 1) }
+    let reproduce = (build == "release" ? "scripts/bench.sh " : "swift run storebench ") + given.joined(separator: " ")
     print("storebench (\(build) build) — reproduce with: \(reproduce)")
     if build == "debug" { print("note: debug build; run with -c release for meaningful figures") }
     let product = ProductRunner.find(explicit: options.storectl, preferSelf: options.selfRunner)

@@ -170,7 +170,8 @@ public struct SQLiteStoreBackend: StoreBackend {
             // An empty -wal holds no data either (a reader that had the store open when it was copied, or that
             // crashed, leaves one), so the main file is the whole store.
             let wal = Self.sidecar(url, "-wal")
-            let walBytes = (try? FileManager.default.attributesOfItem(atPath: wal.path)[.size] as? Int) ?? 0
+            var walStat = stat()
+            let walBytes = stat(wal.path, &walStat) == 0 ? Int64(walStat.st_size) : 0
             guard case .io = error, walBytes == 0 else {
                 throw error
             }

@@ -134,33 +134,20 @@ struct InfoCommand: ParsableCommand {
         return FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) && isDirectory.boolValue
     }
 
-    /// The size of a file, or of everything inside a directory.
+    /// The size of a file, or of the regular files inside a directory. Read with `stat`, not FileManager's
+    /// attributes, which look up the owner's name through NSS — something a static storectl cannot rely on.
     static func size(of url: URL) -> Int64 {
-        let fm = FileManager.default
-        var isDirectory: ObjCBool = false
-        guard fm.fileExists(atPath: url.path, isDirectory: &isDirectory) else { return 0 }
-        guard isDirectory.boolValue else { return number((try? fm.attributesOfItem(atPath: url.path))?[.size]) }
+        var st = stat()
+        guard stat(url.path, &st) == 0 else { return 0 }
+        guard st.st_mode & S_IFMT == S_IFDIR else { return Int64(st.st_size) }
         var total: Int64 = 0
-        for name in (try? fm.subpathsOfDirectory(atPath: url.path)) ?? [] {
-            let path = url.appendingPathComponent(name).path
-            if let attributes = try? fm.attributesOfItem(atPath: path), attributes[.type] as? FileAttributeType == .typeRegular {
-                total += number(attributes[.size])
+        for name in (try? FileManager.default.subpathsOfDirectory(atPath: url.path)) ?? [] {
+            var entry = stat()
+            if lstat(url.appendingPathComponent(name).path, &entry) == 0, entry.st_mode & S_IFMT == S_IFREG {
+                total += Int64(entry.st_size)
             }
         }
         return total
-    }
-}
-
-extension InfoCommand {
-    /// File sizes arrive as NSNumber or a Swift integer depending on the platform.
-    static func number(_ value: Any?) -> Int64 {
-        switch value {
-        case let n as NSNumber: n.int64Value
-        case let i as Int: Int64(i)
-        case let i as Int64: i
-        case let u as UInt64: Int64(clamping: u)
-        default: 0
-        }
     }
 }
 

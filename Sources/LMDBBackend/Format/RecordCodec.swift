@@ -77,6 +77,23 @@ enum RecordCodec {
 
     /// Decodes a stored record. Throws ``ByteReader/Malformed`` naming what is wrong.
     static func decode(_ bytes: UnsafeRawBufferPointer, primaryKey: Int64, layout: StoreLayout) throws -> Record {
+        var record = blank
+        try decode(bytes, primaryKey: primaryKey, layout: layout, reading: nil, into: &record)
+        return record
+    }
+
+    /// A record to decode into, of no entity (a generated UUID would cost a random number per record).
+    static let blank = Record(entity: "", primaryKey: 0, globalID: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)),
+                              attributes: [], relationships: [])
+
+    /// Decodes a stored record into `record`, or with `reading` only the values it names: the others are skipped
+    /// and left `nil` (attributes) or an empty to-one (relationships) — a record fit only for testing a predicate
+    /// that reads no more than those. The record's structure is checked either way.
+    ///
+    /// `record` is reused: a scan testing every record against a predicate decodes each into the same one, whose
+    /// value arrays are then only written, not made and freed for every record.
+    static func decode(_ bytes: UnsafeRawBufferPointer, primaryKey: Int64, layout: StoreLayout, reading: PartialRead?,
+                       into record: inout Record) throws {
         var r = ByteReader(bytes)
         let v = try r.byte()
         guard v == version else { throw ByteReader.Malformed(reason: "unknown record format version \(v)") }
@@ -89,32 +106,50 @@ enum RecordCodec {
         guard attributeCount == UInt64(entity.attributes.count) else {
             throw ByteReader.Malformed(reason: "\(attributeCount) attribute values for \(entity.name), which has \(entity.attributes.count)")
         }
-        var attributes: [StoreValue] = []
-        attributes.reserveCapacity(entity.attributes.count)
-        for _ in 0..<entity.attributes.count { attributes.append(try ValueCodec.decode(from: &r)) }
+        let wanted = reading?.values(of: UInt32(id))
+        if record.entity != entity.name || wanted == nil {
+            // A skipped value must read nil, and a record of another entity has other values: start from nil.
+            record.entity = entity.name
+            record.attributes = Array(repeating: .null, count: entity.attributes.count)
+            record.relationships = Array(repeating: .toOne(nil), count: entity.relationships.count)
+        }
+        record.primaryKey = primaryKey
+        record.globalID = globalID
+        for i in 0..<entity.attributes.count {
+            if let wanted, !wanted.attributes[i] {
+                try ValueCodec.skip(from: &r)
+            } else {
+                record.attributes[i] = try ValueCodec.decode(from: &r)
+            }
+        }
         let relationshipCount = try r.varint()
         guard relationshipCount == UInt64(entity.relationships.count) else {
             throw ByteReader.Malformed(reason: "\(relationshipCount) relationship values for \(entity.name), which has \(entity.relationships.count)")
         }
-        var relationships: [RelationshipValue] = []
-        relationships.reserveCapacity(entity.relationships.count)
-        for _ in 0..<entity.relationships.count {
+        for i in 0..<entity.relationships.count {
+            let read = wanted.map { $0.relationships[i] } ?? true
             switch try r.byte() {
-            case 0: relationships.append(.toOne(nil))
-            case 1: relationships.append(.toOne(try r.signed()))
+            case 0:
+                if read { record.relationships[i] = .toOne(nil) }
+            case 1:
+                let key = try r.signed()
+                if read { record.relationships[i] = .toOne(key) }
             case 2:
                 let n = try r.varint()
                 // Each key takes at least one byte, which bounds the count by what is left.
                 guard n <= UInt64(bytes.count - r.offset) else { throw ByteReader.Malformed(reason: "to-many count \(n) runs past the end") }
+                guard read else {
+                    for _ in 0..<n { _ = try r.varint() }
+                    continue
+                }
                 var keys: [Int64] = []
                 keys.reserveCapacity(Int(n))
                 for _ in 0..<n { keys.append(try r.signed()) }
-                relationships.append(.toMany(keys))
+                record.relationships[i] = .toMany(keys)
             case let t: throw ByteReader.Malformed(reason: "unknown relationship tag \(t)")
             }
         }
         guard r.isAtEnd else { throw ByteReader.Malformed(reason: "\(bytes.count - r.offset) unexpected bytes after the record") }
-        return Record(entity: entity.name, primaryKey: primaryKey, globalID: globalID, attributes: attributes, relationships: relationships)
     }
 
     /// The key of a uniqueness index for `values`, or `nil` when one is nil (like SQL `UNIQUE`, a constraint with an
@@ -128,4 +163,28 @@ enum RecordCodec {
         if bytes.count <= 480 { return bytes }
         return [0xFF] + StoreDigest.sha256(bytes)
     }
+}
+
+/// The values a partial decode reads, per entity: those a predicate's key paths start with
+/// (``FetchPredicate/keyPathRoots``).
+struct PartialRead {
+    struct Values {
+        let attributes: [Bool]
+        let relationships: [Bool]
+    }
+    private let byEntity: [UInt32: Values]
+
+    /// Reads, for each entity in `entityIDs`, the attributes and relationships named in `names`.
+    init(names: Set<String>, layout: StoreLayout, entityIDs: Set<UInt32>) {
+        var byEntity: [UInt32: Values] = [:]
+        for id in entityIDs {
+            guard let entity = layout.entity(id: id) else { continue }
+            byEntity[id] = Values(attributes: entity.attributes.map { names.contains($0.name) },
+                                  relationships: entity.relationships.map { names.contains($0.name) })
+        }
+        self.byEntity = byEntity
+    }
+
+    /// What to read of a record of entity `id`; `nil` (read everything) for an entity not planned for.
+    func values(of id: UInt32) -> Values? { byEntity[id] }
 }

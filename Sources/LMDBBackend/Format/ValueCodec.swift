@@ -100,6 +100,21 @@ enum ValueCodec {
         }
     }
 
+    /// Moves past one value without making it: a partial decode (``RecordCodec/decode(_:primaryKey:layout:reading:)``)
+    /// skips the values a predicate does not read. Lengths and tags are checked as ``decode(from:)`` checks them;
+    /// the payload (the text of a string, decimal or URI) is not.
+    static func skip(from r: inout ByteReader) throws {
+        let raw = try r.byte()
+        guard let tag = Tag(rawValue: raw) else { throw ByteReader.Malformed(reason: "unknown value tag \(raw)") }
+        switch tag {
+        case .null, .boolFalse, .boolTrue: break
+        case .integer16, .integer32, .integer64: _ = try r.signed()
+        case .double, .date: _ = try r.fixed64()
+        case .float: _ = try r.fixed32()
+        case .decimal, .string, .binary, .uri: _ = try r.lengthPrefixed()
+        case .uuid: _ = try r.raw(16)
+        }
+    }
 
     static func decimalString(_ d: Decimal) -> String {
         DecimalText.string(for: d)

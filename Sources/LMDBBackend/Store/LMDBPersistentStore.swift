@@ -96,47 +96,37 @@ public final class LMDBPersistentStore: PersistentStore, PageScanningStore, Page
                     }
                     return try evaluator.execute(request, candidates: candidates)
                 }
+                // The predicate is tested while scanning, on records decoded only as far as it reads.
+                let predicate = try request.predicate.map { try evaluator.prepare($0, entity: entity.name) }
                 if request.sortDescriptors.isEmpty {
-                    return try streamInKeyOrder(request, entity: entity, ids: ids, reader: reader, evaluator: evaluator)
+                    return try streamInKeyOrder(request, entity: entity, ids: ids, reader: reader, predicate: predicate)
                 }
-                var candidates: [Record] = []
-                try reader.scan(root: entity.rootName, entityIDs: ids) { candidates.append($0); return true }
-                return try evaluator.execute(request, candidates: candidates)
+                var matches: [Record] = []
+                try reader.scan(root: entity.rootName, entityIDs: ids, matching: predicate) { matches.append($0); return true }
+                var ordering = request
+                ordering.predicate = nil
+                return try evaluator.execute(ordering, candidates: matches)
             }
         }
     }
 
-    /// Without sort descriptors key order is the result order: filter in batches while scanning and stop once
-    /// the slice is full, so a small page of a large store reads little.
+    /// Without sort descriptors key order is the result order: filter while scanning and stop once the slice is
+    /// full, so a small page of a large store reads little.
     private func streamInKeyOrder(
-        _ request: FetchRequest, entity: Entity, ids: Set<UInt32>, reader: RecordReader, evaluator: PredicateEvaluator
+        _ request: FetchRequest, entity: Entity, ids: Set<UInt32>, reader: RecordReader, predicate: PreparedPredicate?
     ) throws -> [Record] {
         if let limit = request.limit, limit <= 0 { return [] }
-        let filter = FetchRequest(entity: request.entity, predicate: request.predicate, includesSubentities: request.includesSubentities)
         var out: [Record] = []
         var skipped = 0
-        var batch: [Record] = []
-        batch.reserveCapacity(256)
-        func drain() throws -> Bool {
-            let matched = request.predicate == nil ? batch : try evaluator.execute(filter, candidates: batch)
-            batch.removeAll(keepingCapacity: true)
-            for r in matched {
-                if skipped < request.offset {
-                    skipped += 1
-                    continue
-                }
-                out.append(r)
-                if let limit = request.limit, out.count >= limit { return false }
+        try reader.scan(root: entity.rootName, entityIDs: ids, matching: predicate) { record in
+            if skipped < request.offset {
+                skipped += 1
+                return true
             }
+            out.append(record)
+            if let limit = request.limit, out.count >= limit { return false }
             return true
         }
-        var wantsMore = true
-        try reader.scan(root: entity.rootName, entityIDs: ids) { record in
-            batch.append(record)
-            if batch.count >= 256 { wantsMore = try drain() }
-            return wantsMore
-        }
-        if wantsMore && !batch.isEmpty { _ = try drain() }
         return out
     }
 

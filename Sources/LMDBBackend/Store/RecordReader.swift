@@ -24,6 +24,15 @@ struct RecordReader: @unchecked Sendable {
         }
     }
 
+    /// Decodes into `probe` only the values `reading` names (see ``RecordCodec``'s partial decode).
+    func decode(_ bytes: UnsafeRawBufferPointer, primaryKey: Int64, root: String, reading: PartialRead, into probe: inout Record) throws {
+        do {
+            try RecordCodec.decode(bytes, primaryKey: primaryKey, layout: layout, reading: reading, into: &probe)
+        } catch let m as ByteReader.Malformed {
+            throw StoreError.corruptStore(file, reason: "record \(root)/p\(primaryKey): \(m.reason)")
+        }
+    }
+
     /// The record with `primaryKey` in hierarchy `root`, or `nil`.
     func record(_ primaryKey: Int64, root: String) throws -> Record? {
         guard let dbi = recordsDatabase(root) else { return nil }
@@ -68,6 +77,21 @@ struct RecordReader: @unchecked Sendable {
     func scan(root: String, entityIDs: Set<UInt32>?, after: Int64? = nil, _ body: (Record) throws -> Bool) throws {
         try walk(root: root, entityIDs: entityIDs, after: after) { pk, value in
             try body(try decode(value, primaryKey: pk, root: root))
+        }
+    }
+
+    /// Calls `body` with the records of `root` among `entityIDs` that `predicate` matches (all when `nil`), in key
+    /// order, until `body` returns `false`. Each record is decoded only as far as the predicate reads
+    /// (``FetchPredicate/keyPathRoots``) to be tested, and whole only when it matches: a selective filter over a
+    /// large entity then never makes the strings, data and URIs of the records it passes over.
+    func scan(root: String, entityIDs: Set<UInt32>, matching predicate: PreparedPredicate?, _ body: (Record) throws -> Bool) throws {
+        guard let predicate else { return try scan(root: root, entityIDs: entityIDs, body) }
+        let partial = PartialRead(names: predicate.predicate.keyPathRoots, layout: layout, entityIDs: entityIDs)
+        var probe = RecordCodec.blank
+        try walk(root: root, entityIDs: entityIDs, after: nil) { pk, value in
+            try decode(value, primaryKey: pk, root: root, reading: partial, into: &probe)
+            guard try predicate.matches(probe) else { return true }
+            return try body(try decode(value, primaryKey: pk, root: root))
         }
     }
 

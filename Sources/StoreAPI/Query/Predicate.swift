@@ -79,6 +79,33 @@ public struct SortKey: Sendable, Hashable {
     }
 }
 
+extension FetchPredicate {
+    /// The first component of every key path the predicate reads — `author` for `author.name`, `tags` for
+    /// `ANY tags.name`, `self` — that is, the properties of a fetched record it looks at. Testing a record needs
+    /// only these of its values (see ``PreparedPredicate``).
+    public var keyPathRoots: Set<String> {
+        var roots: Set<String> = []
+        func add(_ e: FetchExpression) {
+            switch e {
+            case .keyPath(let path), .any(let path), .all(let path):
+                if let first = path.first { roots.insert(first) }
+            case .constant, .list:
+                break
+            }
+        }
+        func walk(_ p: FetchPredicate) {
+            switch p {
+            case .true, .false: break
+            case .and(let ps), .or(let ps): ps.forEach(walk)
+            case .not(let q): walk(q)
+            case .comparison(let lhs, _, let rhs, _): add(lhs); add(rhs)
+            }
+        }
+        walk(self)
+        return roots
+    }
+}
+
 /// A fetch: which entity, which records, in which order, which slice.
 public struct FetchRequest: Sendable, Hashable {
     /// The entity to fetch.

@@ -190,7 +190,17 @@ public struct PredicateEvaluator: Sendable {
         try evaluate(predicate, on: record, RegexCache(predicate))
     }
 
-    private func evaluate(_ predicate: FetchPredicate, on record: Record, _ regexes: RegexCache) throws -> Bool {
+    /// `predicate`, checked against the schema for a fetch of `entity`, made ready to test records one at a time
+    /// with its `MATCHES` patterns compiled once — for a backend that filters records as it reads them rather than
+    /// collecting candidates for ``execute(_:candidates:)``.
+    ///
+    /// - Throws: the errors of ``validate(_:entity:)``, and an invalid `MATCHES` pattern.
+    public func prepare(_ predicate: FetchPredicate, entity: String) throws -> PreparedPredicate {
+        try validate(predicate, entity: entity)
+        return PreparedPredicate(predicate: predicate, evaluator: self, regexes: try RegexCache(predicate))
+    }
+
+    fileprivate func evaluate(_ predicate: FetchPredicate, on record: Record, _ regexes: RegexCache) throws -> Bool {
         switch predicate {
         case .true: return true
         case .false: return false
@@ -232,7 +242,7 @@ public struct PredicateEvaluator: Sendable {
 
     /// The `MATCHES` patterns of one predicate, compiled. Patterns only known per record (taken from a key path)
     /// are compiled when met.
-    private struct RegexCache {
+    fileprivate struct RegexCache {
         private struct Key: Hashable {
             let pattern: String
             let options: ComparisonOptions
@@ -344,7 +354,12 @@ public struct PredicateEvaluator: Sendable {
     /// - Throws: ``StoreError/unknownProperty(entity:property:)`` for a key the entity does not have,
     ///   ``StoreError/invalidPredicate(_:)`` for a path through a to-many relationship or past an attribute.
     public func value(at path: [String], of record: Record) throws -> StoreValue {
-        try resolve(path[...], of: record, allowMany: false, whole: path).first ?? .null
+        // The common case, an attribute of the record itself, without the general walk's array of results.
+        if path.count == 1, let entity = schema.entity(named: record.entity), let i = entity.attributePosition(path[0]),
+           i < record.attributes.count {
+            return record.attributes[i]
+        }
+        return try resolve(path[...], of: record, allowMany: false, whole: path).first ?? .null
     }
 
     /// The values at a key path that may cross to-many relationships (for `ANY`, `ALL`, `IN` and `CONTAINS`):
@@ -358,10 +373,12 @@ public struct PredicateEvaluator: Sendable {
     {
         guard let first = path.first else { throw StoreError.invalidPredicate("empty key path") }
         let entity = try schema.requireEntity(record.entity)
-        let dotted = whole.joined(separator: ".")
+        // Only error messages need the whole path as text; building it for every record read was most of a
+        // simple comparison's cost.
+        func dotted() -> String { whole.joined(separator: ".") }
         if let i = entity.attributeIndex(first) {
             guard path.count == 1 else {
-                throw StoreError.invalidPredicate("'\(first)' of \(entity.name) is an attribute; cannot follow '\(dotted)'")
+                throw StoreError.invalidPredicate("'\(first)' of \(entity.name) is an attribute; cannot follow '\(dotted())'")
             }
             guard i < record.attributes.count else { throw Self.misaligned(record, entity) }
             return [record.attributes[i]]
@@ -369,7 +386,7 @@ public struct PredicateEvaluator: Sendable {
         guard let ri = entity.relationshipIndex(first) else {
             if first == "self", whole.count == 1 { return [.integer64(record.primaryKey)] }
             if first == "@count" {
-                throw StoreError.invalidPredicate("'@count' in '\(dotted)' of \(entity.name) must follow a relationship")
+                throw StoreError.invalidPredicate("'@count' in '\(dotted())' of \(entity.name) must follow a relationship")
             }
             throw StoreError.unknownProperty(entity: entity.name, property: first)
         }
@@ -378,7 +395,7 @@ public struct PredicateEvaluator: Sendable {
         let keys = record.relationships[ri].keys
         if path.count == 2, path.last == "@count" { return [.integer64(Int64(keys.count))] }
         if rel.isToMany && !allowMany {
-            throw StoreError.invalidPredicate("'\(entity.name).\(first)' is to-many: use ANY, ALL or @count (in '\(dotted)')")
+            throw StoreError.invalidPredicate("'\(entity.name).\(first)' is to-many: use ANY, ALL or @count (in '\(dotted())')")
         }
         if path.count == 1 {
             return rel.isToMany ? keys.map { .integer64($0) } : [keys.first.map { .integer64($0) } ?? .null]
@@ -568,5 +585,21 @@ public struct PredicateEvaluator: Sendable {
         }
         while pi < p.count, p[pi] == "*" { pi += 1 }
         return pi == p.count
+    }
+}
+
+/// A predicate ready to test records: see ``PredicateEvaluator/prepare(_:entity:)``.
+///
+/// A record only needs the values of ``FetchPredicate/keyPathRoots`` to be tested (the others may be anything,
+/// they are not read), so a backend can decode just those, test, and decode the whole record only when it matches.
+public struct PreparedPredicate {
+    /// The predicate.
+    public let predicate: FetchPredicate
+    fileprivate let evaluator: PredicateEvaluator
+    fileprivate let regexes: PredicateEvaluator.RegexCache
+
+    /// Whether `record` matches, following relationships through the evaluator's resolver.
+    public func matches(_ record: Record) throws -> Bool {
+        try evaluator.evaluate(predicate, on: record, regexes)
     }
 }

@@ -141,37 +141,24 @@ struct RecordReader {
     /// Fills every to-many relationship of `records`: one query per relationship per batch.
     func fillToMany(_ records: inout [Record]) throws {
         guard !records.isEmpty else { return }
-        // Relationship storages are hashed once per entity, not once per record: a page of a scan is usually one
-        // entity, so the slots of the previous record's entity are reused.
-        var groups: [(storage: RelationshipStorage, members: [(record: Int, relationship: Int)])] = []
+        // For each storage (by its index in the layout), the records and relationship positions it fills. The
+        // slots are looked up once per run of records of one entity: a scan's page is usually one entity.
+        var members: [[(record: Int, relationship: Int)]] = Array(repeating: [], count: layout.toManyStorages.count)
         var slotsEntity: String?
-        var slots: [(relationship: Int, group: Int)] = []
+        var slots: [(relationship: Int, storage: Int)] = []
         for (ri, r) in records.enumerated() {
             if r.entity != slotsEntity {
                 slotsEntity = r.entity
-                slots.removeAll(keepingCapacity: true)
-                guard let el = layout.entities[r.entity] else { continue }
-                for (k, storage) in el.relationships.enumerated() {
-                    if case .foreignKey = storage { continue }
-                    // A linear search: a page holds few relationships, and hashing a storage hashed its names.
-                    let g: Int
-                    if let existing = groups.firstIndex(where: { $0.storage == storage }) {
-                        g = existing
-                    } else {
-                        g = groups.count
-                        groups.append((storage, []))
-                    }
-                    slots.append((k, g))
-                }
+                slots = layout.toManySlots[r.entity] ?? []
             }
-            for slot in slots { groups[slot.group].members.append((ri, slot.relationship)) }
+            for slot in slots { members[slot.storage].append((ri, slot.relationship)) }
         }
-        for (storage, members) in groups {
+        for (storage, fills) in members.enumerated() where !fills.isEmpty {
             // A scan page's records come in key order: their keys are then the sorted owners as they are.
-            var owners = members.map { records[$0.record].primaryKey }
+            var owners = fills.map { records[$0.record].primaryKey }
             if !zip(owners, owners.dropFirst()).allSatisfy({ $0 < $1 }) { owners = Array(Set(owners)).sorted() }
-            let related = try relatedKeys(storage, owners: owners)
-            for m in members {
+            let related = try relatedKeys(layout.toManyStorages[storage], owners: owners)
+            for m in fills {
                 records[m.record].relationships[m.relationship] = .toMany(Array(related.keys(of: records[m.record].primaryKey)))
             }
         }

@@ -75,6 +75,11 @@ struct StoreLayout: Sendable {
     let entities: [String: EntityLayout]
     /// Layouts by entity code.
     let entitiesByCode: [Int64: EntityLayout]
+    /// Every distinct to-many storage (an inherited relationship is one storage for the whole hierarchy), and for
+    /// each entity its to-many relationships as (relationship index, storage index): reading records groups
+    /// their to-many relationships by storage with integers, not by comparing storages' table and column names.
+    let toManyStorages: [RelationshipStorage]
+    let toManySlots: [String: [(relationship: Int, storage: Int)]]
     /// Every join table.
     let joinTables: [JoinTableLayout]
     /// Index definitions, in creation order.
@@ -256,6 +261,23 @@ struct StoreLayout: Sendable {
         self.tables = tables
         self.entities = entities
         self.entitiesByCode = Dictionary(uniqueKeysWithValues: entities.values.map { ($0.code, $0) })
+        var toManyStorages: [RelationshipStorage] = []
+        var toManySlots: [String: [(relationship: Int, storage: Int)]] = [:]
+        for (name, el) in entities {
+            var slots: [(relationship: Int, storage: Int)] = []
+            for (k, storage) in el.relationships.enumerated() {
+                if case .foreignKey = storage { continue }
+                if let existing = toManyStorages.firstIndex(of: storage) {
+                    slots.append((k, existing))
+                } else {
+                    slots.append((k, toManyStorages.count))
+                    toManyStorages.append(storage)
+                }
+            }
+            toManySlots[name] = slots
+        }
+        self.toManyStorages = toManyStorages
+        self.toManySlots = toManySlots
         self.joinTables = joinOrder.compactMap { joinTables[$0] }
         self.indexStatements = indexes
         self.rootsWithToMany = Set(entities.values.filter { $0.hasToMany }.map(\.root))

@@ -150,11 +150,38 @@ public final class LMDBPersistentStore: PersistentStore, PageScanningStore, Page
             unsliced.sortDescriptors = []
             unsliced.offset = 0
             unsliced.limit = nil
-            total = try fetch(unsliced).count
+            total = try countMatches(unsliced)
         }
         var n = max(0, total - max(0, request.offset))
         if let limit = request.limit { n = min(n, max(0, limit)) }
         return n
+    }
+
+    /// The number of records `request` fetches (it has a predicate, and no sort, offset or limit). Without a
+    /// uniqueness index to look the matches up in, each record is tested on its partial decode, as ``fetch(_:)``
+    /// tests it, and no match is decoded whole.
+    private func countMatches(_ request: FetchRequest) throws -> Int {
+        let scans = try run {
+            let layout = self.layout
+            return IndexPlanner.plan(request.predicate, entity: try layout.schema.requireEntity(request.entity), layout: layout) == nil
+        }
+        guard scans, let predicate = request.predicate else { return try fetch(request).count }
+        return try run {
+            let layout = self.layout
+            let entity = try layout.schema.requireEntity(request.entity)
+            let ids = entityIDs(for: entity, includesSubentities: request.includesSubentities, in: layout)
+            return try env.read { txn in
+                let reader = RecordReader(txn: txn, env: env, layout: layout, file: dataFile)
+                let evaluator = PredicateEvaluator(schema: layout.schema) { root, keys in try reader.records(keys, root: root) }
+                let prepared = try evaluator.prepare(predicate, entity: entity.name)
+                var matches = 0
+                try reader.scan(root: entity.rootName, entityIDs: ids, matching: prepared, decodingMatches: false) { _ in
+                    matches += 1
+                    return true
+                }
+                return matches
+            }
+        }
     }
 
     /// Point lookups in one read transaction, in the order asked.

@@ -84,14 +84,18 @@ struct RecordReader: @unchecked Sendable {
     /// order, until `body` returns `false`. Each record is decoded only as far as the predicate reads
     /// (``FetchPredicate/keyPathRoots``) to be tested, and whole only when it matches: a selective filter over a
     /// large entity then never makes the strings, data and URIs of the records it passes over.
-    func scan(root: String, entityIDs: Set<UInt32>, matching predicate: PreparedPredicate?, _ body: (Record) throws -> Bool) throws {
+    ///
+    /// With `decodingMatches` `false` the matches are not decoded either: `body` gets the partial record the
+    /// predicate was tested on, valid only during the call (for counting).
+    func scan(root: String, entityIDs: Set<UInt32>, matching predicate: PreparedPredicate?, decodingMatches: Bool = true,
+              _ body: (Record) throws -> Bool) throws {
         guard let predicate else { return try scan(root: root, entityIDs: entityIDs, body) }
         let partial = PartialRead(names: predicate.predicate.keyPathRoots, layout: layout, entityIDs: entityIDs)
         var probe = RecordCodec.blank
         try walk(root: root, entityIDs: entityIDs, after: nil) { pk, value in
             try decode(value, primaryKey: pk, root: root, reading: partial, into: &probe)
             guard try predicate.matches(probe) else { return true }
-            return try body(try decode(value, primaryKey: pk, root: root))
+            return try body(decodingMatches ? try decode(value, primaryKey: pk, root: root) : probe)
         }
     }
 

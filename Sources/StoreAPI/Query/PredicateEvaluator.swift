@@ -373,8 +373,8 @@ public struct PredicateEvaluator: Sendable {
     {
         guard let first = path.first else { throw StoreError.invalidPredicate("empty key path") }
         let entity = try schema.requireEntity(record.entity)
-        // Only error messages need the whole path as text; building it for every record read was most of a
-        // simple comparison's cost.
+        // Only error messages need the whole path as text: built up front, it was a string allocated for every
+        // comparison of every record.
         func dotted() -> String { whole.joined(separator: ".") }
         if let i = entity.attributeIndex(first) {
             guard path.count == 1 else {

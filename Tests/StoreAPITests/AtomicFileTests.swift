@@ -19,4 +19,18 @@ import Testing
         let left = Set(try FileManager.default.contentsOfDirectory(atPath: dir.path))
         #expect(left == Set(others))
     }
+
+    /// Names are read from the directory as bytes: a staging name for a target with non-ASCII letters (stored as
+    /// its UTF-8) is found, and a name cut short inside the prefix is not taken for one.
+    @Test func staleStagingOfNonASCIINamesIsFound() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("atomicfile-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let p = AtomicFile.stagingPrefix
+        let mine = ["\(p)\(UUID().uuidString)-Bücher ✓.sqlite", "\(p)\(UUID().uuidString)-Bücher ✓.sqlite-shm"]
+        let others = [String(p.dropLast()), "Bücher ✓.sqlite", "\(p)\(UUID().uuidString)-Bucher ✓.sqlite"]
+        for name in mine + others { try Data("x".utf8).write(to: dir.appendingPathComponent(name)) }
+        AtomicFile.removeStaleStaging(near: dir.appendingPathComponent("Bücher ✓.sqlite"))
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: dir.path)) == Set(others))
+    }
 }

@@ -14,6 +14,18 @@ struct StorectlWorkflowTests {
     }
 
     /// `2770` → `2,770`, as storectl prints counts.
+    /// A file size as `storectl info` prints it, with Foundation's `String(format:)` as the reference.
+    static func printfSize(_ bytes: Int) -> String {
+        var value = Double(bytes)
+        var unit = 0
+        let units = ["bytes", "KB", "MB", "GB", "TB"]
+        while value >= 1024 && unit < units.count - 1 {
+            value /= 1024
+            unit += 1
+        }
+        return unit == 0 ? "\(bytes) bytes" : String(format: "%.1f %@", value, units[unit])
+    }
+
     static func grouped(_ n: Int) -> String {
         var digits = Array(String(n))
         var i = digits.count - 3
@@ -47,11 +59,15 @@ struct StorectlWorkflowTests {
         #expect(text.status == 0)
         #expect(text.stdout.contains("Store UUID:  \(uuid)"))
         #expect(text.stdout.contains("Book"))
+        // Sizes are printed as printf's %.1f of the largest unit reached (the JSON has the bytes).
+        let size = try #require(files.first?["size"] as? Int)
+        #expect(text.stdout.contains("\(original.path)  \(Self.printfSize(size))"), "\(text.stdout)")
 
         for (from, to) in [("library.sqlite", "library.lmdb"), ("library.lmdb", "library.xml"), ("library.xml", "final.sqlite")] {
             let r = try Storectl.run(["convert", from, to], in: dir)
             #expect(r.status == 0, "convert \(from) → \(to): \(r.stderr)")
             #expect(r.stderr.contains("converted"))
+            #expect(r.stderr.range(of: #"records in [0-9]+\.[0-9]{2} s\n$"#, options: .regularExpression) != nil, "\(r.stderr)")
         }
         // An LMDB store is a directory and the files in it, all listed; the total counts each byte once.
         let lmdbInfo = try Storectl.run(["info", "library.lmdb", "--json"], in: dir)

@@ -132,10 +132,9 @@ public enum AtomicFile {
     /// Removes staging files an interrupted operation left in the directory holding `url`.
     public static func removeStaleStaging(near url: URL) {
         let dir = url.deletingLastPathComponent()
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: dir.path) else { return }
-        // Taken once: a URL makes its last component anew each time, and a shared directory holds thousands of names.
+        // Taken once: a URL makes its last component anew each time.
         let target = url.lastPathComponent
-        for name in names where stagedName(name, belongsTo: target) {
+        for name in stagingNames(in: dir) where stagedName(name, belongsTo: target) {
             try? FileManager.default.removeItem(at: dir.appendingPathComponent(name))
         }
     }
@@ -155,8 +154,7 @@ public enum AtomicFile {
     static func removeStaleStaging(near url: URL, exactName: String) {
         guard exactName.hasPrefix(stagingPrefix) else { return }
         let dir = url.deletingLastPathComponent()
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: dir.path) else { return }
-        for name in names where name.hasPrefix(exactName) {
+        for name in stagingNames(in: dir) where name.hasPrefix(exactName) {
             try? FileManager.default.removeItem(at: dir.appendingPathComponent(name))
         }
     }

@@ -9,9 +9,8 @@ extension AtomicFile {
     /// inner step leaves such a name behind; it belongs to the destination just as much and is removed with it.
     static func removeNestedStaging(near url: URL) {
         let dir = url.deletingLastPathComponent()
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: dir.path) else { return }
         let target = url.lastPathComponent  // once, not per name (see removeStaleStaging(near:))
-        for name in names where isNestedStaging(name, of: target) {
+        for name in stagingNames(in: dir) where isNestedStaging(name, of: target) {
             try? FileManager.default.removeItem(at: dir.appendingPathComponent(name))
         }
     }

@@ -36,7 +36,9 @@ final class ProgressBar {
             let width = 30
             let filled = Int(fraction * Double(width))
             line += "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "] "
-            line += String(format: "%3d%% ", Int(fraction * 100)) + "\(Console.count(p.recordsDone))/\(Console.count(total)) records"
+            let percent = String(Int(fraction * 100))
+            line += String(repeating: " ", count: max(0, 3 - percent.count)) + percent + "% "
+                + "\(Console.count(p.recordsDone))/\(Console.count(total)) records"
         } else {
             line += "\(Console.count(p.recordsDone)) records"
         }

@@ -58,8 +58,9 @@ enum Console {
         fixed(Date().timeIntervalSince(start), places: 2) + " s"
     }
 
-    /// `value` with `places` decimals, as `%.Nf` prints it (halves rounded away from zero), without Foundation's
-    /// `String(format:)`: its first call in a process costs ~1.5 M instructions, about a millisecond of a short run.
+    /// `value` rounded to `places` decimals (to the nearest, halves away from zero), as `%.Nf` shows it, without
+    /// Foundation's `String(format:)`: its first call in a process costs 1–1.5 M instructions, a noticeable part of
+    /// a short run.
     static func fixed(_ value: Double, places: Int) -> String {
         var scale: Int64 = 1
         for _ in 0..<places { scale *= 10 }

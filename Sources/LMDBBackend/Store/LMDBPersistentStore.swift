@@ -73,52 +73,76 @@ public final class LMDBPersistentStore: PersistentStore, PageScanningStore, Page
 
     // MARK: Reading
 
-    /// Evaluates the request in one read transaction. Equalities on uniquely constrained attributes are answered
-    /// from their index; without sort descriptors records stream in key order and the scan stops at the limit.
-    public func fetch(_ request: FetchRequest) throws -> [Record] {
+    /// What a fetch or count reads with, inside one read transaction.
+    private struct Query {
+        let layout: StoreLayout
+        let entity: Entity
+        /// The entity IDs of the records asked for (the entity's, and its sub-entities' when they are included).
+        let ids: Set<UInt32>
+        let reader: RecordReader
+
+        /// An evaluator that follows relationships through this transaction.
+        var evaluator: PredicateEvaluator {
+            let reader = reader
+            return PredicateEvaluator(schema: layout.schema) { root, keys in try reader.records(keys, root: root) }
+        }
+
+        /// The records a uniqueness index names for `plan`'s keys, among the asked-for entities.
+        func indexed(_ plan: IndexPlanner.Plan) throws -> [Record] {
+            var candidates: [Record] = []
+            for key in plan.keys {
+                guard let pk = try reader.indexedKey(plan.index, key: key),
+                    let r = try reader.record(pk, root: entity.rootName),
+                    let id = layout.entityIDs[r.entity], ids.contains(id)
+                else { continue }
+                candidates.append(r)
+            }
+            return candidates
+        }
+    }
+
+    /// Runs `body` with `request`'s entity and a reader, in one read transaction.
+    private func withQuery<T>(_ request: FetchRequest, _ body: (Query) throws -> T) throws -> T {
         try run {
             let layout = self.layout
             let entity = try layout.schema.requireEntity(request.entity)
             let ids = entityIDs(for: entity, includesSubentities: request.includesSubentities, in: layout)
             return try env.read { txn in
-                let reader = RecordReader(txn: txn, env: env, layout: layout, file: dataFile)
-                let evaluator = PredicateEvaluator(schema: layout.schema) { root, keys in try reader.records(keys, root: root) }
-                // Schema errors in the request are reported whatever records exist, as the reference does.
-                try evaluator.validate(request)
-                if let plan = IndexPlanner.plan(request.predicate, entity: entity, layout: layout) {
-                    var candidates: [Record] = []
-                    for key in plan.keys {
-                        guard let pk = try reader.indexedKey(plan.index, key: key),
-                            let r = try reader.record(pk, root: entity.rootName),
-                            let id = layout.entityIDs[r.entity], ids.contains(id)
-                        else { continue }
-                        candidates.append(r)
-                    }
-                    return try evaluator.execute(request, candidates: candidates)
-                }
-                // The predicate is tested while scanning, on records decoded only as far as it reads.
-                let predicate = try request.predicate.map { try evaluator.prepare($0, entity: entity.name) }
-                if request.sortDescriptors.isEmpty {
-                    return try streamInKeyOrder(request, entity: entity, ids: ids, reader: reader, predicate: predicate)
-                }
-                var matches: [Record] = []
-                try reader.scan(root: entity.rootName, entityIDs: ids, matching: predicate) { matches.append($0); return true }
-                var ordering = request
-                ordering.predicate = nil
-                return try evaluator.execute(ordering, candidates: matches)
+                try body(Query(layout: layout, entity: entity, ids: ids, reader: RecordReader(txn: txn, env: env, layout: layout, file: dataFile)))
             }
+        }
+    }
+
+    /// Evaluates the request in one read transaction. Equalities on uniquely constrained attributes are answered
+    /// from their index; without sort descriptors records stream in key order and the scan stops at the limit.
+    public func fetch(_ request: FetchRequest) throws -> [Record] {
+        try withQuery(request) { q in
+            let evaluator = q.evaluator
+            // Schema errors in the request are reported whatever records exist, as the reference does.
+            try evaluator.validate(request)
+            if let plan = IndexPlanner.plan(request.predicate, entity: q.entity, layout: q.layout) {
+                return try evaluator.execute(request, candidates: q.indexed(plan))
+            }
+            // The predicate is tested while scanning, on records decoded only as far as it reads.
+            let predicate = try request.predicate.map { try evaluator.prepare($0, entity: q.entity.name) }
+            if request.sortDescriptors.isEmpty {
+                return try streamInKeyOrder(request, q, predicate: predicate)
+            }
+            var matches: [Record] = []
+            try q.reader.scan(root: q.entity.rootName, entityIDs: q.ids, matching: predicate) { matches.append($0); return true }
+            var ordering = request
+            ordering.predicate = nil
+            return try evaluator.execute(ordering, candidates: matches)
         }
     }
 
     /// Without sort descriptors key order is the result order: filter while scanning and stop once the slice is
     /// full, so a small page of a large store reads little.
-    private func streamInKeyOrder(
-        _ request: FetchRequest, entity: Entity, ids: Set<UInt32>, reader: RecordReader, predicate: PreparedPredicate?
-    ) throws -> [Record] {
+    private func streamInKeyOrder(_ request: FetchRequest, _ q: Query, predicate: PreparedPredicate?) throws -> [Record] {
         if let limit = request.limit, limit <= 0 { return [] }
         var out: [Record] = []
         var skipped = 0
-        try reader.scan(root: entity.rootName, entityIDs: ids, matching: predicate) { record in
+        try q.reader.scan(root: q.entity.rootName, entityIDs: q.ids, matching: predicate) { record in
             if skipped < request.offset {
                 skipped += 1
                 return true
@@ -130,58 +154,31 @@ public final class LMDBPersistentStore: PersistentStore, PageScanningStore, Page
         return out
     }
 
-    /// Counts without decoding records when there is no predicate.
+    /// Counts without decoding records when there is no predicate, and without decoding the matches when there is
+    /// one (each record is tested on its partial decode, as ``fetch(_:)`` tests it) unless a uniqueness index
+    /// answers it.
     public func count(_ request: FetchRequest) throws -> Int {
-        let total: Int
-        if request.predicate == nil {
-            total = try run {
-                let layout = self.layout
-                let entity = try layout.schema.requireEntity(request.entity)
-                let ids = entityIDs(for: entity, includesSubentities: request.includesSubentities, in: layout)
-                return try env.read { txn in
-                    let reader = RecordReader(txn: txn, env: env, layout: layout, file: dataFile)
-                    let wholeHierarchy = entity.name == entity.rootName && request.includesSubentities
-                    if wholeHierarchy, let dbi = reader.recordsDatabase(entity.rootName) { return try txn.count(dbi) }
-                    return try reader.count(root: entity.rootName, entityIDs: ids)
-                }
+        let total = try withQuery(request) { q -> Int in
+            guard let predicate = request.predicate else {
+                let wholeHierarchy = q.entity.name == q.entity.rootName && request.includesSubentities
+                if wholeHierarchy, let dbi = q.reader.recordsDatabase(q.entity.rootName) { return try q.reader.txn.count(dbi) }
+                return try q.reader.count(root: q.entity.rootName, entityIDs: q.ids)
             }
-        } else {
-            var unsliced = request
-            unsliced.sortDescriptors = []
-            unsliced.offset = 0
-            unsliced.limit = nil
-            total = try countMatches(unsliced)
+            let evaluator = q.evaluator
+            let prepared = try evaluator.prepare(predicate, entity: q.entity.name)
+            if let plan = IndexPlanner.plan(predicate, entity: q.entity, layout: q.layout) {
+                return try q.indexed(plan).filter { try prepared.matches($0) }.count
+            }
+            var matches = 0
+            try q.reader.scan(root: q.entity.rootName, entityIDs: q.ids, matching: prepared, decodingMatches: false) { _ in
+                matches += 1
+                return true
+            }
+            return matches
         }
         var n = max(0, total - max(0, request.offset))
         if let limit = request.limit { n = min(n, max(0, limit)) }
         return n
-    }
-
-    /// The number of records `request` fetches (it has a predicate, and no sort, offset or limit). Without a
-    /// uniqueness index to look the matches up in, each record is tested on its partial decode, as ``fetch(_:)``
-    /// tests it, and no match is decoded whole.
-    private func countMatches(_ request: FetchRequest) throws -> Int {
-        let scans = try run {
-            let layout = self.layout
-            return IndexPlanner.plan(request.predicate, entity: try layout.schema.requireEntity(request.entity), layout: layout) == nil
-        }
-        guard scans, let predicate = request.predicate else { return try fetch(request).count }
-        return try run {
-            let layout = self.layout
-            let entity = try layout.schema.requireEntity(request.entity)
-            let ids = entityIDs(for: entity, includesSubentities: request.includesSubentities, in: layout)
-            return try env.read { txn in
-                let reader = RecordReader(txn: txn, env: env, layout: layout, file: dataFile)
-                let evaluator = PredicateEvaluator(schema: layout.schema) { root, keys in try reader.records(keys, root: root) }
-                let prepared = try evaluator.prepare(predicate, entity: entity.name)
-                var matches = 0
-                try reader.scan(root: entity.rootName, entityIDs: ids, matching: prepared, decodingMatches: false) { _ in
-                    matches += 1
-                    return true
-                }
-                return matches
-            }
-        }
     }
 
     /// Point lookups in one read transaction, in the order asked.

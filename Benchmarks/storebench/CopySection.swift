@@ -4,7 +4,8 @@ import StoreAPI
 /// Same-type copy (`storectl copy`, the backend's fast path) beside the engines' own copy tools, each a whole
 /// process timed from start to exit: `sqlite3 SRC '.backup DST'`, `mdb_copy` and `mdb_copy -c` (our LMDB copy
 /// compacts, so `-c` is its reference), and `cp` of the store's files followed by `sync` of the copies (our copies
-/// are fsynced before they are moved into place).
+/// are fsynced before they are moved into place). A second row per type times the same copy as a library call
+/// inside a fresh process, which shows how much of the command's time is storectl's own start-up.
 enum CopySection {
     static let maxRatio = 1.2
 
@@ -28,6 +29,15 @@ enum CopySection {
             }
             let (median, reference) = (Timing.median(ours), Timing.median(references))
             let peak = Int(Measure.median(rss))
+            // The same copy as a library call (StoreOperations.copyStore timed inside a fresh process: its first
+            // use of everything, without storectl's start-up and argument parsing), beside the same reference process.
+            let library = try env.median {
+                let dst = env.destination("apicopy.\(type)")
+                defer { env.remove(dst) }
+                return try ChildProcess.worker(["copy", src.path, dst.path]).reportedTiming
+            }
+            env.table.add(.timed("copy \(type) (library call)", records: env.total, ours: library, reference: reference,
+                                 referenceName: Self.targetReferenceName(type) + ", whole process"))
             switch type {
             case "sqlite":
                 env.table.add(.timed("copy sqlite", records: env.total, ours: median, reference: reference,
@@ -48,6 +58,14 @@ enum CopySection {
             }
             let cp = try env.median { try copyFiles(env, type: type) }
             env.table.add(.timed("copy \(type)", records: env.total, ours: median, reference: cp, referenceName: "cp + sync of the store's files"))
+        }
+    }
+
+    private static func targetReferenceName(_ type: String) -> String {
+        switch type {
+        case "sqlite": "sqlite3 SRC '.backup DST'"
+        case "lmdb": "mdb_copy -c"
+        default: "cp + sync of the file"
         }
     }
 

@@ -6,7 +6,8 @@ import StoreAPI
 ///
 /// - `convert SRC DST TYPE` / `copy SRC DST`: our conversion and same-type copy, exactly as `storectl convert` and
 ///   `storectl copy` do them (``StoreOperations/copyStore(from:sourceType:to:type:options:)`` with a progress
-///   handler); used when the `storectl` binary is not built beside this one.
+///   handler), the source's type detection included in the timed region; used when the `storectl` binary is not
+///   built beside this one, and for the copy section's library-call rows.
 /// - `ref-read TYPE PATH`: the engine's reference read of a whole store.
 /// - `ref-write TYPE FROM DST`: captures the store FROM (untimed), then times the engine writing the same content
 ///   to DST.
@@ -42,12 +43,12 @@ enum Worker {
             let src = URL(fileURLWithPath: try arg(0))
             let dst = URL(fileURLWithPath: try arg(1))
             let operations = StoreOperations()
-            let sourceType = try operations.backend(ofStoreAt: src).typeIdentifier
-            let type = kind == "copy" ? sourceType : try arg(2)
+            let destinationType = kind == "copy" ? nil : try arg(2)
             var records = 0
             let (_, s) = try Measure.timing {
                 AtomicFile.removeStaleStaging(near: dst)
-                try operations.copyStore(from: src, sourceType: sourceType, to: dst, type: type,
+                let sourceType = try operations.backend(ofStoreAt: src).typeIdentifier
+                try operations.copyStore(from: src, sourceType: sourceType, to: dst, type: destinationType ?? sourceType,
                                          options: .init(progress: { records = max(records, $0.recordsDone) }))
             }
             return seconds(s, ["records": String(records)])

@@ -177,9 +177,23 @@ final class StoreLayout: Sendable {
         }
     }
 
+    /// Reads the entity ID table (`{"Author": 1, …}`) with the framework's JSON parser, as the metadata beside it
+    /// is read (JSONDecoder's first use in a process is costly; see StoreMetadata.decode).
     static func decodeEntityIDs(_ bytes: UnsafeRawBufferPointer, url: URL) throws -> [String: UInt32] {
-        do { return try JSONDecoder().decode([String: UInt32].self, from: Data(bytes)) } catch {
-            throw StoreError.corruptStore(url, reason: "unreadable entity ID table: \(error)")
+        let json: JSONValue
+        do throws(JSONSyntaxError) { json = try JSONParser.parse(ArraySlice(bytes)) } catch {
+            throw StoreError.corruptStore(url, reason: "unreadable entity ID table: invalid JSON at byte \(error.offset): \(error.message)")
         }
+        guard case .object(let members) = json else {
+            throw StoreError.corruptStore(url, reason: "unreadable entity ID table: not a JSON object")
+        }
+        var ids: [String: UInt32] = [:]
+        for member in members {
+            guard case .number(let text) = member.value, let id = UInt32(text) else {
+                throw StoreError.corruptStore(url, reason: "unreadable entity ID table: the ID of '\(member.key)' is not an entity ID")
+            }
+            ids[member.key] = id
+        }
+        return ids
     }
 }

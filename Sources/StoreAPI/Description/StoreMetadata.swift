@@ -77,9 +77,18 @@ public struct StoreMetadata: Sendable, Hashable, Codable {
     }
 
     /// Decodes stored metadata; `url` names the store in the error.
+    ///
+    /// Reads what ``encoded()`` writes (and what the Codable conformance reads) with the framework's own JSON
+    /// parser: every store open comes here, and `JSONDecoder`'s first use in a process cost more than the rest of
+    /// opening a store.
     public static func decode(_ data: Data, url: URL) throws -> StoreMetadata {
-        do { return try JSONDecoder().decode(StoreMetadata.self, from: data) } catch let e as SchemaError {
+        do {
+            let json = try JSONParser.parse(ArraySlice(data))
+            return try StoreMetadata(json: json)
+        } catch let e as SchemaError {
             throw StoreError.corruptStore(url, reason: "stored schema is invalid: \(e)")
+        } catch let e as JSONSyntaxError {
+            throw StoreError.corruptStore(url, reason: "unreadable metadata: invalid JSON at byte \(e.offset): \(e.message)")
         } catch {
             throw StoreError.corruptStore(url, reason: "unreadable metadata: \(error)")
         }

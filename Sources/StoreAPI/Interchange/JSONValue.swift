@@ -6,7 +6,7 @@ import Foundation
 /// reads `0.30000000000000004` through a decimal type and returns its nearest double, `0.3000000000000001`), which
 /// would break the format's bit-exact round trip. Keeping the digits lets each number be converted once, straight to
 /// the type of the attribute it is for.
-enum JSONValue {
+package enum JSONValue {
     case null
     case bool(Bool)
     case number(String)
@@ -68,15 +68,15 @@ enum JSONValue {
 }
 
 /// Why a line is not valid JSON, and where (0-based byte offset in the line).
-struct JSONSyntaxError: Error {
-    let message: String
-    let offset: Int
+package struct JSONSyntaxError: Error {
+    package let message: String
+    package let offset: Int
 }
 
 /// A strict JSON parser (RFC 8259) for one document: objects, arrays, strings with every escape, numbers, literals.
 /// Rejects trailing garbage, invalid UTF-8, control characters in strings, duplicate keys, and nesting deeper than
 /// ``maxDepth`` (so hostile input cannot exhaust the stack).
-struct JSONParser {
+package struct JSONParser {
     static let maxDepth = 256
 
     private let bytes: UnsafeBufferPointer<UInt8>
@@ -86,7 +86,7 @@ struct JSONParser {
         self.bytes = bytes
     }
 
-    static func parse(_ bytes: ArraySlice<UInt8>) throws(JSONSyntaxError) -> JSONValue {
+    package static func parse(_ bytes: ArraySlice<UInt8>) throws(JSONSyntaxError) -> JSONValue {
         let result: Result<JSONValue, JSONSyntaxError> = bytes.withUnsafeBufferPointer { buffer in
             var parser = JSONParser(buffer)
             do throws(JSONSyntaxError) {
@@ -111,7 +111,7 @@ struct JSONParser {
     }
 
     private mutating func value(depth: Int) throws(JSONSyntaxError) -> JSONValue {
-        guard i < bytes.count else { throw error("unexpected end of line") }
+        guard i < bytes.count else { throw error("unexpected end of input") }
         switch bytes[i] {
         case UInt8(ascii: "{"): return try object(depth: depth + 1)
         case UInt8(ascii: "["): return try array(depth: depth + 1)
@@ -126,7 +126,7 @@ struct JSONParser {
 
     private mutating func literal(_ word: StaticString) throws(JSONSyntaxError) {
         let n = word.utf8CodeUnitCount
-        guard i + n <= bytes.count else { throw error("unexpected end of line") }
+        guard i + n <= bytes.count else { throw error("unexpected end of input") }
         let matches = word.withUTF8Buffer { w in (0..<n).allSatisfy { bytes[i + $0] == w[$0] } }
         guard matches else { throw error("unexpected character '\(Self.show(bytes[i]))'") }
         i += n
@@ -160,7 +160,7 @@ struct JSONParser {
             if duplicate { throw JSONSyntaxError(message: "duplicate key \"\(key)\"", offset: keyStart) }
             members.append((key, v))
             skipWhitespace()
-            guard i < bytes.count else { throw error("unexpected end of line (missing '}')") }
+            guard i < bytes.count else { throw error("unexpected end of input (missing '}')") }
             if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
             if bytes[i] == UInt8(ascii: "}") { i += 1; return .object(members) }
             throw error("expected ',' or '}'")
@@ -177,7 +177,7 @@ struct JSONParser {
             skipWhitespace()
             items.append(try value(depth: depth))
             skipWhitespace()
-            guard i < bytes.count else { throw error("unexpected end of line (missing ']')") }
+            guard i < bytes.count else { throw error("unexpected end of input (missing ']')") }
             if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
             if bytes[i] == UInt8(ascii: "]") { i += 1; return .array(items) }
             throw error("expected ',' or ']'")
@@ -240,7 +240,7 @@ struct JSONParser {
                 return s
             case UInt8(ascii: "\\"):
                 i += 1
-                guard i < bytes.count else { throw error("unexpected end of line in a string") }
+                guard i < bytes.count else { throw error("unexpected end of input in a string") }
                 let e = bytes[i]
                 i += 1
                 switch e {
@@ -276,7 +276,7 @@ struct JSONParser {
                 i += 1
             }
         }
-        throw error("unexpected end of line in a string")
+        throw error("unexpected end of input in a string")
     }
 
     private mutating func hex4() throws(JSONSyntaxError) -> UInt32 {

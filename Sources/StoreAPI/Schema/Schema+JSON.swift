@@ -46,16 +46,15 @@ extension Schema: Codable {
     /// - Throws: ``SchemaError/unreadableModel(file:reason:)`` for malformed JSON (naming `file`), or the
     ///   ``SchemaError`` validation found.
     public init(jsonData: Data, file: String = "schema.json") throws {
+        var bytes = ArraySlice(jsonData)
+        // Editors on some systems start UTF-8 files with a byte order mark; JSON (RFC 8259 §8.1) lets readers skip it.
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes = bytes.dropFirst(3) }
         do {
-            self = try JSONDecoder().decode(Schema.self, from: jsonData)
+            self = try Schema(json: try JSONParser.parse(bytes), path: "")
         } catch let e as SchemaError {
             throw e
-        } catch let DecodingError.dataCorrupted(ctx) {
-            throw SchemaError.unreadableModel(file: file, reason: "invalid JSON at \(Self.path(ctx.codingPath)): \(ctx.debugDescription)")
-        } catch let DecodingError.keyNotFound(key, ctx) {
-            throw SchemaError.unreadableModel(file: file, reason: "missing key '\(key.stringValue)' at \(Self.path(ctx.codingPath))")
-        } catch let DecodingError.typeMismatch(_, ctx) {
-            throw SchemaError.unreadableModel(file: file, reason: "wrong type at \(Self.path(ctx.codingPath)): \(ctx.debugDescription)")
+        } catch let e as JSONSyntaxError {
+            throw SchemaError.unreadableModel(file: file, reason: "invalid JSON at byte \(e.offset): \(e.message)")
         } catch {
             throw SchemaError.unreadableModel(file: file, reason: "\(error)")
         }
@@ -66,10 +65,6 @@ extension Schema: Codable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         return try encoder.encode(self)
-    }
-
-    private static func path(_ keys: [CodingKey]) -> String {
-        keys.isEmpty ? "top level" : keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
     }
 }
 

@@ -13,11 +13,7 @@ enum MetadataArguments {
             }
             let key = String(pair[..<eq])
             let text = String(pair[pair.index(after: eq)...])
-            if let value = try? JSONDecoder().decode(MetadataValue.self, from: Data(text.utf8)) {
-                out[key] = value
-            } else {
-                out[key] = .string(text)
-            }
+            out[key] = MetadataValue(jsonText: text) ?? .string(text)
         }
         return out
     }

@@ -89,7 +89,7 @@ func runBenchmarks(_ options: Options) throws -> [String] {
             }
 
             if options.wants("convert") {
-                table.begin("convert, \(env.label) records (each run a fresh process beside a reference run; target ≤1.5× reference read + write, peak RSS ≤100 MB)")
+                table.begin("convert, \(env.label) records (each run a fresh process beside a reference run; target at 10⁶ records ≤1.5× reference read + write, peak RSS ≤100 MB)")
                 peaksBySize.append((dataset.total, try ConvertSection.run(env)))
             }
             if options.wants("copy") {

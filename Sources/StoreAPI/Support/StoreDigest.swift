@@ -51,14 +51,19 @@ public enum StoreDigest {
 
     /// The SHA-256 digest of `message` as 64 lowercase hex digits.
     public static func sha256Hex(_ message: [UInt8]) -> String {
-        sha256(message).map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+        // Digits written straight into the string's storage: a String per byte, padded and joined, was half the
+        // cost of the version hashes every store open computes.
+        let digest = sha256(message)
+        return String(unsafeUninitializedCapacity: digest.count * 2) { buffer in
+            for (i, byte) in digest.enumerated() {
+                buffer[2 * i] = hexDigits[Int(byte >> 4)]
+                buffer[2 * i + 1] = hexDigits[Int(byte & 0x0F)]
+            }
+            return digest.count * 2
+        }
     }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
 
     private static func rotr(_ x: UInt32, _ n: UInt32) -> UInt32 { (x >> n) | (x << (32 - n)) }
-}
-
-extension String {
-    fileprivate func leftPadded(to width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
-    }
 }

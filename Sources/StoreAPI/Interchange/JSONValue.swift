@@ -67,7 +67,8 @@ package enum JSONValue {
     }
 }
 
-/// Why a line is not valid JSON, and where (0-based byte offset in the line).
+/// Why a document (an NDJSON line, stored metadata, a schema file) is not valid JSON, and where: the 0-based byte
+/// offset in it.
 package struct JSONSyntaxError: Error {
     package let message: String
     package let offset: Int

@@ -53,6 +53,9 @@ public final class ManagedObject: CustomStringConvertible {
     @exclusivity(unchecked) var identitySpace: Int32 = 0
     /// Values as last fetched or saved (`nil` for inserted objects).
     @exclusivity(unchecked) var committed: Record?
+    /// Whether an attribute was set since ``committed`` was taken. Most updated objects only gained or lost related
+    /// objects (an inverse relationship the context maintains), and a save then need not compare every attribute.
+    @exclusivity(unchecked) var attributesTouched = false
 
     init(record: Record, entity: Entity, store: LoadedStore, context: StoreContext, state: State) {
         self.objectID = ObjectID(storeUUID: store.identifier, entity: record.entity, primaryKey: record.primaryKey)
@@ -110,6 +113,7 @@ public final class ManagedObject: CustomStringConvertible {
             throw StoreError.typeMismatch(entity: entity.name, property: key, expected: attribute.type, got: value.type?.rawValue ?? "nil")
         }
         record.attributes[i] = v
+        attributesTouched = true
         context.markUpdated(self)
     }
 

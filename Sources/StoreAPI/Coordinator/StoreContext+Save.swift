@@ -59,6 +59,7 @@ extension StoreContext {
         } else {
             o.state = .clean
             o.committed = o.record
+            o.attributesTouched = false
         }
     }
 
@@ -102,8 +103,10 @@ extension StoreContext {
     private func changedProperties(_ o: ManagedObject) -> ChangedProperties {
         var changed = ChangedProperties()
         guard let before = o.committed else { return changed }
-        for i in o.entity.attributes.indices where before.attributes[i] != o.record.attributes[i] {
-            changed.attributes.append(i)
+        if o.attributesTouched {
+            for i in o.entity.attributes.indices where before.attributes[i] != o.record.attributes[i] {
+                changed.attributes.append(i)
+            }
         }
         for (i, r) in o.entity.relationships.enumerated() {
             let x = before.relationships[i].keys

@@ -189,6 +189,7 @@ public final class StoreContext {
             if o.state == .clean {
                 o.record = record
                 o.committed = record
+                o.attributesTouched = false
             }
             return o
         }
@@ -268,6 +269,7 @@ public final class StoreContext {
         for o in changes.objects {
             if let committed = o.committed {
                 o.record = committed
+                o.attributesTouched = false
                 o.state = .clean
             } else {
                 o.state = .invalidated("its insertion was rolled back")

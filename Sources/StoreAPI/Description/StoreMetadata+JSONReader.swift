@@ -9,15 +9,12 @@ extension StoreMetadata {
         guard let uuid = UUID(uuidString: uuidText) else {
             throw JSONShapeError.invalid(at: object.path("storeUUID"), "'\(uuidText)' is not a UUID")
         }
-        guard let schemaJSON = object.value("schema") else { throw JSONShapeError.missingKey("schema", in: "") }
         self.init(storeType: try object.string("storeType"), storeUUID: uuid,
-                  schema: try Schema(json: schemaJSON, path: object.path("schema")),
+                  schema: try Schema(json: try object.required("schema"), path: object.path("schema")),
                   configuration: try object.optionalString("configuration"),
                   syncOptions: try object.optionalObject("syncOptions").map { (o) throws(JSONShapeError) in try SyncOptions(json: o) })
-        guard object.value("versionHashes") != nil else { throw JSONShapeError.missingKey("versionHashes", in: "") }
-        versionHashes = try object.stringDictionary("versionHashes")
-        guard object.value("custom") != nil else { throw JSONShapeError.missingKey("custom", in: "") }
-        for member in try object.members("custom") { custom[member.key] = MetadataValue(json: member.value) }
+        versionHashes = try object.stringDictionary("versionHashes", required: true)
+        for member in try object.members("custom", required: true) { custom[member.key] = MetadataValue(json: member.value) }
         formatVersion = try object.int("formatVersion")
         if object.value("primaryKeyCounters") != nil {
             var counters: [String: Int64] = [:]

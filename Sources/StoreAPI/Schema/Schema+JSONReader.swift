@@ -16,8 +16,7 @@ extension Schema {
         }
         var configurations: [String: [String]] = [:]
         for member in try object.members("configurations") {
-            configurations[member.key] = try JSONObjectReader.array(member.value, path: member.path)
-                .map { (element) throws(JSONShapeError) in try JSONObjectReader.string(element.value, path: element.path) }
+            configurations[member.key] = try JSONObjectReader.strings(member.value, path: member.path)
         }
         try self.init(entities: entities, configurations: configurations)
     }
@@ -36,8 +35,7 @@ extension EntityDescription {
         }
         var constraints: [[String]] = []
         for element in try object.array("uniquenessConstraints") {
-            constraints.append(try JSONObjectReader.array(element.value, path: element.path)
-                .map { (key) throws(JSONShapeError) in try JSONObjectReader.string(key.value, path: key.path) })
+            constraints.append(try JSONObjectReader.strings(element.value, path: element.path))
         }
         self.init(
             name: name,

@@ -47,7 +47,8 @@ struct JSONObjectReader {
     /// The path of the member `key`.
     func path(_ key: String) -> String { "\(path).\(key)" }
 
-    private func required(_ key: String) throws(JSONShapeError) -> JSONValue {
+    /// The value of `key`; absent or `null` is a ``JSONShapeError``.
+    func required(_ key: String) throws(JSONShapeError) -> JSONValue {
         guard let v = value(key) else { throw .missingKey(key, in: path) }
         return v
     }
@@ -130,9 +131,13 @@ struct JSONObjectReader {
         return elements.enumerated().map { (value: $0.element, path: "\(path)[\($0.offset)]") }
     }
 
-    /// The members of the object `key` in document order; `[]` when the key is absent or `null`.
-    func members(_ key: String) throws(JSONShapeError) -> [(key: String, value: JSONValue, path: String)] {
-        guard let v = value(key) else { return [] }
+    /// The members of the object `key` in document order; `[]` when the key is absent or `null`, unless it is
+    /// `required`.
+    func members(_ key: String, required isRequired: Bool = false) throws(JSONShapeError) -> [(key: String, value: JSONValue, path: String)] {
+        guard let v = value(key) else {
+            if isRequired { throw .missingKey(key, in: path) }
+            return []
+        }
         return try JSONObjectReader(v, path: path(key)).all
     }
 
@@ -141,15 +146,16 @@ struct JSONObjectReader {
         members.map { (key: $0.key, value: $0.value, path: "\(path).\($0.key)") }
     }
 
-    func stringArray(_ key: String) throws(JSONShapeError) -> [String] {
+    /// `value` as an array of strings.
+    static func strings(_ value: JSONValue, path: String) throws(JSONShapeError) -> [String] {
         var strings: [String] = []
-        for element in try array(key) { strings.append(try Self.string(element.value, path: element.path)) }
+        for element in try array(value, path: path) { strings.append(try string(element.value, path: element.path)) }
         return strings
     }
 
-    func stringDictionary(_ key: String) throws(JSONShapeError) -> [String: String] {
+    func stringDictionary(_ key: String, required isRequired: Bool = false) throws(JSONShapeError) -> [String: String] {
         var result: [String: String] = [:]
-        for m in try members(key) { result[m.key] = try Self.string(m.value, path: m.path) }
+        for m in try members(key, required: isRequired) { result[m.key] = try Self.string(m.value, path: m.path) }
         return result
     }
 }

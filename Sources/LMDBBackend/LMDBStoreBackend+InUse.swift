@@ -36,15 +36,7 @@ extension LMDBStoreBackend {
             if env != nil {
                 throw StoreError.locked(url, reason: "the store is open in this process; close it before destroying it")
             }
-            // The same order as an unforced destroy: the lock file first, then the data, then an empty directory
-            // the store made.
-            for file in [location.lockFile, location.dataFile] where FileProbe.exists(file) {
-                if unlink(file.path) != 0 {
-                    throw StoreError.io(file, operation: "deleting", reason: FileProbe.errnoString())
-                }
-            }
-            if location.isDirectory && info.createdDirectory { _ = rmdir(location.url.path) }
-            try? AtomicFile.fsyncDirectory(of: location.url)
+            try StoreFiles.removeFiles(of: location, createdDirectory: info.createdDirectory)
         }
     }
 }

@@ -126,8 +126,10 @@ public struct LMDBStoreBackend: StoreBackend {
 
     // MARK: Operations
 
-    /// Deletes the lock and data files, then the directory if the store created it and it is now empty. Refuses
-    /// non-stores, and stores open in this process or another (``StoreError/locked(_:reason:)``).
+    /// Deletes the lock and data files, and the directory if the store created it and nothing else is in it. Such a
+    /// directory is first renamed aside under a staging name, so the path is emptied in one atomic step (an
+    /// interrupted destroy leaves staging that the next operation near the path removes). Refuses non-stores, and
+    /// stores open in this process or another (``StoreError/locked(_:reason:)``).
     public func destroyStore(at url: URL) throws {
         try StoreFiles.destroy(url)
     }

@@ -94,6 +94,17 @@ import Testing
         #expect(FileManager.default.contents(atPath: dir.path("neighbour.txt").path) == Data("keep".utf8))
     }
 
+    @Test func destroyKeepsWhatSomeonePutInTheStoresDirectory() throws {
+        let dir = try TemporaryDirectory()
+        let url = dir.path("app.lmdb")
+        try LMDBFixture.create(url, schema: try LMDBFixture.schema()).close()
+        try Data("mine".utf8).write(to: url.appendingPathComponent("notes.txt"))
+        try LMDBFixture.backend.destroyStore(at: url)
+        // The store's own files are gone; the directory stays, with the note, at its path (not moved aside).
+        #expect(try FileManager.default.contentsOfDirectory(atPath: url.path) == ["notes.txt"])
+        #expect(dir.listing() == ["app.lmdb"])
+    }
+
     @Test func aDirectoryWithOtherFilesIsNotUsed() throws {
         let dir = try TemporaryDirectory()
         let schema = try LMDBFixture.schema()

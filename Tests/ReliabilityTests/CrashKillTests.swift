@@ -85,7 +85,53 @@ struct RelocateResumeTests {
             let problems = StoreChecks.problems(at: new, type: type, identicalTo: pristine)
             #expect(problems == nil, "killed \(boundary), then resumed: \(problems ?? "")")
             #expect(Backends.storeType(at: old) == nil, "\(boundary): the old store is still there")
+            // Nothing of it either: not an emptied directory, not a sidecar, not a staging leftover.
+            #expect(!FileManager.default.fileExists(atPath: old.path), "\(boundary): the old path still exists")
+            #expect(CrashHarness.entries(of: old).isEmpty, "\(boundary): \(CrashHarness.entries(of: old)) remain at the old path")
+            #expect(StoreBytes.staging(in: old.deletingLastPathComponent()).isEmpty,
+                    "\(boundary): staging left beside the old path: \(StoreBytes.staging(in: old.deletingLastPathComponent()).sorted())")
         }
         FileHandle.standardOutput.write(Data("relocate \(type): killed at \(targets.count) mutations of the old store's removal, resumed each\n".utf8))
+    }
+}
+
+/// `storectl destroy` killed at each of its file-system mutations: the path holds the whole store or nothing of it,
+/// and running destroy again leaves nothing at all — no emptied directory, no sidecar, no staging.
+@Suite("Destroy killed at each file-system mutation")
+struct DestroyKillTests {
+    @Test("every mutation of the store's path", .enabled(if: Syscalls.strace != nil, Syscalls.skipReason), arguments: Backends.types)
+    func killedWhileDestroying(_ type: String) throws {
+        let scratch = try Scratch("destroy-\(type)")
+        defer { scratch.remove() }
+        let pristine = try Fixtures.library(type)
+        let directory = try scratch.directory("stores")
+        let store = directory.appendingPathComponent("library.\(type)")
+        let command = [try Tools.require(Tools.storectl, "storectl").path, "destroy", store.path, "-q"]
+        try StoreBytes.copy(pristine, to: store)
+        let (first, all) = try Syscalls.boundaries(of: command)
+        #expect(first.status == 0, "\(first.summary)")
+        #expect(CrashHarness.entries(of: store).isEmpty, "a complete destroy left \(CrashHarness.entries(of: store))")
+        let targets = all.filter { $0.call.contains(directory.path + "/") }
+        #expect(!targets.isEmpty, "no mutation of the store among \(all.count)")
+        for boundary in targets {
+            StoreBytes.removeAll(at: store)
+            try StoreBytes.copy(pristine, to: store)
+            let (child, killed) = try KillPoint.syscall(boundary).run(command)
+            #expect(killed, "\(boundary): \(child.summary)")
+            let whole = Backends.storeType(at: store) != nil
+            if whole {
+                let problems = StoreChecks.problems(at: store, type: type, identicalTo: pristine)
+                #expect(problems == nil, "killed \(boundary), the store left is not whole: \(problems ?? "")")
+            } else {
+                #expect(CrashHarness.entries(of: store).isEmpty, "killed \(boundary): part of the store remains: \(CrashHarness.entries(of: store))")
+            }
+            let again = try Child.storectl(Array(command.dropFirst()))
+            // A whole store is destroyed now; a path already emptied is reported as holding no store.
+            #expect((again.status == 0) == whole, "\(boundary), destroyed again: \(again.summary)")
+            #expect(CrashHarness.entries(of: store).isEmpty, "\(boundary), destroyed again: \(CrashHarness.entries(of: store)) remain")
+            #expect(StoreBytes.staging(in: directory).isEmpty,
+                    "\(boundary), destroyed again: staging left: \(StoreBytes.staging(in: directory).sorted())")
+        }
+        FileHandle.standardOutput.write(Data("destroy \(type): killed at \(targets.count) mutations, destroyed again each\n".utf8))
     }
 }

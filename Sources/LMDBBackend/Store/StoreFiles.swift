@@ -27,19 +27,49 @@ enum StoreFiles {
             if let pid = InUseProbe.processHolding(location.lockFile) {
                 throw StoreError.locked(url, reason: "the store is open in another process (pid \(pid))")
             }
-            // The lock file goes first: interrupted after it, the store is still whole (liblmdb makes a new lock
-            // file on open); interrupted after the data file, nothing of the store is left but an empty directory.
-            for file in [location.lockFile, location.dataFile] where FileProbe.exists(file) {
-                if unlink(file.path) != 0 {
-                    throw StoreError.io(file, operation: "deleting", reason: FileProbe.errnoString())
-                }
-            }
-            if location.isDirectory && info.createdDirectory {
-                // Only an empty directory goes: anything else someone put there stays.
-                _ = rmdir(location.url.path)
-            }
-            try? AtomicFile.fsyncDirectory(of: location.url)
+            try removeFiles(of: location, createdDirectory: info.createdDirectory)
         }
+    }
+
+    /// Removes a closed store's files, leaving the path empty in one atomic step wherever that can be done.
+    ///
+    /// A directory the store made is renamed aside to a staging name first: interrupted after that rename, the
+    /// path holds nothing, and what was moved aside is staging the next operation near the path removes.
+    /// Deleting the files in place would leave, when interrupted before the directory's `rmdir`, an empty
+    /// directory at the store's path that no later operation could tell from one a user made (a relocation
+    /// resumed after such a kill finished with the old path still there). A directory holding anything besides
+    /// the store's two files stays where it is, without them, as does a directory the store did not make.
+    ///
+    /// Otherwise the lock file goes first: interrupted after it, the store is still whole (liblmdb makes a new
+    /// lock file on open).
+    static func removeFiles(of location: LMDBLocation, createdDirectory: Bool) throws {
+        var files = location
+        let aside = AtomicFile.stagingURL(for: location.url)
+        let movedAside = location.isDirectory && createdDirectory && holdsOnlyStoreFiles(location)
+            && rename(location.url.path, aside.path) == 0
+        if movedAside {
+            try? AtomicFile.fsyncDirectory(of: location.url)
+            files = LMDBLocation(url: aside, isDirectory: true)
+        }
+        for file in [files.lockFile, files.dataFile] where FileProbe.exists(file) {
+            if unlink(file.path) != 0 {
+                throw StoreError.io(file, operation: "deleting", reason: FileProbe.errnoString())
+            }
+        }
+        if movedAside && rmdir(aside.path) != 0 {
+            // Someone put a file in the directory after it was listed: it goes back, without the store.
+            _ = rename(aside.path, location.url.path)
+        } else if location.isDirectory && createdDirectory && !movedAside {
+            // Only an empty directory goes: anything else someone put there stays.
+            _ = rmdir(location.url.path)
+        }
+        try? AtomicFile.fsyncDirectory(of: location.url)
+    }
+
+    /// Whether the store's directory holds its data and lock files and nothing else.
+    private static func holdsOnlyStoreFiles(_ location: LMDBLocation) -> Bool {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: location.url.path) else { return false }
+        return Set(names).isSubset(of: [location.dataFile.lastPathComponent, location.lockFile.lastPathComponent])
     }
 
     // MARK: Copy

@@ -47,7 +47,8 @@ public protocol StoreBackend: Sendable {
 
     /// Deletes every file ``ownedFiles(ofStoreAt:)`` lists, and nothing else. Refuses (with
     /// ``StoreError/wrongStoreType(_:expected:found:)`` or ``StoreError/unrecognizedStore(_:reason:)``) a path that
-    /// is not a store of this backend.
+    /// is not a store of this backend. Interrupted at any point, it leaves the whole store at `url` or nothing of it
+    /// (staging names aside, which the framework removes later).
     func destroyStore(at url: URL) throws
 
     /// Copies the closed or open store at `source` to `destination` (which does not exist) with the engine's own

@@ -22,7 +22,7 @@ extension StoreOperations {
     ///   authoritative copy (nothing may write to `new` before relocation returns), so it replaces `new` and is
     ///   then removed. If the two have different store UUIDs they are different stores and nothing is touched.
     ///
-    /// Staging leftovers of an interrupted run are cleaned up first. Sync is never started and no remote is
+    /// Staging leftovers of an interrupted run are cleaned up first, beside both paths. Sync is never started and no remote is
     /// contacted; sync options in the store's metadata travel with it.
     @discardableResult
     public func relocateStore(from old: URL, to new: URL, type: String? = nil) throws -> RelocationOutcome {
@@ -30,6 +30,8 @@ extension StoreOperations {
             throw StoreError.refused(new, reason: "old and new paths are the same")
         }
         AtomicFile.removeStaleStaging(near: new)
+        // An interrupted removal of the old store may have left its files under a staging name beside it.
+        AtomicFile.removeStaleStaging(near: old)
         let oldBackend = try? backend(ofStoreAt: old, type: type)
         let newBackend = try? backend(ofStoreAt: new, type: type)
         switch (oldBackend, newBackend) {

@@ -184,6 +184,9 @@ public struct StoreOperations: Sendable {
         if Self.isSymbolicLink(url) {
             throw StoreError.refused(url, reason: "is a symbolic link; destroy the store it points to instead")
         }
+        // A destroy interrupted after the store left its path (a backend may move its files aside under a staging
+        // name before deleting them) is finished by the next one, even though it then finds no store.
+        AtomicFile.removeStaleStaging(near: url)
         let backend = try backend(ofStoreAt: url, type: type)
         try Self.refuseSymbolicLinks(ofStoreAt: url, backend: backend)
         if !force { try Self.refuseIfInUse(url, backend: backend, action: "destroy") }

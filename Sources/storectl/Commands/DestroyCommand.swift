@@ -31,6 +31,8 @@ struct DestroyCommand: ParsableCommand {
     func run() throws {
         try runCommand("destroy") {
             let url = URL(fileURLWithPath: store)
+            // A destroy killed after the store's files were moved aside is finished here, though no store is left.
+            AtomicFile.removeStaleStaging(near: url)
             let backend = try Backends.existing(url, type: type)
             let files = backend.ownedFiles(ofStoreAt: url)
             try Backends.operations.destroyStore(at: url, type: backend.typeIdentifier, force: force)

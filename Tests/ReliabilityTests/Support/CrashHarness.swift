@@ -229,6 +229,8 @@ enum CrashHarness {
         func checkFinished(_ label: String, compare: Bool = true) {
             if Backends.storeType(at: old) != nil || FileManager.default.fileExists(atPath: old.path) {
                 tally.failures.append("\(label): the old path still exists after a complete relocation")
+            } else if !entries(of: old).isEmpty {
+                tally.failures.append("\(label): \(entries(of: old)) remain beside the old path after a complete relocation")
             }
             if compare, let p = StoreChecks.problems(at: new, type: type, identicalTo: pristine) { tally.failures.append("\(label): \(p)") }
             for d in [oldDirectory, newDirectory] where !StoreBytes.staging(in: d).isEmpty {
@@ -272,6 +274,9 @@ enum CrashHarness {
                 }
             case (false, true):
                 tally.note("new only")
+                // The old store leaves its path in one step (its main file last, or its directory renamed aside).
+                let strays = entries(of: old)
+                if !strays.isEmpty { tally.failures.append("\(at): the old store is gone but \(strays) remain") }
             case (true, true):
                 tally.note("both")
             }

@@ -42,6 +42,10 @@ struct InUseProtectionTests {
         defer { holder.kill() }
         let before = StoreBytes.contents(of: store)
         #expect(try backend.isInUse(at: store))
+        // What a save in flight looks like beside the store (an atomic backend stages its next file there): the
+        // refusals below must leave it alone.
+        let inFlight = AtomicFile.stagingURL(for: store)
+        try Data("a save in flight".utf8).write(to: inFlight)
 
         expectLocked(#expect(throws: StoreError.self) { try Backends.operations.destroyStore(at: store) }, store)
         expectLocked(#expect(throws: StoreError.self) {
@@ -59,11 +63,13 @@ struct InUseProtectionTests {
                     "\(run.summary)")
         }
         #expect(StoreBytes.contents(of: store) == before)
-        #expect(StoreBytes.staging(in: scratch.url).isEmpty)
+        #expect(StoreBytes.staging(in: scratch.url) == [inFlight.lastPathComponent])
         #expect(holder.isRunning)
         holder.kill()
         #expect(try backend.isInUse(at: store) == false)
         #expect(try Child.storectl(["destroy", store.path]).status == 0)
+        // With the store gone, the writer's leftover is gone too.
+        #expect(StoreBytes.staging(in: scratch.url).isEmpty)
     }
 
     @Test("--force replaces and destroys a store another process holds open", arguments: Backends.types)

@@ -22,7 +22,7 @@ extension StoreOperations {
     ///   authoritative copy (nothing may write to `new` before relocation returns), so it replaces `new` and is
     ///   then removed. If the two have different store UUIDs they are different stores and nothing is touched.
     ///
-    /// Staging leftovers of an interrupted run are cleaned up first, beside both paths. Sync is never started and no remote is
+    /// Staging leftovers of an interrupted run are cleaned up: beside `new` first, beside `old` once it holds nothing. Sync is never started and no remote is
     /// contacted; sync options in the store's metadata travel with it.
     @discardableResult
     public func relocateStore(from old: URL, to new: URL, type: String? = nil) throws -> RelocationOutcome {
@@ -30,8 +30,6 @@ extension StoreOperations {
             throw StoreError.refused(new, reason: "old and new paths are the same")
         }
         AtomicFile.removeStaleStaging(near: new)
-        // An interrupted removal of the old store may have left its files under a staging name beside it.
-        AtomicFile.removeStaleStaging(near: old)
         let oldBackend = try? backend(ofStoreAt: old, type: type)
         let newBackend = try? backend(ofStoreAt: new, type: type)
         switch (oldBackend, newBackend) {
@@ -40,6 +38,9 @@ extension StoreOperations {
             _ = try backend(ofStoreAt: old, type: type)
             throw StoreError.storeNotFound(old)
         case (nil, .some):
+            // A removal of the old store killed after it moved the files aside left them under a staging name.
+            // (Only now: while a store is at the old path, staging beside it may be a live writer's save.)
+            if !FileManager.default.fileExists(atPath: old.path) { AtomicFile.removeStaleStaging(near: old) }
             return .alreadyDone
         case (.some(let from), nil):
             if FileManager.default.fileExists(atPath: new.path) {

@@ -179,14 +179,16 @@ public struct StoreOperations: Sendable {
     /// when given), and deletes nothing when the path or any file the store owns is a symbolic link (deleting
     /// through it could remove files elsewhere; remove the link yourself, or destroy the store at its target).
     /// A store someone has open (``StoreBackend/isInUse(at:)``) is refused with ``StoreError/locked(_:reason:)``
-    /// unless `force`.
+    /// unless `force`. Once nothing is at `url`, staging leftovers for it (of a killed destroy or save) go too.
     public func destroyStore(at url: URL, type: String? = nil, force: Bool = false) throws {
         if Self.isSymbolicLink(url) {
             throw StoreError.refused(url, reason: "is a symbolic link; destroy the store it points to instead")
         }
-        // A destroy interrupted after the store left its path (a backend may move its files aside under a staging
-        // name before deleting them) is finished by the next one, even though it then finds no store.
-        AtomicFile.removeStaleStaging(near: url)
+        // Staging for this path is removed once nothing is at it — after this destroy, or when an earlier one was
+        // killed after the store left its path (a backend may move its files aside under a staging name before
+        // deleting them) and this one finds no store. Not while a store is there: beside a store that is refused as
+        // in use, staging may be a live writer's save in flight.
+        defer { if !FileManager.default.fileExists(atPath: url.path) { AtomicFile.removeStaleStaging(near: url) } }
         let backend = try backend(ofStoreAt: url, type: type)
         try Self.refuseSymbolicLinks(ofStoreAt: url, backend: backend)
         if !force { try Self.refuseIfInUse(url, backend: backend, action: "destroy") }

@@ -63,8 +63,6 @@ enum Transfers {
     /// Copies with the operations' staged copy and a progress bar; returns " — N records" when the count is known.
     static func copy(from src: URL, type sourceType: String, to dst: URL, type destinationType: String, force: Bool,
                      batchSize: Int, allowFastCopy: Bool, label: String, quiet: Bool) throws -> String {
-        // Leftovers of an earlier interrupted run into this destination are never a store; clear them first.
-        AtomicFile.removeStaleStaging(near: dst)
         let bar = ProgressBar(label, quiet: quiet)
         defer { bar.finish() }
         try Backends.operations.copyStore(

@@ -31,12 +31,13 @@ struct DestroyCommand: ParsableCommand {
     func run() throws {
         try runCommand("destroy") {
             let url = URL(fileURLWithPath: store)
-            // A destroy killed after the store's files were moved aside is finished here, though no store is left.
-            AtomicFile.removeStaleStaging(near: url)
-            let backend = try Backends.existing(url, type: type)
-            let files = backend.ownedFiles(ofStoreAt: url)
-            try Backends.operations.destroyStore(at: url, type: backend.typeIdentifier, force: force)
-            Console.note("destroyed \(url.path) (\(backend.typeIdentifier)): removed \(files.map(\.lastPathComponent).joined(separator: ", "))",
+            // The listing is for the message; the operation itself reports a path that is not a store (after
+            // finishing a destroy that was killed once the store had left the path).
+            let backend = try? Backends.existing(url, type: type)
+            let files = backend?.ownedFiles(ofStoreAt: url) ?? []
+            try Backends.operations.destroyStore(at: url, type: backend?.typeIdentifier ?? type, force: force)
+            let typeName = (backend?.typeIdentifier).map { " (\($0))" } ?? ""
+            Console.note("destroyed \(url.path)\(typeName): removed \(files.map(\.lastPathComponent).joined(separator: ", "))",
                          quiet: common.quiet)
         }
     }

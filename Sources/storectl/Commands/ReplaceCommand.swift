@@ -42,7 +42,6 @@ struct ReplaceCommand: ParsableCommand {
             let dst = URL(fileURLWithPath: destination)
             let src = URL(fileURLWithPath: with)
             _ = try Backends.existing(src, type: from)
-            AtomicFile.removeStaleStaging(near: dst)
             let bar = ProgressBar("replacing", quiet: common.quiet)
             let metadata: StoreMetadata
             do {

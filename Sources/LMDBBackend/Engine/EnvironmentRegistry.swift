@@ -11,19 +11,22 @@ import Synchronization
 /// ``LMDBEnvironment``, reference-counted; short looks at a store that is not open (sniffing, reading metadata)
 /// happen while holding the table's lock, so no second handle can appear meanwhile.
 enum EnvironmentRegistry {
-    private static let table = Mutex<[FileIdentity: LMDBEnvironment]>([:])
+    /// The open environments. A process has a handful open at once, so a list searched by identity serves; a
+    /// dictionary keyed by ``FileIdentity`` would cost every process a first-use conformance scan (see
+    /// `StoreLayout.entitiesByID`).
+    private static let table = Mutex<[LMDBEnvironment]>([])
 
     /// The registered environment for `identity`, with a reference taken, or the result of `open` registered with
     /// one reference.
     static func acquire(_ identity: FileIdentity, open: () throws -> LMDBEnvironment) throws -> LMDBEnvironment {
         try table.withLock { envs in
-            if let env = envs[identity] {
+            if let env = envs.first(where: { $0.identity == identity }) {
                 env.references += 1
                 return env
             }
             let env = try open()
             env.references = 1
-            envs[identity] = env
+            envs.append(env)
             return env
         }
     }
@@ -32,8 +35,8 @@ enum EnvironmentRegistry {
     static func release(_ env: LMDBEnvironment) {
         let closing: LMDBEnvironment? = table.withLock { envs in
             env.references -= 1
-            guard env.references <= 0, envs[env.identity] === env else { return nil }
-            envs[env.identity] = nil
+            guard env.references <= 0, let index = envs.firstIndex(where: { $0 === env }) else { return nil }
+            envs.remove(at: index)
             return env
         }
         closing?.close()
@@ -41,7 +44,7 @@ enum EnvironmentRegistry {
 
     /// Whether an environment is open on `identity` in this process.
     static func isOpen(_ identity: FileIdentity) -> Bool {
-        table.withLock { $0[identity] != nil }
+        table.withLock { $0.contains { $0.identity == identity } }
     }
 
     /// Runs `body` with the registered environment when there is one (a reference held meanwhile), and otherwise
@@ -49,7 +52,7 @@ enum EnvironmentRegistry {
     static func withEnvironment<T>(_ identity: FileIdentity, _ body: (LMDBEnvironment?) throws -> T) throws -> T {
         var unregistered: Result<T, any Error>?
         let registered: LMDBEnvironment? = table.withLock { envs in
-            if let env = envs[identity] {
+            if let env = envs.first(where: { $0.identity == identity }) {
                 env.references += 1
                 return env
             }

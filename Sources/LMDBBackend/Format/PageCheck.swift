@@ -30,7 +30,7 @@ struct PageCheck {
     /// Checks the main tree rooted at `root` and the root page of every named database in it.
     func checkMainTree(root: UInt64) -> String? {
         guard root != LMDBHeader.invalidPage else { return nil }
-        var visited: Set<UInt64> = []
+        var visited: Set<Int> = []  // page numbers; `Int`, not `UInt64`, for the reason given at StoreLayout.entitiesByID
         var namedRoots: [UInt64] = []
         do {
             try walk(root, depth: 0, visited: &visited) { page, node, offset in
@@ -63,10 +63,10 @@ struct PageCheck {
 
     /// Visits every leaf node of the tree under `pageNumber`, checking every page on the way.
     private func walk(
-        _ pageNumber: UInt64, depth: Int, visited: inout Set<UInt64>, _ leafNode: (UInt64, Node, Int) throws -> Void
+        _ pageNumber: UInt64, depth: Int, visited: inout Set<Int>, _ leafNode: (UInt64, Node, Int) throws -> Void
     ) throws {
         guard depth < Self.maxDepth else { throw Damage(reason: "the tree through page \(pageNumber) is deeper than \(Self.maxDepth) levels") }
-        guard visited.insert(pageNumber).inserted else { throw Damage(reason: "page \(pageNumber) is reached twice (a loop in the tree)") }
+        guard visited.insert(Int(truncatingIfNeeded: pageNumber)).inserted else { throw Damage(reason: "page \(pageNumber) is reached twice (a loop in the tree)") }
         let (bytes, nodes) = try read(pageNumber, depth: depth)
         for (offset, node) in nodes {
             if node.child != 0 {

@@ -84,11 +84,12 @@ final class EntityInfo: Sendable {
         self.indexes = indexes
         self.attributeTypes = entity.attributes.map(\.type)
         self.toMany = entity.relationships.map(\.isToMany)
-        var masks: [AttributeType: UInt16] = [:]
+        // Keyed by the type's name, not the type: see `entitiesByID`.
+        var masks: [String: UInt16] = [:]
         self.acceptedTags = entity.attributes.map { a in
-            if let known = masks[a.type] { return known }
+            if let known = masks[a.type.rawValue] { return known }
             let mask = ValueCodec.acceptedTags(a.type)
-            masks[a.type] = mask
+            masks[a.type.rawValue] = mask
             return mask
         }
         self.isAbstract = entity.isAbstract
@@ -101,7 +102,11 @@ final class StoreLayout: Sendable {
     let metadata: StoreMetadata
     let metadataJSON: [UInt8]
     let entityIDs: [String: UInt32]
-    private let entitiesByID: [UInt32: Entity]
+    /// Keyed by `Int`, not the stored `UInt32`: the first dictionary or set with a key type of its own costs a
+    /// process one scan of every protocol conformance record in the binary (the runtime checks the key's
+    /// `Hashable` conformance when it instantiates the storage type) — ~0.34 M instructions, and four such scans were
+    /// a third of opening an LMDB store. `Int` and `String` keys are checked once by everything else.
+    private let entitiesByID: [Int: Entity]
     /// Entity name → the uniqueness indexes its records are entered in (own and inherited constraints).
     let indexesByEntity: [String: [UniqueIndex]]
     /// Every uniqueness index.
@@ -123,8 +128,8 @@ final class StoreLayout: Sendable {
             next += 1
         }
         entityIDs = ids
-        var byID: [UInt32: Entity] = [:]
-        for e in metadata.schema.entities { if let id = ids[e.name] { byID[id] = e } }
+        var byID: [Int: Entity] = [:]
+        for e in metadata.schema.entities { if let id = ids[e.name] { byID[Int(id)] = e } }
         entitiesByID = byID
 
         var all: [UniqueIndex] = []
@@ -156,7 +161,7 @@ final class StoreLayout: Sendable {
         return info
     }
 
-    func entity(id: UInt32) -> Entity? { entitiesByID[id] }
+    func entity(id: UInt32) -> Entity? { entitiesByID[Int(id)] }
 
     /// Every named database the schema needs.
     var databaseNames: [String] {

@@ -312,7 +312,7 @@ struct ChangeWriter {
                 }
                 s.bind(Int32(indexes.count + 1), r.primaryKey)
                 guard try s.step() else { return nil }
-                let name = layout.entitiesByCode[s.int64(1)]?.name ?? entity.name
+                let name = layout.entity(code: s.int64(1))?.name ?? entity.name
                 return ObjectID(storeUUID: storeUUID, entity: name, primaryKey: s.int64(0))
             }
             if let existing {

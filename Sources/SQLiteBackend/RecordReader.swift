@@ -93,7 +93,7 @@ struct RecordReader {
         }
         let pk = s.int64(0)
         let code = s.int64(1)
-        guard let el = layout.entitiesByCode[code], el.root == table.root else {
+        guard let el = layout.entity(code: code), el.root == table.root else {
             throw StoreError.corruptStore(url, reason: "\(table.name) row \(pk) has the unknown entity code \(code)")
         }
         guard s.type(2) == SQLITE_BLOB, let gid = ValueCoding.uuid(s, 2) else {

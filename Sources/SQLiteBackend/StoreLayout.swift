@@ -73,8 +73,15 @@ struct StoreLayout: Sendable {
     let tables: [String: TableLayout]
     /// Layouts by entity name.
     let entities: [String: EntityLayout]
-    /// Layouts by entity code.
-    let entitiesByCode: [Int64: EntityLayout]
+    /// Layouts in code order: codes are 1…n in schema order, so the code is an index. (Not a dictionary keyed by
+    /// `Int64`: see `columnOf` in `init`.)
+    private let entitiesInCodeOrder: [EntityLayout?]
+
+    /// The layout of the entity stored with `code` in `_ent`, or `nil` for a code no entity has.
+    func entity(code: Int64) -> EntityLayout? {
+        guard code >= 1, code <= Int64(entitiesInCodeOrder.count) else { return nil }
+        return entitiesInCodeOrder[Int(code - 1)]
+    }
     /// Every distinct to-many storage (an inherited relationship is one storage for the whole hierarchy), and for
     /// each entity its to-many relationships as (relationship index, storage index): reading records groups
     /// their to-many relationships by storage with integers, not by comparing storages' table and column names.
@@ -106,10 +113,6 @@ struct StoreLayout: Sendable {
             return entity.name
         }
 
-        struct PropertyKey: Hashable {
-            let entity: String
-            let name: String
-        }
         /// Whether `r` (declared on `entity`) and its inverse name each other.
         func mutualInverse(_ r: RelationshipDescription, declaredOn entity: String)
             -> (RelationshipDescription, String)?
@@ -124,7 +127,9 @@ struct StoreLayout: Sendable {
 
         // Columns per hierarchy: parents before children, then schema order.
         var tables: [String: TableLayout] = [:]
-        var columnOf: [PropertyKey: String] = [:]
+        // Keyed by a string (entity NUL property), not a struct of the two: a dictionary with a key type of its own
+        // costs every process a first-use scan of all protocol conformance records when it opens a store.
+        var columnOf: [String: String] = [:]
         var indexes: [String] = []
         for root in schema.rootEntities {
             let tableName = "E_" + root.name
@@ -146,12 +151,12 @@ struct StoreLayout: Sendable {
             for member in members {
                 for a in member.definition.attributes where !a.isTransient {
                     let col = claim(Self.escape(a.name), member.name)
-                    columnOf[PropertyKey(entity: member.name, name: a.name)] = col
+                    columnOf[PropertyKeyString(member.name, a.name)] = col
                     columns.append(ColumnLayout(name: col, declaredType: Self.declaredType(a.type)))
                 }
                 for r in member.definition.relationships where !r.isTransient && !r.isToMany {
                     let col = claim(Self.escape(r.name), member.name)
-                    columnOf[PropertyKey(entity: member.name, name: r.name)] = col
+                    columnOf[PropertyKeyString(member.name, r.name)] = col
                     columns.append(ColumnLayout(name: col, declaredType: "INTEGER"))
                     indexes.append(
                         "CREATE INDEX \(Self.quote("X_\(tableName).\(col)")) ON \(Self.quote(tableName)) (\(Self.quote(col)))")
@@ -186,21 +191,21 @@ struct StoreLayout: Sendable {
             let table = tables[entity.rootName]
             let attributeColumns: [Int] = entity.attributes.map { a in
                 let decl = declaringEntity(of: a.name, in: entity, attribute: true)
-                let col = columnOf[PropertyKey(entity: decl, name: a.name)] ?? ""
+                let col = columnOf[PropertyKeyString(decl, a.name)] ?? ""
                 return table?.columns.firstIndex { $0.name == col } ?? -1
             }
             var storages: [RelationshipStorage] = []
             for r in entity.relationships {
                 let decl = declaringEntity(of: r.name, in: entity, attribute: false)
                 if !r.isToMany {
-                    let col = columnOf[PropertyKey(entity: decl, name: r.name)] ?? ""
+                    let col = columnOf[PropertyKeyString(decl, r.name)] ?? ""
                     storages.append(.foreignKey(column: table?.columns.firstIndex { $0.name == col } ?? -1))
                     continue
                 }
                 let destRoot = byName[r.destination]?.rootName ?? r.destination
                 if let (inv, invDecl) = mutualInverse(r, declaredOn: decl) {
                     if !inv.isToMany {
-                        let fk = columnOf[PropertyKey(entity: invDecl, name: inv.name)] ?? ""
+                        let fk = columnOf[PropertyKeyString(invDecl, inv.name)] ?? ""
                         let orderTable = r.isOrdered ? joinTable(owner: decl, relationship: r, shared: false) : nil
                         let destHierarchy = byName[r.destination]?.hierarchyNames ?? []
                         let invHierarchy = byName[invDecl]?.hierarchyNames ?? []
@@ -241,7 +246,7 @@ struct StoreLayout: Sendable {
                 for attrName in constraint {
                     guard let attr = entity.attribute(attrName) else { continue }
                     let decl = declaringEntity(of: attrName, in: entity, attribute: true)
-                    let col = columnOf[PropertyKey(entity: decl, name: attrName)] ?? attrName
+                    let col = columnOf[PropertyKeyString(decl, attrName)] ?? attrName
                     cols.append(Self.quote(col))
                     if [.double, .float, .date].contains(attr.type) {
                         conditions.append("typeof(\(Self.quote(col))) <> 'blob'")
@@ -260,7 +265,7 @@ struct StoreLayout: Sendable {
 
         self.tables = tables
         self.entities = entities
-        self.entitiesByCode = Dictionary(uniqueKeysWithValues: entities.values.map { ($0.code, $0) })
+        self.entitiesInCodeOrder = schema.entities.map { entities[$0.name] }
         var toManyStorages: [RelationshipStorage] = []
         var toManySlots: [String: [(relationship: Int, storage: Int)]] = [:]
         for (name, el) in entities {

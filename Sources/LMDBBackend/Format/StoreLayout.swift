@@ -84,14 +84,7 @@ final class EntityInfo: Sendable {
         self.indexes = indexes
         self.attributeTypes = entity.attributes.map(\.type)
         self.toMany = entity.relationships.map(\.isToMany)
-        // Keyed by the type's name, not the type: see `entitiesByID`.
-        var masks: [String: UInt16] = [:]
-        self.acceptedTags = entity.attributes.map { a in
-            if let known = masks[a.type.rawValue] { return known }
-            let mask = ValueCodec.acceptedTags(a.type)
-            masks[a.type.rawValue] = mask
-            return mask
-        }
+        self.acceptedTags = entity.attributes.map { ValueCodec.acceptedTags($0.type) }
         self.isAbstract = entity.isAbstract
     }
 }

@@ -51,6 +51,15 @@ enum ValueCodec {
     /// The tags (as bits: `1 << tag`) of the values that may be stored in an attribute of `type`, derived from
     /// ``StoreValue/fits(_:)`` so the save's check by tag is exactly that rule.
     static func acceptedTags(_ type: AttributeType) -> UInt16 {
+        guard let index = AttributeType.allCases.firstIndex(of: type) else { return deriveAcceptedTags(type) }
+        return acceptedTagsByType[index]
+    }
+
+    /// ``acceptedTags(_:)`` of every type, in `AttributeType.allCases` order: derived once per process, not for each
+    /// attribute of every store opened.
+    private static let acceptedTagsByType: [UInt16] = AttributeType.allCases.map(deriveAcceptedTags)
+
+    private static func deriveAcceptedTags(_ type: AttributeType) -> UInt16 {
         var mask: UInt16 = 0
         for sample in tagSamples {
             var scratch = ByteWriter(capacity: 64)

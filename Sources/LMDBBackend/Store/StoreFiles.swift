@@ -44,9 +44,9 @@ enum StoreFiles {
     /// lock file on open).
     static func removeFiles(of location: LMDBLocation, createdDirectory: Bool) throws {
         var files = location
+        let ownDirectory = location.isDirectory && createdDirectory
         let aside = AtomicFile.stagingURL(for: location.url)
-        let movedAside = location.isDirectory && createdDirectory && holdsOnlyStoreFiles(location)
-            && rename(location.url.path, aside.path) == 0
+        let movedAside = ownDirectory && holdsOnlyStoreFiles(location) && rename(location.url.path, aside.path) == 0
         if movedAside {
             try? AtomicFile.fsyncDirectory(of: location.url)
             files = LMDBLocation(url: aside, isDirectory: true)
@@ -59,7 +59,7 @@ enum StoreFiles {
         if movedAside && rmdir(aside.path) != 0 {
             // Someone put a file in the directory after it was listed: it goes back, without the store.
             _ = rename(aside.path, location.url.path)
-        } else if location.isDirectory && createdDirectory && !movedAside {
+        } else if ownDirectory && !movedAside {
             // Only an empty directory goes: anything else someone put there stays.
             _ = rmdir(location.url.path)
         }

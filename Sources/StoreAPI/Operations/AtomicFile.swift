@@ -139,6 +139,13 @@ public enum AtomicFile {
         }
     }
 
+    /// Removes staging made for `url` once nothing is at `url`: a store's files moved aside by a destroy that was
+    /// killed, or a killed save's. Not while a store is there: beside a store in use, staging may be a live writer's
+    /// save in flight.
+    static func removeStaleStagingIfVacant(near url: URL) {
+        if !FileManager.default.fileExists(atPath: url.path) { removeStaleStaging(near: url) }
+    }
+
     /// Whether `name` is a staging entry made for the file `target`: the prefix, a UUID, a dash, then `target`
     /// itself or `target` followed by a sidecar suffix. (A substring match would also take the staging files of
     /// `x-target` next door.)

@@ -39,8 +39,7 @@ extension StoreOperations {
             throw StoreError.storeNotFound(old)
         case (nil, .some):
             // A removal of the old store killed after it moved the files aside left them under a staging name.
-            // (Only now: while a store is at the old path, staging beside it may be a live writer's save.)
-            if !FileManager.default.fileExists(atPath: old.path) { AtomicFile.removeStaleStaging(near: old) }
+            AtomicFile.removeStaleStagingIfVacant(near: old)
             return .alreadyDone
         case (.some(let from), nil):
             if FileManager.default.fileExists(atPath: new.path) {

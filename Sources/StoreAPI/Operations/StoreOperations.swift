@@ -184,11 +184,9 @@ public struct StoreOperations: Sendable {
         if Self.isSymbolicLink(url) {
             throw StoreError.refused(url, reason: "is a symbolic link; destroy the store it points to instead")
         }
-        // Staging for this path is removed once nothing is at it — after this destroy, or when an earlier one was
-        // killed after the store left its path (a backend may move its files aside under a staging name before
-        // deleting them) and this one finds no store. Not while a store is there: beside a store that is refused as
-        // in use, staging may be a live writer's save in flight.
-        defer { if !FileManager.default.fileExists(atPath: url.path) { AtomicFile.removeStaleStaging(near: url) } }
+        // After this destroy, or when an earlier one was killed after the store left its path (a backend may move
+        // its files aside under a staging name before deleting them) and this one finds no store.
+        defer { AtomicFile.removeStaleStagingIfVacant(near: url) }
         let backend = try backend(ofStoreAt: url, type: type)
         try Self.refuseSymbolicLinks(ofStoreAt: url, backend: backend)
         if !force { try Self.refuseIfInUse(url, backend: backend, action: "destroy") }

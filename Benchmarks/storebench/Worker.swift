@@ -1,5 +1,5 @@
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 
 /// The hidden `--worker <kind> …` modes: each measured piece of work runs in a fresh child process (see
 /// ``ChildProcess``) so its peak memory is its own, and reports `RESULT seconds=… …` on standard output.

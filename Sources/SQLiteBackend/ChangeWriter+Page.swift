@@ -1,6 +1,6 @@
 import CSQLite
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 
 extension ChangeWriter {
     /// Inserts a page's records during a bulk load, as ``apply(_:)`` inserts the same records: each value bound

@@ -1,5 +1,5 @@
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 
 /// Translates predicates and sort descriptors to SQL over an entity table aliased `t`, with exactly the semantics of
 /// ``PredicateEvaluator``. Whatever it cannot translate *exactly* it refuses (returns `nil`), and the store then

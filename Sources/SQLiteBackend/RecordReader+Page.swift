@@ -1,6 +1,6 @@
 import CSQLite
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 
 extension RecordReader {
     /// Runs `sql` (whose select list is `table.selectList`, rows of exactly `entity`'s entity in ascending key

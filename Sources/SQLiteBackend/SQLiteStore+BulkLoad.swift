@@ -1,6 +1,6 @@
 import CSQLite
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 
 /// Bulk loads (see ``BulkLoadingStore``): the secondary indexes of the record and join tables — the unique index
 /// on global IDs, entity-code and foreign-key indexes, uniqueness constraints, the join tables' `dst` indexes — are

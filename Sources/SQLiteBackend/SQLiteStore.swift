@@ -1,6 +1,6 @@
 import CSQLite
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 import Synchronization
 
 /// An open SQLite store: the ``PersistentStore`` of ``SQLiteStoreBackend``.

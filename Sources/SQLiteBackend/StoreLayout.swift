@@ -1,5 +1,5 @@
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 
 /// How a schema is laid out in an SQLite database: derived deterministically from the schema stored in the
 /// database's own metadata (never from the caller's), so every open of a store sees the same tables.

@@ -1,6 +1,6 @@
 import CSQLite
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 
 extension ValueCoding {
     /// Appends column `c` of the current row to `page` as a value of `type`: the same checks and the same value

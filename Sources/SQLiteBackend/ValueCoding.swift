@@ -1,6 +1,6 @@
 import CSQLite
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 
 /// Binds attribute values to statement parameters and reads them back, bit-exactly for every ``AttributeType``.
 ///

@@ -1,5 +1,5 @@
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 import Testing
 
 /// The published conformance suite: the behaviour every backend must show, run against your backend with one call.

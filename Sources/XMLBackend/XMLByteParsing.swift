@@ -1,5 +1,5 @@
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 
 /// Parsing and formatting on raw bytes for the hot paths of loading and saving (keys, UUIDs, base64), where going
 /// through `String` and Foundation's `sscanf`-based UUID parser costs more than the XML itself.

@@ -1,5 +1,5 @@
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 
 /// The text form of attribute values in XML stores (see ``XMLStoreFormat``): exact for every type, and tolerant of
 /// the variations Core Data's own files show (surrounding whitespace, base64 broken over lines).

@@ -1,5 +1,5 @@
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 import Testing
 
 /// The NDJSON importer, fed mutated exports and slices of the bundled sample, into empty and populated stores.

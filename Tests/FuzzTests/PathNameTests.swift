@@ -1,5 +1,5 @@
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 import Testing
 
 /// Store paths that need care — spaces, non-ASCII, a leading dash, a newline, a 255-byte component, a path over

@@ -1,7 +1,7 @@
 import Foundation
 import LMDBBackend
 import SQLiteBackend
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 import Testing
 
 /// SQLite stores whose sidecars are in the states the corpus and crashed apps leave behind: every record only in

@@ -1,6 +1,6 @@
 import Foundation
 import LMDBBackend
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 import Testing
 
 /// A transfer into a new LMDB store writes the global-ID index in large sorted runs: the finished store is the

@@ -1,6 +1,6 @@
 import Foundation
 @testable import LMDBBackend
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 import Testing
 
 /// The bulk-save path: global-ID entries written in key order, and the map grown ahead of a large save.

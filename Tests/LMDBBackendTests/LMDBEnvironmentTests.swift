@@ -1,5 +1,5 @@
 import Foundation
-import LMDBBackend
+@testable import LMDBBackend
 import StoreAPI
 import Synchronization
 import Testing

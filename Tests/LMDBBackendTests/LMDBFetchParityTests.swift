@@ -1,6 +1,6 @@
 import Foundation
 import LMDBBackend
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 import Testing
 
 /// Fetches, counts and scans return exactly what the reference ``MemoryStore`` returns for the same data — also

@@ -1,6 +1,6 @@
 import Foundation
-import LMDBBackend
-import StoreAPI
+@testable import LMDBBackend
+@_spi(BackendKit) import StoreAPI
 import Testing
 
 /// Sniffing, owned files, destroy, the file form and copies.

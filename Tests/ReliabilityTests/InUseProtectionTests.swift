@@ -1,5 +1,5 @@
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 import Testing
 
 /// Destroy and replace refuse a store someone has open — in another process or through another connection in

@@ -1,5 +1,5 @@
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 import Testing
 
 /// What a killed operation leaves under staging names is removed by the next operation on the same path — every

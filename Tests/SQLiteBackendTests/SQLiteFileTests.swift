@@ -1,6 +1,6 @@
 import CSQLite
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 import Testing
 @testable import SQLiteBackend
 

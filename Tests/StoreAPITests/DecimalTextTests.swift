@@ -1,5 +1,5 @@
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 import Testing
 
 /// ``DecimalText`` must give exactly Foundation's text and values: stores written before it (and by Foundation

@@ -1,5 +1,5 @@
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 import Testing
 
 /// ``PlainURIText`` may only say yes to texts that `URL(string:)` accepts and keeps exactly: a store then copies

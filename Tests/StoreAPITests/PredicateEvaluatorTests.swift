@@ -1,5 +1,5 @@
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 import Testing
 
 /// Runs `body` and checks that it throws a ``StoreError`` the predicate accepts.

@@ -1,5 +1,5 @@
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 import Testing
 
 /// The syntax error a predicate string gives, or `nil` when it parses.

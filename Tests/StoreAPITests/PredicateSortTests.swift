@@ -1,5 +1,5 @@
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 import Testing
 
 /// Items with awkward sort keys: nil, NaN, infinities, ties, case and accents.

@@ -1,5 +1,5 @@
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 import Testing
 
 /// ``RecordPage``: records survive the page form exactly, and a page that does not match its entity's layout is

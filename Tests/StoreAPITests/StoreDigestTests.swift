@@ -1,5 +1,5 @@
 import Testing
-@testable import StoreAPI
+@_spi(BackendKit) @testable import StoreAPI
 
 /// Version hashes are SHA-256 digests stored in every store's metadata: a change to the digest or its hex form
 /// would make every existing store look incompatible with its own schema.

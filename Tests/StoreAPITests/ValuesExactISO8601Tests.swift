@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import StoreAPI
+@_spi(BackendKit) @testable import StoreAPI
 
 struct ValuesExactISO8601Tests {
     private func roundTrips(_ t: Double) -> Bool {

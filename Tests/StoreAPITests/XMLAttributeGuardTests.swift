@@ -1,5 +1,5 @@
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 import Testing
 
 /// The pre-parse attribute counter: counts only real attributes of start tags (not `=` in values, comments, CDATA,

@@ -1,5 +1,5 @@
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 import Testing
 
 /// How the importer reads JSON text and values: strict JSON, exact numbers, the documented value forms.

@@ -1,5 +1,5 @@
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 import Testing
 
 /// The verifier on records written as given (the in-memory backend stores both sides exactly as saved, so the

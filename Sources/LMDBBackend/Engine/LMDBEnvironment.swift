@@ -1,6 +1,6 @@
 import CLMDB
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 import Synchronization
 
 /// One open liblmdb environment, shared by every store open on the same files in this process (see

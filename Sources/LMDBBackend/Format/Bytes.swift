@@ -1,5 +1,5 @@
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 
 /// A cursor over encoded bytes (usually straight from the memory map). Every read checks bounds and throws
 /// ``ByteReader/Malformed`` instead of reading past the end, so damaged values are reported, not crashed on.

@@ -1,5 +1,5 @@
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 
 extension RecordCodec {
     /// Appends a stored record to `page` (a page of `entity`'s records), checking it as ``decode(_:primaryKey:layout:)``

@@ -1,5 +1,5 @@
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 
 /// The binary form of a ``Record``, the value stored under its primary key in its hierarchy's database:
 ///

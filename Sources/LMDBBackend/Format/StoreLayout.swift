@@ -1,5 +1,5 @@
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 
 /// Names of the named databases inside a store's environment, and the keys of the metadata database.
 enum DatabaseName {

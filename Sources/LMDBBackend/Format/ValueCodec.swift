@@ -1,5 +1,5 @@
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 
 /// The binary form of one attribute value: a type tag, then the payload.
 ///

@@ -1,5 +1,5 @@
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 
 /// Finds fetches a uniqueness index can answer: an equality (or `IN`) on every attribute of a constraint that
 /// covers the fetched entity, alone or AND-ed with other conditions. The index then yields the only candidates, and

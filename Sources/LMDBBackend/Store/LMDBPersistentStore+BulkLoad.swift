@@ -1,6 +1,6 @@
 import CLMDB
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 
 /// Bulk loads (see ``BulkLoadingStore``): the global-ID index is written once, from sorted runs merged.
 ///

@@ -1,6 +1,6 @@
 import CLMDB
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 
 extension LMDBPersistentStore {
     /// Applies the changes in one write transaction: records, their uniqueness-index and global-ID entries, the

@@ -1,6 +1,6 @@
 import CLMDB
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 import Synchronization
 
 /// An open LMDB store (see ``LMDBStoreBackend`` for the on-disk form).
@@ -8,7 +8,7 @@ import Synchronization
 /// Every read runs in its own read-only transaction — a consistent snapshot that never blocks the writer or other
 /// processes — and every save in one write transaction, so a save is stored entirely or not at all. Stores opened
 /// on the same files in one process share one liblmdb environment. Methods may be called from any thread.
-public final class LMDBPersistentStore: PersistentStore, PageScanningStore, PageInsertingStore, Sendable {
+final class LMDBPersistentStore: PersistentStore, PageScanningStore, PageInsertingStore, Sendable {
     /// The store URL: the directory, or the data file in the file form.
     public let url: URL?
     /// The store URL (directory, or data file in the file form).

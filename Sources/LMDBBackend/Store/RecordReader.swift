@@ -1,6 +1,6 @@
 import CLMDB
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 
 /// Reads records inside one transaction: point lookups, key-ordered scans and uniqueness-index lookups. Damaged
 /// values become ``StoreError/corruptStore(_:reason:)`` naming the record.

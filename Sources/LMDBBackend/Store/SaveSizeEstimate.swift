@@ -1,5 +1,5 @@
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 
 /// How many bytes of the map a large save will take, estimated before its transaction begins.
 ///

@@ -1,6 +1,6 @@
 import CLMDB
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 
 /// The work of one save inside its write transaction. Created afresh for every attempt (a full map restarts the
 /// transaction), so it keeps no state between attempts.

@@ -1,6 +1,6 @@
 import CLMDB
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

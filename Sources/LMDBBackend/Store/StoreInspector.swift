@@ -1,6 +1,6 @@
 import CLMDB
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 
 /// What the metadata database of one of our stores holds, read in one short transaction.
 struct StoreInfo: Sendable {

@@ -15,7 +15,7 @@ import Foundation
 /// stay readable and writable — a save that updates or deletes finds everything in place (SQLite first makes its
 /// many-to-many check, and refuses the save while the other side of a deferred link is not loaded yet) — and every
 /// check it deferred must be made by ``finishBulkLoad()``, which throws if the loaded data breaks one.
-public protocol BulkLoadingStore: PersistentStore {
+@_spi(BackendKit) public protocol BulkLoadingStore: PersistentStore {
     /// Prepares an empty store for a bulk load. Returns `false`, changing nothing, when the store is not empty
     /// (a bulk load only pays off, and is only safe to defer checks for, on a new store).
     func beginBulkLoad() throws -> Bool

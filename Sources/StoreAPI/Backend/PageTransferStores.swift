@@ -7,7 +7,7 @@ import Foundation
 /// exactly what ``PersistentStore/scan(entity:after:limit:)`` returns for the same arguments (both sides of every
 /// relationship, in order), with every value checked as a scan checks it: a store may not pass on a value it
 /// would refuse to read.
-public protocol PageScanningStore: PersistentStore {
+@_spi(BackendKit) public protocol PageScanningStore: PersistentStore {
     /// The records of exactly `entity` whose primary key is greater than `primaryKey`, in key order, at most
     /// `limit` of them, as one page.
     func scanPage(entity: String, after primaryKey: Int64?, limit: Int) throws -> RecordPage
@@ -18,7 +18,7 @@ public protocol PageScanningStore: PersistentStore {
 ///
 /// The insert is one transaction, checks every value against the entity as a save does (a page that does not fit
 /// is refused with the save's error), and keeps every index a save keeps.
-public protocol PageInsertingStore: PersistentStore {
+@_spi(BackendKit) public protocol PageInsertingStore: PersistentStore {
     /// Inserts every record of `page`.
     func insert(_ page: RecordPage) throws
 

@@ -6,7 +6,7 @@ import Synchronization
 /// It is the in-memory backend's store and the engine behind every atomic backend (which loads a file into one and
 /// writes it back on save). Queries run through ``PredicateEvaluator``; saves are atomic because they are applied
 /// to a copy that replaces the state only when every change applied cleanly.
-public final class MemoryStore: PersistentStore, Sendable {
+@_spi(BackendKit) public final class MemoryStore: PersistentStore, Sendable {
     struct State {
         var metadata: StoreMetadata
         var tables: [String: [Int64: Record]] = [:]

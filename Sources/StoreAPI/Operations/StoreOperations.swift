@@ -16,6 +16,16 @@ public struct StoreOperations: Sendable {
     }
 
     /// The backend of the store at `url`: the one named by `type`, checked by sniffing, or the sniffed one.
+    /// Checks that a new store can be placed at `url`: the folder that will hold it exists and is writable.
+    ///
+    /// Every operation that creates a store makes this check before it writes anything; a tool that builds a store
+    /// its own way (as `storectl create` does) makes it first, so that a mistyped folder fails with a clear error
+    /// naming the folder instead of a failure deep inside a backend.
+    /// - Throws: ``StoreError/directoryUnusable(_:reason:)`` or ``StoreError/readOnly(_:reason:)``.
+    public func checkDestinationFolder(of url: URL) throws {
+        try AtomicFile.checkDirectory(of: url)
+    }
+
     public func backend(ofStoreAt url: URL, type: String? = nil) throws -> any StoreBackend {
         guard let type else { return try registry.detectBackend(at: url) }
         let backend = try registry.backend(for: type)

@@ -37,7 +37,7 @@ import Foundation
 /// - `nil` first when ascending (last when descending), NaN right after `nil`, then by the value order above
 ///   (values of kinds that do not compare order by kind: numbers, strings, dates, data, UUIDs, URIs); ties are
 ///   broken by primary key, ascending, whatever the direction.
-public struct PredicateEvaluator: Sendable {
+@_spi(BackendKit) public struct PredicateEvaluator: Sendable {
     /// Looks up records by hierarchy root and primary key, to follow relationships.
     public typealias Resolver = @Sendable (_ root: String, _ keys: [Int64]) throws -> [Record]
 
@@ -592,7 +592,7 @@ public struct PredicateEvaluator: Sendable {
 ///
 /// A record only needs the values of ``FetchPredicate/keyPathRoots`` to be tested (the others may be anything,
 /// they are not read), so a backend can decode just those, test, and decode the whole record only when it matches.
-public struct PreparedPredicate {
+@_spi(BackendKit) public struct PreparedPredicate {
     /// The predicate.
     public let predicate: FetchPredicate
     fileprivate let evaluator: PredicateEvaluator

@@ -130,7 +130,7 @@ struct PageByteReader {
     }
 
     /// Skips one value and returns its tag, or `nil` when it is malformed.
-    @inlinable mutating func skipValue() -> UInt8? {
+    @usableFromInline mutating func skipValue() -> UInt8? {
         guard let raw = byte(), let tag = RecordPage.Tag(rawValue: raw) else { return nil }
         switch tag {
         case .null, .boolFalse, .boolTrue: return raw

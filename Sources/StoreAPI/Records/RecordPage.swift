@@ -21,7 +21,7 @@ import Foundation
 ///
 /// A page is validated by whoever reads it: ``records(in:)`` checks every value against the form and the
 /// entity's layout.
-public struct RecordPage: Sendable {
+@_spi(BackendKit) public struct RecordPage: Sendable {
     /// The value tags of the page form.
     ///
     /// `null` 0, `integer16` 1, `integer32` 2, `integer64` 3, `decimal` 4, `double` 5, `float` 6, `string` 7,

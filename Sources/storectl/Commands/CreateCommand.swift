@@ -60,7 +60,7 @@ struct CreateCommand: ParsableCommand {
             if !force, FileManager.default.fileExists(atPath: url.path) || (try? Backends.registry.detectBackend(at: url)) != nil {
                 throw StoreError.storeExists(url)
             }
-            try AtomicFile.checkDirectory(of: url)
+            try Backends.operations.checkDestinationFolder(of: url)
             let meta = StoreMetadata(storeType: backend.typeIdentifier, schema: schema, configuration: configuration, custom: custom)
 
             // Build the store in a work directory beside the destination (under the store's own name, so the

@@ -1,7 +1,7 @@
 import Foundation
 import LMDBBackend
 import SQLiteBackend
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 import Testing
 import XMLBackend
 #if canImport(Glibc)

@@ -11,7 +11,7 @@ import Foundation
 /// Values no calendar date can express are written in a non-ISO form the reader also accepts: `NaN`, `+inf`,
 /// `-inf`, `-0.0` (negative zero, which would otherwise read back as +0), and for instants more than 2^62 seconds (about 146 billion years) from 2001 the plain number of seconds
 /// since 2001-01-01 (`1e+20`).
-public enum ExactISO8601 {
+@_spi(BackendKit) public enum ExactISO8601 {
     /// Beyond this many seconds from the reference date, dates are written as plain seconds (see above).
     static let calendarLimit = 4_611_686_018_427_387_904.0  // 2^62
     /// The reader's year bound: keeps every intermediate of the day arithmetic inside Int64.

@@ -9,7 +9,7 @@ import Darwin
 ///
 /// Used by atomic stores so that a second writer — in this process or another — waits up to its timeout and then
 /// fails with ``StoreError/locked(_:reason:)`` instead of interleaving whole-file writes.
-public final class FileLock: Sendable {
+@_spi(BackendKit) public final class FileLock: Sendable {
     private let fd: Int32
     /// The lock file.
     public let url: URL

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Checks on UTF-8 text held as bytes, for stores that copy text from one file to another without making Strings.
-public enum UTF8Bytes {
+@_spi(BackendKit) public enum UTF8Bytes {
     /// Whether every byte is below 0x80 (then the bytes are valid UTF-8 as they are), eight at a time.
     public static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard let base = bytes.baseAddress else { return true }

@@ -2,7 +2,7 @@
 ///
 /// StoreAPI stays free of C and crypto dependencies (swift-crypto would pull BoringSSL into every backend's build
 /// for the few short inputs hashed here), so the digest is computed here. Not meant for bulk data.
-public enum StoreDigest {
+@_spi(BackendKit) public enum StoreDigest {
     private static let k: [UInt32] = [
         0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
         0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,

@@ -9,9 +9,9 @@
 /// The scanner follows just enough XML to know when it is inside a start tag: comments, CDATA sections,
 /// processing instructions, end tags, and declarations (including a DOCTYPE's internal subset, with its own
 /// comments and quoted strings). It never fails on malformed XML — the parser reports that — it only counts.
-package struct XMLAttributeGuard: Sendable {
+@_spi(BackendKit) public struct XMLAttributeGuard: Sendable {
     /// The most attributes one element may have.
-    package static let limit = 256
+    public static let limit = 256
 
     private enum State: UInt8 {
         case text, open, bang, bangDash, comment, cdata, pi, endTag, startTag, quoted, declaration, declarationQuoted
@@ -34,14 +34,14 @@ package struct XMLAttributeGuard: Sendable {
     /// The last bytes seen, newest in the low byte, to find `-->`, `]]>` and `?>` across buffer boundaries.
     private var recent: UInt32 = 0
     /// The 1-based line the scan has reached (after a refusal: the line of the attribute that broke the limit).
-    package private(set) var line = 1
+    public private(set) var line = 1
     /// Set once an element has more than ``limit`` attributes; the line is where that element's attribute was.
-    package private(set) var tooManyAttributes = false
+    public private(set) var tooManyAttributes = false
 
-    package init() {}
+    public init() {}
 
     /// Scans the next bytes. Returns `false` (and stays failed) once an element has too many attributes.
-    package mutating func scan(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    public mutating func scan(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         guard !tooManyAttributes else { return false }
         // The scanner's fields live in locals for the loop (written back at the end): the loop runs over every byte
         // of every document loaded, and kept in registers it costs a few instructions per byte, not a few dozen.
@@ -259,7 +259,7 @@ package struct XMLAttributeGuard: Sendable {
     }
 
     /// Scans a whole document in memory; `false` if an element has too many attributes.
-    package static func allows(_ bytes: some Collection<UInt8>) -> (allowed: Bool, line: Int) {
+    public static func allows(_ bytes: some Collection<UInt8>) -> (allowed: Bool, line: Int) {
         var scanner = XMLAttributeGuard()
         let ok = bytes.withContiguousStorageIfAvailable { scanner.scan($0) }
             ?? Array(bytes).withUnsafeBufferPointer { scanner.scan($0) }

@@ -7,7 +7,7 @@ import Foundation
 /// made decimals the most expensive attribute in a conversion. Values whose significand fits in 64 bits — prices,
 /// quantities, nearly every decimal a model holds — are formatted and parsed here with integer arithmetic;
 /// anything else goes to Foundation, so the results are always exactly Foundation's.
-public enum DecimalText {
+@_spi(BackendKit) public enum DecimalText {
     private static let posix = Locale(identifier: "en_US_POSIX")
 
     /// The text of `value`: `Decimal.description` (`"NaN"` for NaN, `"-12.5"`, `"1000"`, `"0.001"`).

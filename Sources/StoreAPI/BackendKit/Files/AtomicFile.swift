@@ -7,7 +7,7 @@ import Darwin
 
 /// The stage → fsync → rename steps every file-writing operation uses, so a crash at any point leaves either the old
 /// file or the complete new one, and never a partial file under the real name.
-public enum AtomicFile {
+@_spi(BackendKit) public enum AtomicFile {
     /// The prefix of every staging file and directory the framework creates; a path starting with it is never a
     /// store, and leftovers are removed by ``removeStaleStaging(near:)``.
     public static let stagingPrefix = ".storeapi-staging-"

@@ -1,83 +1,16 @@
 import Foundation
 
-/// A parsed JSON value that keeps numbers as their text.
-///
-/// The interchange reader needs this because Foundation's `JSONSerialization` rounds some doubles on the way in (it
-/// reads `0.30000000000000004` through a decimal type and returns its nearest double, `0.3000000000000001`), which
-/// would break the format's bit-exact round trip. Keeping the digits lets each number be converted once, straight to
-/// the type of the attribute it is for.
-package enum JSONValue {
-    case null
-    case bool(Bool)
-    case number(String)
-    case string(String)
-    case array([JSONValue])
-    /// Members in document order (keys are unique; the parser rejects duplicates).
-    case object([(key: String, value: JSONValue)])
-
-    /// The member named `key` of an object.
-    subscript(key: String) -> JSONValue? {
-        guard case .object(let members) = self else { return nil }
-        return members.first { $0.key == key }?.value
-    }
-
-    /// The value as `StoreValue(json:type:)` expects it (a `String`, `NSNumber`, boolean `NSNumber` or `NSNull`),
-    /// with numbers converted exactly for `type`. Arrays and objects come back empty (no attribute accepts them; the
-    /// caller only needs to tell they are not values). `nil` when a number cannot be represented at all.
-    func foundationObject(for type: AttributeType) -> Any? {
-        switch self {
-        case .null: return NSNull()
-        case .bool(let b): return NSNumber(value: b)
-        case .string(let s): return s
-        case .array: return [Any]()
-        case .object: return [String: Any]()
-        case .number(let text): return Self.number(text, for: type)
-        }
-    }
-
-    private static func number(_ text: String, for type: AttributeType) -> NSNumber? {
-        switch type {
-        case .integer16, .integer32, .integer64:
-            if let i = Int64(text) { return NSNumber(value: i) }
-            // `1.0` and `1e3` are whole numbers too; the value check decides whether they fit.
-            guard let d = Double(text), d.isFinite else { return nil }
-            return NSNumber(value: d)
-        case .float:
-            guard let f = Float(text), f.isFinite else { return nil }
-            return NSNumber(value: f)
-        case .decimal:
-            guard let d = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else { return nil }
-            return NSDecimalNumber(decimal: d)
-        default:
-            guard let d = Double(text), d.isFinite else { return nil }
-            return NSNumber(value: d)
-        }
-    }
-
-    /// A short description for error messages.
-    var summary: String {
-        switch self {
-        case .null: return "null"
-        case .bool(let b): return b ? "true" : "false"
-        case .number(let text): return "the number \(text)"
-        case .string(let s): return "the string \"\(s.count > 60 ? String(s.prefix(57)) + "…" : s)\""
-        case .array: return "an array"
-        case .object: return "an object"
-        }
-    }
-}
-
 /// Why a document (an NDJSON line, stored metadata, a schema file) is not valid JSON, and where: the 0-based byte
 /// offset in it.
-package struct JSONSyntaxError: Error {
-    package let message: String
-    package let offset: Int
+@_spi(BackendKit) public struct JSONSyntaxError: Error {
+    public let message: String
+    public let offset: Int
 }
 
 /// A strict JSON parser (RFC 8259) for one document: objects, arrays, strings with every escape, numbers, literals.
 /// Rejects trailing garbage, invalid UTF-8, control characters in strings, duplicate keys, and nesting deeper than
 /// ``maxDepth`` (so hostile input cannot exhaust the stack).
-package struct JSONParser {
+@_spi(BackendKit) public struct JSONParser {
     static let maxDepth = 256
 
     private let bytes: UnsafeBufferPointer<UInt8>
@@ -87,7 +20,7 @@ package struct JSONParser {
         self.bytes = bytes
     }
 
-    package static func parse(_ bytes: ArraySlice<UInt8>) throws(JSONSyntaxError) -> JSONValue {
+    public static func parse(_ bytes: ArraySlice<UInt8>) throws(JSONSyntaxError) -> JSONValue {
         let result: Result<JSONValue, JSONSyntaxError> = bytes.withUnsafeBufferPointer { buffer in
             var parser = JSONParser(buffer)
             do throws(JSONSyntaxError) {

@@ -2,16 +2,16 @@ import Foundation
 
 /// UUID text parsing for the readers (the interchange reader, the XML store reader), which read UUIDs by the
 /// million: Foundation's `UUID(uuidString:)` goes through `sscanf` and dominated their profiles.
-package enum FastUUID {
+@_spi(BackendKit) public enum FastUUID {
     /// Parses the canonical form `XXXXXXXX-XXXX-XXXX-XXXX-XXXXXXXXXXXX` (either case). Returns `nil` for anything
     /// else.
-    package static func parse(_ text: String) -> UUID? {
+    public static func parse(_ text: String) -> UUID? {
         var text = text
         return text.withUTF8 { parse($0) }
     }
 
     /// Parses the canonical form from UTF-8 bytes spanning exactly the 36 characters.
-    package static func parse(_ utf8: UnsafeBufferPointer<UInt8>) -> UUID? {
+    public static func parse(_ utf8: UnsafeBufferPointer<UInt8>) -> UUID? {
         guard utf8.count == 36 else { return nil }
         var bytes: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         let ok = withUnsafeMutableBytes(of: &bytes) { out -> Bool in

@@ -1,8 +1,8 @@
 /// The value of one hexadecimal digit (either case), for the byte-level parsers of UUIDs and addresses.
-package enum HexDigit {
+@_spi(BackendKit) public enum HexDigit {
     /// The digit's value, `nil` for anything that is not a hexadecimal digit.
     @inline(__always)
-    package static func value(_ c: UInt8) -> UInt8? {
+    public static func value(_ c: UInt8) -> UInt8? {
         switch c {
         case 0x30...0x39: c - 0x30
         case 0x41...0x46: c - 0x41 + 10

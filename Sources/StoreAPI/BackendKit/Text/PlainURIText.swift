@@ -8,7 +8,7 @@ import Foundation
 ///
 /// Parsing a URL costs thousands of instructions (Foundation's full RFC 3986 parser); this check, one pass over the
 /// bytes.
-public enum PlainURIText {
+@_spi(BackendKit) public enum PlainURIText {
     /// Whether `text` has the plain shape described above.
     public static func isPlain(_ text: UnsafeRawBufferPointer) -> Bool {
         let n = text.count

@@ -14,6 +14,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // System-library shims: a module map and one header each, nothing else.
@@ -22,13 +23,13 @@ let package = Package(
         .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"]), .brew(["libxml2"])]),
 
         // The framework: schema, records, descriptions, the backend protocols, coordinator, context and operations.
-        // It depends on no backend and no C library.
-        .target(name: "StoreAPI"),
+        // It depends on no backend and no C library; it logs through swift-log.
+        .target(name: "StoreAPI", dependencies: [.product(name: "Logging", package: "swift-log")]),
 
         // One backend each, written against StoreAPI's public backend protocols only.
-        .target(name: "SQLiteBackend", dependencies: ["StoreAPI", "CSQLite"]),
-        .target(name: "LMDBBackend", dependencies: ["StoreAPI", "CLMDB"]),
-        .target(name: "XMLBackend", dependencies: ["StoreAPI", "CLibXML2"]),
+        .target(name: "SQLiteBackend", dependencies: ["StoreAPI", "CSQLite", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "LMDBBackend", dependencies: ["StoreAPI", "CLMDB", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "XMLBackend", dependencies: ["StoreAPI", "CLibXML2", .product(name: "Logging", package: "swift-log")]),
 
         // The published conformance suite every backend runs (built-in and third-party).
         .target(name: "StoreConformance", dependencies: ["StoreAPI"]),
@@ -38,6 +39,7 @@ let package = Package(
             dependencies: [
                 "StoreAPI", "SQLiteBackend", "LMDBBackend", "XMLBackend",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
 
@@ -62,7 +64,10 @@ let package = Package(
             path: "Tools/storestress"
         ),
 
-        .testTarget(name: "StoreAPITests", dependencies: ["StoreAPI", "StoreConformance"]),
+        .testTarget(
+            name: "StoreAPITests",
+            dependencies: ["StoreAPI", "StoreConformance", .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(
             name: "SQLiteBackendTests",
             dependencies: ["StoreAPI", "SQLiteBackend", "StoreConformance", "CSQLite", "conformance-worker"]

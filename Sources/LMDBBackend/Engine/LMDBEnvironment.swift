@@ -1,5 +1,6 @@
 import CLMDB
 import Foundation
+import Logging
 @_spi(BackendKit) import StoreAPI
 import Synchronization
 
@@ -65,6 +66,11 @@ final class LMDBEnvironment: @unchecked Sendable {
             // pages (and the file does not grow without bound).
             var dead: Int32 = 0
             _ = mdb_reader_check(env, &dead)
+            if dead > 0 {
+                Logger.current.info("cleared reader slots left by processes that died", metadata: [
+                    "store": .string(location.url.path), "slots": "\(dead)",
+                ])
+            }
         }
         return LMDBEnvironment(handle: env, location: location, identity: identity, isReadOnly: readOnly, isUnlocked: noLock, maxMapSize: maxMapSize)
     }
@@ -213,6 +219,9 @@ final class LMDBEnvironment: @unchecked Sendable {
         if rc == MDB_READERS_FULL && !isUnlocked {
             var dead: Int32 = 0
             _ = mdb_reader_check(handle, &dead)
+            Logger.current.info("the reader table was full; cleared slots left by processes that died", metadata: [
+                "store": .string(location.url.path), "slots": "\(dead)",
+            ])
             rc = mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &txn)
         }
         if rc == MDB_MAP_RESIZED { return nil }

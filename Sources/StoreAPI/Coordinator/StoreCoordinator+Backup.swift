@@ -42,22 +42,24 @@ extension StoreCoordinator {
     /// in-memory and atomic stores copy a snapshot of their state. The coordinator is unchanged.
     @discardableResult
     public func backupStore(_ store: LoadedStore, to url: URL, type: String? = nil, label: String? = nil) throws -> BackupInfo {
-        guard stores.contains(where: { $0 === store }) else {
-            throw StoreError.refused(store.url ?? URL(fileURLWithPath: "/"), reason: "store is not loaded in this coordinator")
+        return try loggedOperation("back up store", ["store": store.url?.logValue ?? "in memory", "backup": url.logValue], logger: logger) {
+            guard stores.contains(where: { $0 === store }) else {
+                throw StoreError.refused(store.url ?? URL(fileURLWithPath: "/"), reason: "store is not loaded in this coordinator")
+            }
+            let now = Date()
+            let sourceUUID = store.identifier
+            let options = StoreOperations.CopyOptions(editMetadata: { m in
+                m.custom[BackupInfo.Key.date] = .string(ExactISO8601.string(from: now))
+                m.custom[BackupInfo.Key.source] = .string(sourceUUID.uuidString)
+                if let label { m.custom[BackupInfo.Key.label] = .string(label) } else { m.custom[BackupInfo.Key.label] = nil }
+            })
+            let metadata = try StoreOperations(registry: registry)
+                .copyOpenStore(store.store, sourceBackend: store.backend, to: url, type: type ?? store.type, options: options)
+            guard let info = BackupInfo(url: url, metadata: metadata) else {
+                throw StoreError.io(url, operation: "backup", reason: "the backup's stamp could not be read back")
+            }
+            return info
         }
-        let now = Date()
-        let sourceUUID = store.identifier
-        let options = StoreOperations.CopyOptions(editMetadata: { m in
-            m.custom[BackupInfo.Key.date] = .string(ExactISO8601.string(from: now))
-            m.custom[BackupInfo.Key.source] = .string(sourceUUID.uuidString)
-            if let label { m.custom[BackupInfo.Key.label] = .string(label) } else { m.custom[BackupInfo.Key.label] = nil }
-        })
-        let metadata = try StoreOperations(registry: registry)
-            .copyOpenStore(store.store, sourceBackend: store.backend, to: url, type: type ?? store.type, options: options)
-        guard let info = BackupInfo(url: url, metadata: metadata) else {
-            throw StoreError.io(url, operation: "backup", reason: "the backup's stamp could not be read back")
-        }
-        return info
     }
 
     /// The backups in `directory` (any registered type), newest first.
@@ -79,31 +81,33 @@ extension StoreCoordinator {
     /// before the restore fail with ``StoreError/objectInvalidated(_:reason:)``, never with a crash or stale data.
     @discardableResult
     public func restoreStore(_ store: LoadedStore, fromBackupAt backup: URL) throws -> LoadedStore {
-        guard let url = store.url else {
-            throw StoreError.unsupported("restoring into an anonymous in-memory store")
+        return try loggedOperation("restore store", ["store": store.url?.logValue ?? "in memory", "backup": backup.logValue], logger: logger) {
+            guard let url = store.url else {
+                throw StoreError.unsupported("restoring into an anonymous in-memory store")
+            }
+            let operations = StoreOperations(registry: registry)
+            let backupBackend = try operations.backend(ofStoreAt: backup)
+            let destinationBackend = store.backend
+            let staged = AtomicFile.stagingURL(for: url)
+            let strip = StoreOperations.CopyOptions(editMetadata: { m in for k in BackupInfo.Key.all { m.custom[k] = nil } })
+            do {
+                _ = try operations.copyStore(from: backup, sourceType: backupBackend.typeIdentifier, to: staged,
+                                             type: destinationBackend.typeIdentifier, options: strip)
+            } catch {
+                StorePlacement.discard(staged: staged, backend: destinationBackend)
+                throw error
+            }
+            let description = store.storeDescription
+            swap(store, for: nil, reason: "the store was restored from a backup")
+            do {
+                let existing = try operations.existingStore(at: url, replacing: true)
+                try StorePlacement.place(staged: staged, at: url, backend: destinationBackend, replacing: existing)
+            } catch {
+                StorePlacement.discard(staged: staged, backend: destinationBackend)
+                _ = try? addStore(description)
+                throw error
+            }
+            return try addStore(description)
         }
-        let operations = StoreOperations(registry: registry)
-        let backupBackend = try operations.backend(ofStoreAt: backup)
-        let destinationBackend = store.backend
-        let staged = AtomicFile.stagingURL(for: url)
-        let strip = StoreOperations.CopyOptions(editMetadata: { m in for k in BackupInfo.Key.all { m.custom[k] = nil } })
-        do {
-            _ = try operations.copyStore(from: backup, sourceType: backupBackend.typeIdentifier, to: staged,
-                                         type: destinationBackend.typeIdentifier, options: strip)
-        } catch {
-            StorePlacement.discard(staged: staged, backend: destinationBackend)
-            throw error
-        }
-        let description = store.storeDescription
-        swap(store, for: nil, reason: "the store was restored from a backup")
-        do {
-            let existing = try operations.existingStore(at: url, replacing: true)
-            try StorePlacement.place(staged: staged, at: url, backend: destinationBackend, replacing: existing)
-        } catch {
-            StorePlacement.discard(staged: staged, backend: destinationBackend)
-            _ = try? addStore(description)
-            throw error
-        }
-        return try addStore(description)
     }
 }

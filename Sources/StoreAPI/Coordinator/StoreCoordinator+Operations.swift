@@ -15,16 +15,18 @@ extension StoreCoordinator {
     @discardableResult
     public func migrateStore(_ store: LoadedStore, to url: URL, type: String? = nil, replacingExisting: Bool = false,
                              batchSize: Int = 5_000, progress: ProgressHandler? = nil) throws -> LoadedStore {
-        try checkLoaded(store)
-        let type = type ?? store.type
-        try operations.copyOpenStore(store.store, sourceBackend: store.backend, to: url, type: type,
-                                     options: .init(replacingExisting: replacingExisting, batchSize: batchSize, progress: progress))
-        var description = store.storeDescription
-        description.url = url
-        description.type = type
-        description.options.createIfMissing = false
-        swap(store, for: nil, reason: "the store was migrated to \(url.path)")
-        return try addStore(description)
+        return try loggedOperation("migrate store", ["source": store.url?.logValue ?? "in memory", "destination": url.logValue, "type": .string(type ?? store.type)], logger: logger) {
+            try checkLoaded(store)
+            let type = type ?? store.type
+            try operations.copyOpenStore(store.store, sourceBackend: store.backend, to: url, type: type,
+                                         options: .init(replacingExisting: replacingExisting, batchSize: batchSize, progress: progress))
+            var description = store.storeDescription
+            description.url = url
+            description.type = type
+            description.options.createIfMissing = false
+            swap(store, for: nil, reason: "the store was migrated to \(url.path)")
+            return try addStore(description)
+        }
     }
 
     /// Makes the store at `destination` an exact copy of the store at `source`, atomically.
@@ -36,48 +38,52 @@ extension StoreCoordinator {
     @discardableResult
     public func replaceStore(at destination: URL, type: String? = nil, withStoreAt source: URL, sourceType: String? = nil,
                              force: Bool = false) throws -> LoadedStore? {
-        let loaded = store(at: destination)
-        let sourceBackend = try operations.backend(ofStoreAt: source, type: sourceType)
-        let destinationType = type ?? loaded?.type ?? (try? registry.detectBackend(at: destination))?.typeIdentifier
-            ?? sourceBackend.typeIdentifier
-        // Stage first, while the destination is still loaded; swap only once the copy is complete.
-        let destinationBackend = try registry.backend(for: destinationType)
-        let staged = AtomicFile.stagingURL(for: destination)
-        do {
-            try AtomicFile.checkDirectory(of: destination)
-            _ = try operations.stageCopy(from: source, backend: sourceBackend, to: staged, backend: destinationBackend)
-        } catch {
-            StorePlacement.discard(staged: staged, backend: destinationBackend)
-            throw error
+        return try loggedOperation("replace store", ["destination": destination.logValue, "source": source.logValue], logger: logger) {
+            let loaded = store(at: destination)
+            let sourceBackend = try operations.backend(ofStoreAt: source, type: sourceType)
+            let destinationType = type ?? loaded?.type ?? (try? registry.detectBackend(at: destination))?.typeIdentifier
+                ?? sourceBackend.typeIdentifier
+            // Stage first, while the destination is still loaded; swap only once the copy is complete.
+            let destinationBackend = try registry.backend(for: destinationType)
+            let staged = AtomicFile.stagingURL(for: destination)
+            do {
+                try AtomicFile.checkDirectory(of: destination)
+                _ = try operations.stageCopy(from: source, backend: sourceBackend, to: staged, backend: destinationBackend)
+            } catch {
+                StorePlacement.discard(staged: staged, backend: destinationBackend)
+                throw error
+            }
+            if let loaded { swap(loaded, for: nil, reason: "the store was replaced") }
+            do {
+                let existing = try operations.existingStore(at: destination, replacing: true, force: force)
+                try StorePlacement.place(staged: staged, at: destination, backend: destinationBackend, replacing: existing)
+            } catch {
+                StorePlacement.discard(staged: staged, backend: destinationBackend)
+                if let loaded { _ = try? addStore(loaded.storeDescription) }
+                throw error
+            }
+            guard let loaded else { return nil }
+            var description = loaded.storeDescription
+            description.type = destinationType
+            return try addStore(description)
         }
-        if let loaded { swap(loaded, for: nil, reason: "the store was replaced") }
-        do {
-            let existing = try operations.existingStore(at: destination, replacing: true, force: force)
-            try StorePlacement.place(staged: staged, at: destination, backend: destinationBackend, replacing: existing)
-        } catch {
-            StorePlacement.discard(staged: staged, backend: destinationBackend)
-            if let loaded { _ = try? addStore(loaded.storeDescription) }
-            throw error
-        }
-        guard let loaded else { return nil }
-        var description = loaded.storeDescription
-        description.type = destinationType
-        return try addStore(description)
     }
 
     /// Deletes every file of the store at `url` (removing it from the coordinator first if it is loaded) and
     /// nothing else. A path that is not a store of `type`, or that another process has open (unless `force`), is
     /// refused; see ``StoreOperations/destroyStore(at:type:force:)``.
     public func destroyStore(at url: URL, type: String? = nil, force: Bool = false) throws {
-        let backend = try operations.backend(ofStoreAt: url, type: type)
-        let loaded = store(at: url)
-        if let loaded { swap(loaded, for: nil, reason: "the store was destroyed") }
-        do {
-            try operations.destroyStore(at: url, type: backend.typeIdentifier, force: force)
-        } catch {
-            // Refused (in use elsewhere, a symbolic link): the store is still there, so it stays loaded.
-            if let loaded, backend.sniff(url) == .store { _ = try? addStore(loaded.storeDescription) }
-            throw error
+        return try loggedOperation("destroy store", ["store": url.logValue], logger: logger) {
+            let backend = try operations.backend(ofStoreAt: url, type: type)
+            let loaded = store(at: url)
+            if let loaded { swap(loaded, for: nil, reason: "the store was destroyed") }
+            do {
+                try operations.destroyStore(at: url, type: backend.typeIdentifier, force: force)
+            } catch {
+                // Refused (in use elsewhere, a symbolic link): the store is still there, so it stays loaded.
+                if let loaded, backend.sniff(url) == .store { _ = try? addStore(loaded.storeDescription) }
+                throw error
+            }
         }
     }
 
@@ -85,21 +91,23 @@ extension StoreCoordinator {
     /// ``StoreOperations/relocateStore(from:to:type:)``). A store loaded from `old` is reloaded from `new`.
     @discardableResult
     public func relocateStore(from old: URL, to new: URL, type: String? = nil) throws -> StoreOperations.RelocationOutcome {
-        let loaded = store(at: old)
-        if let loaded { swap(loaded, for: nil, reason: "the store was relocated to \(new.path)") }
-        let outcome: StoreOperations.RelocationOutcome
-        do {
-            outcome = try operations.relocateStore(from: old, to: new, type: type)
-        } catch {
-            if let loaded { _ = try? addStore(loaded.storeDescription) }
-            throw error
+        return try loggedOperation("relocate store", ["from": old.logValue, "to": new.logValue], logger: logger, counts: { ["outcome": "\($0)"] }) {
+            let loaded = store(at: old)
+            if let loaded { swap(loaded, for: nil, reason: "the store was relocated to \(new.path)") }
+            let outcome: StoreOperations.RelocationOutcome
+            do {
+                outcome = try operations.relocateStore(from: old, to: new, type: type)
+            } catch {
+                if let loaded { _ = try? addStore(loaded.storeDescription) }
+                throw error
+            }
+            if let loaded {
+                var description = loaded.storeDescription
+                description.url = new
+                try addStore(description)
+            }
+            return outcome
         }
-        if let loaded {
-            var description = loaded.storeDescription
-            description.url = new
-            try addStore(description)
-        }
-        return outcome
     }
 
     private func checkLoaded(_ store: LoadedStore) throws {

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Synchronization
 
 /// Loads stores from descriptions, routes entities to them by configuration, and hands out contexts.
@@ -23,10 +24,16 @@ public final class StoreCoordinator: Sendable {
     /// Changes whenever a store is added, removed or swapped.
     var storesGeneration: Int { generation.load(ordering: .acquiring) }
 
-    /// Creates a coordinator for `schema`.
-    public init(schema: Schema, registry: BackendRegistry = .shared) {
+    /// Where the coordinator logs (see <doc:Logging>): `nil` logs to swift-log's task-local `Logger.current`.
+    public let logger: Logger?
+
+    /// Creates a coordinator for `schema` that finds backends in `registry` and logs to `logger` (by default to the
+    /// caller's `Logger.current`; a given logger is bound as `Logger.current` while the coordinator works, so
+    /// backends log to it too).
+    public init(schema: Schema, registry: BackendRegistry = .shared, logger: Logger? = nil) {
         self.schema = schema
         self.registry = registry
+        self.logger = logger
     }
 
     /// The stores currently loaded, in the order they were added.
@@ -39,6 +46,10 @@ public final class StoreCoordinator: Sendable {
     /// ``StoreOptions/createIfMissing`` allows it.
     @discardableResult
     public func addStore(_ description: StoreDescription) throws -> LoadedStore {
+        try withLogger(ifGiven: logger) { try load(description) }
+    }
+
+    private func load(_ description: StoreDescription) throws -> LoadedStore {
         let backend = try registry.backend(for: description.type)
         let members = try schema.entities(inConfiguration: description.configuration)
         if let url = description.url, backend.capabilities.contains(.persistent) {
@@ -47,6 +58,9 @@ public final class StoreCoordinator: Sendable {
         let creating = StoreMetadata(
             storeType: backend.typeIdentifier, schema: schema, configuration: description.configuration,
             syncOptions: description.syncOptions)
+        let existed = description.url.map {
+            backend.capabilities.contains(.persistent) ? FileManager.default.fileExists(atPath: $0.path) : backend.sniff($0) == .store
+        } ?? false
         // A read-only description never creates anything.
         let store = try backend.open(at: description.url, options: description.options,
                                      creating: description.options.isReadOnly ? nil : creating)
@@ -68,6 +82,10 @@ public final class StoreCoordinator: Sendable {
                 generation.add(1, ordering: .releasing)
                 return .success(())
             }.get()
+            Logger.current.debug(existed ? "store opened" : "store created", metadata: [
+                "store": description.url?.logValue ?? "in memory", "type": .string(backend.typeIdentifier),
+                "uuid": .stringConvertible(handle.identifier), "read_only": .stringConvertible(description.options.isReadOnly),
+            ])
             return handle
         } catch {
             try? store.close()
@@ -88,6 +106,7 @@ public final class StoreCoordinator: Sendable {
         }
         store.invalidate("its store was removed from the coordinator")
         try store.store.close()
+        (logger ?? Logger.current).debug("store closed", metadata: ["store": store.url?.logValue ?? "in memory"])
     }
 
     /// The loaded store with this UUID.

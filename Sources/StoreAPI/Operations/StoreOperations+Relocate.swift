@@ -26,38 +26,40 @@ extension StoreOperations {
     /// contacted; sync options in the store's metadata travel with it.
     @discardableResult
     public func relocateStore(from old: URL, to new: URL, type: String? = nil) throws -> RelocationOutcome {
-        if old.standardizedFileURL == new.standardizedFileURL {
-            throw StoreError.refused(new, reason: "old and new paths are the same")
-        }
-        AtomicFile.removeStaleStaging(near: new)
-        let oldBackend = try? backend(ofStoreAt: old, type: type)
-        let newBackend = try? backend(ofStoreAt: new, type: type)
-        switch (oldBackend, newBackend) {
-        case (nil, nil):
-            // Say why the old path is unusable (missing, or not a store of that type).
-            _ = try backend(ofStoreAt: old, type: type)
-            throw StoreError.storeNotFound(old)
-        case (nil, .some):
-            // A removal of the old store killed after it moved the files aside left them under a staging name.
-            AtomicFile.removeStaleStagingIfVacant(near: old)
-            return .alreadyDone
-        case (.some(let from), nil):
-            if FileManager.default.fileExists(atPath: new.path) {
-                throw StoreError.refused(new, reason: "exists and is not a store; not replacing it")
+        return try loggedOperation("relocate store", ["from": old.logValue, "to": new.logValue], logger: logger, counts: { ["outcome": "\($0)"] }) {
+            if old.standardizedFileURL == new.standardizedFileURL {
+                throw StoreError.refused(new, reason: "old and new paths are the same")
             }
-            try copyStore(from: old, sourceType: from.typeIdentifier, to: new, type: from.typeIdentifier)
-            try from.destroyStore(at: old)
-            return .moved
-        case (.some(let from), .some(let to)):
-            let a = try from.readMetadata(at: old)
-            let b = try to.readMetadata(at: new)
-            guard a.storeUUID == b.storeUUID else {
-                throw StoreError.refused(new, reason: "both paths hold a store, and they are different stores (UUIDs \(a.storeUUID) and \(b.storeUUID)); resolve this by hand")
+            AtomicFile.removeStaleStaging(near: new)
+            let oldBackend = try? backend(ofStoreAt: old, type: type)
+            let newBackend = try? backend(ofStoreAt: new, type: type)
+            switch (oldBackend, newBackend) {
+            case (nil, nil):
+                // Say why the old path is unusable (missing, or not a store of that type).
+                _ = try backend(ofStoreAt: old, type: type)
+                throw StoreError.storeNotFound(old)
+            case (nil, .some):
+                // A removal of the old store killed after it moved the files aside left them under a staging name.
+                AtomicFile.removeStaleStagingIfVacant(near: old)
+                return .alreadyDone
+            case (.some(let from), nil):
+                if FileManager.default.fileExists(atPath: new.path) {
+                    throw StoreError.refused(new, reason: "exists and is not a store; not replacing it")
+                }
+                try copyStore(from: old, sourceType: from.typeIdentifier, to: new, type: from.typeIdentifier)
+                try from.destroyStore(at: old)
+                return .moved
+            case (.some(let from), .some(let to)):
+                let a = try from.readMetadata(at: old)
+                let b = try to.readMetadata(at: new)
+                guard a.storeUUID == b.storeUUID else {
+                    throw StoreError.refused(new, reason: "both paths hold a store, and they are different stores (UUIDs \(a.storeUUID) and \(b.storeUUID)); resolve this by hand")
+                }
+                try copyStore(from: old, sourceType: from.typeIdentifier, to: new, type: from.typeIdentifier,
+                              options: CopyOptions(replacingExisting: true))
+                try from.destroyStore(at: old)
+                return .resumed
             }
-            try copyStore(from: old, sourceType: from.typeIdentifier, to: new, type: from.typeIdentifier,
-                          options: CopyOptions(replacingExisting: true))
-            try from.destroyStore(at: old)
-            return .resumed
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// Store operations on paths, with no coordinator needed: convert (copy, changing the type or not), replace,
 /// destroy. ``StoreCoordinator`` adds the same operations for loaded stores.
@@ -10,9 +11,13 @@ public struct StoreOperations: Sendable {
     /// Where backends are looked up.
     public let registry: BackendRegistry
 
-    /// Creates the operations over `registry`.
-    public init(registry: BackendRegistry = .shared) {
+    /// Where the operations log (see <doc:Logging>): `nil` logs to swift-log's task-local `Logger.current`.
+    public let logger: Logger?
+
+    /// Creates the operations over `registry`, logging to `logger` (by default to the caller's `Logger.current`).
+    public init(registry: BackendRegistry = .shared, logger: Logger? = nil) {
         self.registry = registry
+        self.logger = logger
     }
 
     /// The backend of the store at `url`: the one named by `type`, checked by sniffing, or the sniffed one.
@@ -101,14 +106,16 @@ public struct StoreOperations: Sendable {
     @discardableResult
     public func copyStore(from source: URL, sourceType: String? = nil, to destination: URL, type destinationType: String? = nil,
                           options: CopyOptions = CopyOptions()) throws -> StoreMetadata {
-        let sourceBackend = try backend(ofStoreAt: source, type: sourceType)
-        let destinationBackend = try registry.backend(for: destinationType ?? sourceBackend.typeIdentifier)
-        if source.standardizedFileURL == destination.standardizedFileURL {
-            throw StoreError.refused(destination, reason: "source and destination are the same path")
-        }
-        return try stageAndPlace(at: destination, backend: destinationBackend, replacing: options.replacingExisting,
-                                 force: options.force) { staged in
-            try stage(from: source, backend: sourceBackend, to: staged, backend: destinationBackend, options: options)
+        return try loggedOperation("copy store", ["source": source.logValue, "destination": destination.logValue, "type": .string(destinationType ?? sourceType ?? "sniffed")], logger: logger) {
+            let sourceBackend = try backend(ofStoreAt: source, type: sourceType)
+            let destinationBackend = try registry.backend(for: destinationType ?? sourceBackend.typeIdentifier)
+            if source.standardizedFileURL == destination.standardizedFileURL {
+                throw StoreError.refused(destination, reason: "source and destination are the same path")
+            }
+            return try stageAndPlace(at: destination, backend: destinationBackend, replacing: options.replacingExisting,
+                                     force: options.force) { staged in
+                try stage(from: source, backend: sourceBackend, to: staged, backend: destinationBackend, options: options)
+            }
         }
     }
 
@@ -191,16 +198,18 @@ public struct StoreOperations: Sendable {
     /// A store someone has open (``StoreBackend/isInUse(at:)``) is refused with ``StoreError/locked(_:reason:)``
     /// unless `force`. Once nothing is at `url`, staging leftovers for it (of a killed destroy or save) go too.
     public func destroyStore(at url: URL, type: String? = nil, force: Bool = false) throws {
-        if Self.isSymbolicLink(url) {
-            throw StoreError.refused(url, reason: "is a symbolic link; destroy the store it points to instead")
+        return try loggedOperation("destroy store", ["store": url.logValue], logger: logger) {
+            if Self.isSymbolicLink(url) {
+                throw StoreError.refused(url, reason: "is a symbolic link; destroy the store it points to instead")
+            }
+            // After this destroy, or when an earlier one was killed after the store left its path (a backend may move
+            // its files aside under a staging name before deleting them) and this one finds no store.
+            defer { AtomicFile.removeStaleStagingIfVacant(near: url) }
+            let backend = try backend(ofStoreAt: url, type: type)
+            try Self.refuseSymbolicLinks(ofStoreAt: url, backend: backend)
+            if !force { try Self.refuseIfInUse(url, backend: backend, action: "destroy") }
+            try backend.destroyStore(at: url, force: force)
         }
-        // After this destroy, or when an earlier one was killed after the store left its path (a backend may move
-        // its files aside under a staging name before deleting them) and this one finds no store.
-        defer { AtomicFile.removeStaleStagingIfVacant(near: url) }
-        let backend = try backend(ofStoreAt: url, type: type)
-        try Self.refuseSymbolicLinks(ofStoreAt: url, backend: backend)
-        if !force { try Self.refuseIfInUse(url, backend: backend, action: "destroy") }
-        try backend.destroyStore(at: url, force: force)
     }
 
     static func rewriteMetadataIfNeeded(at staged: URL, backend: any StoreBackend, options: CopyOptions) throws -> StoreMetadata {

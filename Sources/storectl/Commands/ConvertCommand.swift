@@ -42,7 +42,7 @@ struct ConvertCommand: ParsableCommand {
     @OptionGroup var common: CommonOptions
 
     func run() throws {
-        try runCommand("convert") {
+        try runCommand("convert", logLevel: common.logLevel) {
             let start = Date()
             let src = URL(fileURLWithPath: source)
             let dst = URL(fileURLWithPath: destination)

@@ -33,7 +33,7 @@ struct CopyCommand: ParsableCommand {
     @OptionGroup var common: CommonOptions
 
     func run() throws {
-        try runCommand("copy") {
+        try runCommand("copy", logLevel: common.logLevel) {
             let start = Date()
             let src = URL(fileURLWithPath: source)
             let dst = URL(fileURLWithPath: destination)

@@ -50,7 +50,7 @@ struct CreateCommand: ParsableCommand {
     @OptionGroup var common: CommonOptions
 
     func run() throws {
-        try runCommand("create") {
+        try runCommand("create", logLevel: common.logLevel) {
             let start = Date()
             let url = URL(fileURLWithPath: store)
             let schema = try SchemaFiles.load(URL(fileURLWithPath: model))

@@ -29,7 +29,7 @@ struct DestroyCommand: ParsableCommand {
     @OptionGroup var common: CommonOptions
 
     func run() throws {
-        try runCommand("destroy") {
+        try runCommand("destroy", logLevel: common.logLevel) {
             let url = URL(fileURLWithPath: store)
             // The listing is for the message; the operation itself reports a path that is not a store (after
             // finishing a destroy that was killed once the store had left the path).

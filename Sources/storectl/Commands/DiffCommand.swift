@@ -51,7 +51,7 @@ struct DiffCommand: ParsableCommand {
 
     func run() throws {
         var identical = true
-        try runCommand("diff") {
+        try runCommand("diff", logLevel: common.logLevel) {
             let urlA = URL(fileURLWithPath: a)
             let urlB = URL(fileURLWithPath: b)
             let (_, storeA) = try Backends.open(urlA, type: typeA, readOnly: true)

@@ -41,7 +41,7 @@ struct ExportCommand: ParsableCommand {
     @OptionGroup var common: CommonOptions
 
     func run() throws {
-        try runCommand("export") {
+        try runCommand("export", logLevel: common.logLevel) {
             let start = Date()
             let url = URL(fileURLWithPath: store)
             let (_, opened) = try Backends.open(url, type: type, readOnly: true)

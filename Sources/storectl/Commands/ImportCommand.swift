@@ -39,7 +39,7 @@ struct ImportCommand: ParsableCommand {
     @OptionGroup var common: CommonOptions
 
     func run() throws {
-        try runCommand("import") {
+        try runCommand("import", logLevel: common.logLevel) {
             let start = Date()
             let url = URL(fileURLWithPath: store)
             let (_, opened) = try Backends.open(url, type: type, readOnly: false)

@@ -29,7 +29,7 @@ struct RelocateCommand: ParsableCommand {
     @OptionGroup var common: CommonOptions
 
     func run() throws {
-        try runCommand("relocate") {
+        try runCommand("relocate", logLevel: common.logLevel) {
             let from = URL(fileURLWithPath: old)
             let to = URL(fileURLWithPath: new)
             let outcome = try Backends.operations.relocateStore(from: from, to: to, type: type)

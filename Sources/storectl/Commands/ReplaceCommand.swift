@@ -37,7 +37,7 @@ struct ReplaceCommand: ParsableCommand {
     @OptionGroup var common: CommonOptions
 
     func run() throws {
-        try runCommand("replace") {
+        try runCommand("replace", logLevel: common.logLevel) {
             let start = Date()
             let dst = URL(fileURLWithPath: destination)
             let src = URL(fileURLWithPath: with)

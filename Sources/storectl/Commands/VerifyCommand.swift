@@ -39,7 +39,7 @@ struct VerifyCommand: ParsableCommand {
 
     func run() throws {
         var problems: [String] = []
-        try runCommand("verify") {
+        try runCommand("verify", logLevel: common.logLevel) {
             let url = URL(fileURLWithPath: store)
             let backend = try Backends.existing(url, type: type)
             problems = try backend.checkIntegrity(at: url).map { "engine: \($0)" }

@@ -1,10 +1,18 @@
 import ArgumentParser
+import Logging
 
 /// Options every command shares.
 struct CommonOptions: ParsableArguments {
     @Flag(name: [.short, .long], help: "Print nothing but errors: no progress bar, no summary.")
     var quiet = false
+
+    @Option(name: .long, help: ArgumentHelp(
+        "Print the framework's log lines at this level and above on standard error (trace, debug, info, notice, warning, error, critical). Default: the STORECTL_LOG_LEVEL environment variable, else warning.",
+        valueName: "level"))
+    var logLevel: Logger.Level?
 }
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}
 
 /// Options of commands that stream records.
 struct TransferOptions: ParsableArguments {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import StoreAPI
 
 /// A command failed for a reason the message explains completely (exit code 2).
@@ -17,11 +18,13 @@ enum ExitStatus {
 
 /// Runs a command body, turning every error into a message on standard error and exit code 2 (130 when the user
 /// interrupted), instead of ArgumentParser's generic exit code 1, which storectl reserves for "differences found".
-func runCommand(_ name: String, _ body: () throws -> Void) throws {
+/// The framework's log lines go to standard error at `logLevel` (else `STORECTL_LOG_LEVEL`, else warning), never to
+/// standard output, which holds the command's results.
+func runCommand(_ name: String, logLevel: Logger.Level? = nil, _ body: () throws -> Void) throws {
     Interrupt.install()
     FaultGuard.install(command: name)
     do {
-        try body()
+        try withLogger(CommandLogging.logger(command: name, level: logLevel)) { _ in try body() }
     } catch let code as ExitCode {
         throw code
     } catch {
@@ -46,5 +49,26 @@ func message(for error: Error) -> String {
         if let path = e.userInfo[NSFilePathErrorKey] as? String { return "\(path): \(e.localizedDescription)" }
         return e.localizedDescription
     default: return "\(error)"
+    }
+}
+
+/// storectl's logger: swift-log's stream handler on standard error.
+enum CommandLogging {
+    static let environmentVariable = "STORECTL_LOG_LEVEL"
+
+    static func logger(command: String, level: Logger.Level?) throws -> Logger {
+        var resolved = Logger.Level.warning
+        if let level {
+            resolved = level
+        } else if let text = ProcessInfo.processInfo.environment[environmentVariable], !text.isEmpty {
+            guard let fromEnvironment = Logger.Level(rawValue: text.lowercased()) else {
+                throw CommandFailure("\(environmentVariable)=\(text) is not a log level (trace, debug, info, notice, warning, error, critical)")
+            }
+            resolved = fromEnvironment
+        }
+        var logger = Logger(label: "storectl") { label in StreamLogHandler.standardError(label: label) }
+        logger.logLevel = resolved
+        logger[metadataKey: "command"] = .string(command)
+        return logger
     }
 }

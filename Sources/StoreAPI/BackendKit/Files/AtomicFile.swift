@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -135,7 +136,7 @@ import Darwin
         // Taken once: a URL makes its last component anew each time.
         let target = url.lastPathComponent
         for name in stagingNames(in: dir) where stagedName(name, belongsTo: target) {
-            try? FileManager.default.removeItem(at: dir.appendingPathComponent(name))
+            removeLeftover(dir.appendingPathComponent(name))
         }
     }
 
@@ -162,7 +163,20 @@ import Darwin
         guard exactName.hasPrefix(stagingPrefix) else { return }
         let dir = url.deletingLastPathComponent()
         for name in stagingNames(in: dir) where name.hasPrefix(exactName) {
-            try? FileManager.default.removeItem(at: dir.appendingPathComponent(name))
+            removeLeftover(dir.appendingPathComponent(name))
+        }
+    }
+
+    /// Removes one entry an interrupted operation left behind, and says so: a recovery is worth an operator's
+    /// attention (something was killed), though nothing was lost.
+    static func removeLeftover(_ url: URL) {
+        do {
+            try FileManager.default.removeItem(at: url)
+            Logger.current.info("removed staging left by an interrupted operation", metadata: ["path": url.logValue])
+        } catch {
+            Logger.current.debug("could not remove staging left by an interrupted operation", metadata: [
+                "path": url.logValue, "error": "\(error)",
+            ])
         }
     }
 

@@ -11,7 +11,7 @@ extension AtomicFile {
         let dir = url.deletingLastPathComponent()
         let target = url.lastPathComponent  // once, not per name (see removeStaleStaging(near:))
         for name in stagingNames(in: dir) where isNestedStaging(name, of: target) {
-            try? FileManager.default.removeItem(at: dir.appendingPathComponent(name))
+            removeLeftover(dir.appendingPathComponent(name))
         }
     }
 

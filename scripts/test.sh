@@ -14,6 +14,8 @@ if ! swift test --skip-build --parallel --num-workers 2 2>&1 | tee "$log"; then
     grep -E -A6 "^✘ Test .*recorded an issue" "$log" | grep -v "^--$" | cut -c1-600 | head -150 || true
     exit 1
 fi
+# The DocC catalogs cover every public symbol, and DocC resolves every link.
+scripts/check-docs.sh
 if [ -d Examples/JSONStoreBackend ]; then
     (cd Examples/JSONStoreBackend && swift test)
 fi

@@ -2,7 +2,8 @@
 import PackageDescription
 
 // A third-party backend lives in its own package and depends on the framework like any user would: the `StoreAPI`
-// product for the backend protocols, and `StoreConformance` (tests only) for the published suite.
+// product for the backend protocols and the backend kit (`@_spi(BackendKit) import StoreAPI`), and
+// `StoreConformance` (tests only) for the published suite.
 let package = Package(
     name: "JSONStoreBackend",
     platforms: [.macOS(.v14)],

@@ -110,7 +110,7 @@ public struct LMDBStoreBackend: StoreBackend {
 
     // MARK: Opening
 
-    /// Opens (or atomically creates) the store and returns an ``LMDBPersistentStore``. Reads the backend options
+    /// Opens (or atomically creates) the store and returns the LMDB store. Reads the backend options
     /// `lmdb.mapSize`, `lmdb.maxMapSize` and `lmdb.noSubdir`. A description that is not read-only fails with
     /// ``StoreError/readOnly(_:reason:)`` when the files cannot be written.
     public func open(at url: URL?, options: StoreOptions, creating: StoreMetadata?) throws -> any PersistentStore {

@@ -24,7 +24,7 @@ public final class StoreCoordinator: Sendable {
     /// Changes whenever a store is added, removed or swapped.
     var storesGeneration: Int { generation.load(ordering: .acquiring) }
 
-    /// Where the coordinator logs (see <doc:Logging>): `nil` logs to swift-log's task-local `Logger.current`.
+    /// Where the coordinator logs (see <doc:OperationLogging>): `nil` logs to swift-log's task-local `Logger.current`.
     public let logger: Logger?
 
     /// Creates a coordinator for `schema` that finds backends in `registry` and logs to `logger` (by default to the

@@ -11,7 +11,7 @@ public struct StoreOperations: Sendable {
     /// Where backends are looked up.
     public let registry: BackendRegistry
 
-    /// Where the operations log (see <doc:Logging>): `nil` logs to swift-log's task-local `Logger.current`.
+    /// Where the operations log (see <doc:OperationLogging>): `nil` logs to swift-log's task-local `Logger.current`.
     public let logger: Logger?
 
     /// Creates the operations over `registry`, logging to `logger` (by default to the caller's `Logger.current`).

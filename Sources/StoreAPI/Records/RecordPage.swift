@@ -8,7 +8,7 @@ import Foundation
 /// ``Entity/attributes``) and its relationship values (aligned with ``Entity/relationships``). It is built in two
 /// passes, as a store reading rows first and related keys afterwards needs: every record's values with
 /// ``beginRecord(primaryKey:globalID:)``, the `append…` value methods and ``endValues()``; then every record's
-/// relationships, in the same record order, with ``appendToOne(_:)`` / ``appendToMany(_:)`` and ``endLinks()``.
+/// relationships, in the same record order, with ``appendToOne(_:)`` / ``appendToMany(_:)-([Int64])`` and ``endLinks()``.
 ///
 /// ## Value form
 /// Each value is a tag byte (``Tag``) and a payload: integers as zig-zag varints; doubles, dates (their

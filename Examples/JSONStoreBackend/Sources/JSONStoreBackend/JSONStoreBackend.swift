@@ -1,5 +1,5 @@
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 
 /// The JSON store type (`json`): a whole store as one JSON document — Core Data's binary store, but JSON.
 ///
@@ -57,7 +57,9 @@ public struct JSONStoreBackend: AtomicStoreBackend {
         // and `.foreign` only changes the wording of an error.
         if info.st_size <= JSONStoreFormat.sniffParseBytes {
             let rest = (try? handle.readToEnd()).flatMap { $0 } ?? Data()  // nil at the end of the file
-            guard (try? JSONSerialization.jsonObject(with: prefix + rest)) != nil else { return .none }
+            // The kit's strict parser: it never raises (JSONSerialization does on Apple platforms for some input)
+            // and limits nesting, so a hostile file cannot exhaust the stack.
+            guard (try? JSONParser.parse([UInt8](prefix + rest)[...])) != nil else { return .none }
         }
         return .foreign("JSON document, but not a store")
     }

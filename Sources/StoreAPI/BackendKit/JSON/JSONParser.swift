@@ -11,7 +11,8 @@ import Foundation
 /// Rejects trailing garbage, invalid UTF-8, control characters in strings, duplicate keys, and nesting deeper than
 /// ``maxDepth`` (so hostile input cannot exhaust the stack).
 @_spi(BackendKit) public struct JSONParser {
-    static let maxDepth = 256
+    /// The deepest nesting of arrays and objects a document may have.
+    public static let maxDepth = 256
 
     private let bytes: UnsafeBufferPointer<UInt8>
     private var i = 0

@@ -3,8 +3,8 @@
 #
 # On Linux that is one static executable: the Swift runtime, Foundation, SQLite, LMDB and libxml2 (with the ICU,
 # zlib and liblzma it needs) linked in, nothing loaded at start. Linked against the shared libraries, every run
-# first had the dynamic loader map eleven of them and apply ~90 000 relocations: `storectl --version` took 4.4–5.0 ms
-# of CPU and 667 page faults, static 1.8–2.5 ms and 250 (perf stat and callgrind; see the README's Benchmarks).
+# first had the dynamic loader map them and apply their relocations, which cost more than many short commands'
+# work (the README's Benchmarks section has the figures).
 # Elsewhere (macOS, where static executables are not supported) the release build with the runtime linked in.
 #
 # Usage: scripts/build-storectl.sh [extra swift build options]   — the binary's path is the last line printed.

@@ -6,8 +6,7 @@ import Foundation
 /// minutes (a shared one does, by a third and more) moves both sides of a ratio alike.
 enum ConvertSection {
     /// The target: convert within 1.5× of reference read + write, for stores of 10⁶ records (the size it is set for;
-    /// smaller conversions show their ratio without a target — at 10⁴ a conversion is ~50 ms, storectl's start-up
-    /// ~4 ms of it).
+    /// smaller conversions show their ratio without a target, since storectl's start-up is a large part of them).
     static let maxRatio = 1.5
     static let targetRecords = 1_000_000
     /// The target: peak RSS of a conversion at most 100 MB.

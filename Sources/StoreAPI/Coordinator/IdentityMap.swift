@@ -5,8 +5,7 @@ import Foundation
 ///
 /// Why not a `Dictionary<ObjectKey, …>`: every insert registers an object and every object that goes away
 /// unregisters itself, and hashing a key with SipHash, comparing its hierarchy's name and its store's UUID, and
-/// deleting from a Swift dictionary cost about 2 000 instructions per object — an eighth of an insert through a
-/// context. Here a key space is a small number given once per store and hierarchy, and keys are found by
+/// deleting from a Swift dictionary was a large share of an insert through a context. Here a key space is a small number given once per store and hierarchy, and keys are found by
 /// Fibonacci hashing of the primary key into an open-addressed table with linear probing (primary keys are
 /// mostly consecutive, which that spreads evenly). Deleting shifts later entries of a probe run back, so the table
 /// needs no tombstones.

@@ -35,8 +35,8 @@ public final class ManagedObject: CustomStringConvertible {
     public let loadedStore: LoadedStore
     // The mutable state below is only touched by the object's context, which is used from one thread at a time
     // (its documented contract) and never reenters an access to it. The runtime's check that two accesses do not
-    // overlap cost about 80 instructions per access, eight times per inserted and saved object: it is off for
-    // these properties (`@exclusivity(unchecked)`); the compiler's static checks still apply.
+    // overlap runs on every access, several times per inserted and saved object: it is off for these properties
+    // (`@exclusivity(unchecked)`); the compiler's static checks still apply.
 
     /// The object's state in its context.
     @exclusivity(unchecked) public internal(set) var state: State

@@ -10,8 +10,8 @@ import Darwin
 /// Random (version 4) UUIDs for new records' global identifiers, drawn from a buffer of system randomness.
 ///
 /// Why not `UUID()`: on Linux, Foundation's `UUID()` opens, reads and closes `/dev/urandom` for every identifier
-/// (about 3 µs, more than the rest of a context insert), and `SystemRandomNumberGenerator` makes one `getrandom`
-/// call per 8 bytes. Reading 4 KiB at a time serves 256 identifiers per system call. The bytes come from the same
+/// (more than the rest of a context insert costs), and `SystemRandomNumberGenerator` makes one `getrandom` call per
+/// 8 bytes. Reading 4 KiB at a time serves 256 identifiers per system call. The bytes come from the same
 /// kernel source, so the identifiers are as unpredictable as `UUID()`'s.
 ///
 /// Not thread-safe: each owner (a ``StoreContext``, an importer) keeps its own. A process that forks while holding

@@ -59,8 +59,7 @@ enum Console {
     }
 
     /// `value` rounded to `places` decimals (to the nearest, halves away from zero), as `%.Nf` shows it, without
-    /// Foundation's `String(format:)`: its first call in a process costs 1–1.5 M instructions, a noticeable part of
-    /// a short run.
+    /// Foundation's `String(format:)`, whose first call in a process is a noticeable part of a short run.
     static func fixed(_ value: Double, places: Int) -> String {
         var scale: Int64 = 1
         for _ in 0..<places { scale *= 10 }

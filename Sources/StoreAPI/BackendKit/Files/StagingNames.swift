@@ -10,8 +10,8 @@ extension AtomicFile {
     /// `readdir`: a name becomes a Swift string only when its bytes start with the prefix.
     ///
     /// Every store operation looks for leftovers beside its destination, and destinations are often directories of
-    /// many files (a folder of backups, a home directory). Listing one with FileManager made a string of every
-    /// name: 3.7 k instructions per entry, most of a short `storectl copy` into a directory of 600 files.
+    /// many files (a folder of backups, a home directory). Listing one with FileManager makes a string of every
+    /// name, which dominated a short `storectl copy` into such a directory.
     static func stagingNames(in directory: URL) -> [String] {
         guard let dir = opendir(directory.path) else { return [] }
         defer { closedir(dir) }

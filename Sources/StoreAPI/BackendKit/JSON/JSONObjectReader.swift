@@ -21,8 +21,8 @@ struct JSONShapeError: Error, CustomStringConvertible {
 /// Typed reads of one parsed JSON object (see ``JSONParser``) for the readers of the framework's own JSON forms —
 /// the schema and the store metadata every open decodes.
 ///
-/// Those forms were read with `JSONDecoder`, whose first use in a process instantiates Codable's generic machinery:
-/// ~4 M instructions to decode a 2 KB metadata document, more than copying a 10⁴-record store took. The rules are
+/// Those forms were read with `JSONDecoder`, whose first use in a process instantiates Codable's generic machinery,
+/// which cost more than the rest of opening a store (storebench's open section shows the open). The rules are
 /// `JSONDecoder`'s: an absent key and `null` are the same for optional values, whole numbers written with a
 /// fraction or exponent (`2.0`, `1e3`) are integers, unknown keys are ignored.
 struct JSONObjectReader {

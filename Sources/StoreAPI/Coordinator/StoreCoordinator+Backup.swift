@@ -15,8 +15,11 @@ public struct BackupInfo: Sendable, Hashable {
 
     /// The metadata keys a backup's stamp is kept under.
     public enum Key {
+        /// When the backup was taken (ISO 8601).
         public static let date = "storeapi.backup.date"
+        /// The label the caller gave, if any.
         public static let label = "storeapi.backup.label"
+        /// The UUID of the store the backup was taken from.
         public static let source = "storeapi.backup.sourceUUID"
         static let all = [date, label, source]
     }

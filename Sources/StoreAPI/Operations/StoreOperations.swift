@@ -20,7 +20,6 @@ public struct StoreOperations: Sendable {
         self.logger = logger
     }
 
-    /// The backend of the store at `url`: the one named by `type`, checked by sniffing, or the sniffed one.
     /// Checks that a new store can be placed at `url`: the folder that will hold it exists and is writable.
     ///
     /// Every operation that creates a store makes this check before it writes anything; a tool that builds a store
@@ -31,6 +30,7 @@ public struct StoreOperations: Sendable {
         try AtomicFile.checkDirectory(of: url)
     }
 
+    /// The backend of the store at `url`: the one named by `type`, checked by sniffing, or the sniffed one.
     public func backend(ofStoreAt url: URL, type: String? = nil) throws -> any StoreBackend {
         guard let type else { return try registry.detectBackend(at: url) }
         let backend = try registry.backend(for: type)

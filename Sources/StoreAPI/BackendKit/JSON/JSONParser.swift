@@ -3,7 +3,9 @@ import Foundation
 /// Why a document (an NDJSON line, stored metadata, a schema file) is not valid JSON, and where: the 0-based byte
 /// offset in it.
 @_spi(BackendKit) public struct JSONSyntaxError: Error {
+    /// What is wrong, in a few words.
     public let message: String
+    /// Where: the 0-based byte offset in the document.
     public let offset: Int
 }
 
@@ -21,6 +23,7 @@ import Foundation
         self.bytes = bytes
     }
 
+    /// Parses `bytes` as one JSON document (UTF-8, surrounding whitespace allowed, nothing after the value).
     public static func parse(_ bytes: ArraySlice<UInt8>) throws(JSONSyntaxError) -> JSONValue {
         let result: Result<JSONValue, JSONSyntaxError> = bytes.withUnsafeBufferPointer { buffer in
             var parser = JSONParser(buffer)

@@ -38,6 +38,7 @@
     /// Set once an element has more than ``limit`` attributes; the line is where that element's attribute was.
     public private(set) var tooManyAttributes = false
 
+    /// A guard at the start of a document.
     public init() {}
 
     /// Scans the next bytes. Returns `false` (and stays failed) once an element has too many attributes.

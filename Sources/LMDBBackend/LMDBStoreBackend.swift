@@ -60,10 +60,10 @@ public struct LMDBStoreBackend: StoreBackend {
     /// our metadata (or a damaged one); ``SniffResult/none`` otherwise. Reads the meta pages as bytes first and opens
     /// an environment read-only, without creating a lock file where there is none.
     public func sniff(_ url: URL) -> SniffResult {
-        switch StoreInspector.inspect(url) {
+        switch LMDBStoreInspector.inspect(url) {
         case .missing, .directoryWithoutStore, .notLMDB, .unreadable: return .none
         case .damaged(_, let why): return .foreign("damaged LMDB environment (\(why))")
-        case .foreign: return .foreign(StoreInspector.foreignDescription)
+        case .foreign: return .foreign(LMDBStoreInspector.foreignDescription)
         case .store: return .store
         }
     }
@@ -80,7 +80,7 @@ public struct LMDBStoreBackend: StoreBackend {
             }
         }
         var files = [location.dataFile, location.lockFile].filter { FileProbe.exists($0) }
-        if location.isDirectory, case .store(_, _, let info) = StoreInspector.inspect(url), info.createdDirectory {
+        if location.isDirectory, case .store(_, _, let info) = LMDBStoreInspector.inspect(url), info.createdDirectory {
             files.append(location.url)
         }
         return files
@@ -88,18 +88,18 @@ public struct LMDBStoreBackend: StoreBackend {
 
     /// Reads the metadata in one read-only transaction, without opening the store for records.
     public func readMetadata(at url: URL) throws -> StoreMetadata {
-        let inspection = StoreInspector.inspect(url)
+        let inspection = LMDBStoreInspector.inspect(url)
         guard case .store(let location, _, let info) = inspection else {
-            throw StoreInspector.refusal(inspection, url: url) ?? StoreError.storeNotFound(url)
+            throw LMDBStoreInspector.refusal(inspection, url: url) ?? StoreError.storeNotFound(url)
         }
-        return try StoreInspector.metadata(of: info, location: location)
+        return try LMDBStoreInspector.metadata(of: info, location: location)
     }
 
     /// Replaces the metadata in one write transaction (also seen at once by stores open on the files in this
     /// process). Never creates a store.
     public func writeMetadata(_ metadata: StoreMetadata, at url: URL) throws {
         let options = StoreOptions(createIfMissing: false)
-        let opened = try StoreOpener.acquire(url, options: options, creating: nil)
+        let opened = try LMDBStoreOpener.acquire(url, options: options, creating: nil)
         // The store takes over the environment reference and gives it back on close.
         let store = LMDBPersistentStore(
             url: url, env: opened.environment, layout: opened.layout, readOnly: opened.environment.isReadOnly, timeout: options.timeout)
@@ -115,7 +115,7 @@ public struct LMDBStoreBackend: StoreBackend {
     /// ``StoreError/readOnly(_:reason:)`` when the files cannot be written.
     public func open(at url: URL?, options: StoreOptions, creating: StoreMetadata?) throws -> any PersistentStore {
         guard let url else { throw StoreError.unsupported("an LMDB store needs a URL (use the in-memory backend for anonymous stores)") }
-        let opened = try StoreOpener.acquire(url, options: options, creating: creating)
+        let opened = try LMDBStoreOpener.acquire(url, options: options, creating: creating)
         let env = opened.environment
         if env.isReadOnly && !options.isReadOnly {
             EnvironmentRegistry.release(env)
@@ -131,13 +131,13 @@ public struct LMDBStoreBackend: StoreBackend {
     /// interrupted destroy leaves staging that the next operation near the path removes). Refuses non-stores, and
     /// stores open in this process or another (``StoreError/locked(_:reason:)``).
     public func destroyStore(at url: URL) throws {
-        try StoreFiles.destroy(url)
+        try LMDBStoreFiles.destroy(url)
     }
 
     /// Copies with `mdb_env_copyfd2` and compaction into a staging path, fsyncs and renames it into place; works
     /// while writers keep going. A destination ending in `.mdb` gets the file form, any other the directory form.
     public func copyStore(from source: URL, to destination: URL) throws {
-        try StoreFiles.copy(from: source, to: destination)
+        try LMDBStoreFiles.copy(from: source, to: destination)
     }
 
     /// Decodes every record, index entry and history transaction and checks that they agree; returns the problems.

@@ -14,7 +14,7 @@ extension SQLiteStoreBackend {
     /// Connections in a rollback journal mode hold no lock between transactions and are not seen; nor can a file
     /// that cannot be opened for writing be probed (`false` then: destroying or replacing it fails anyway).
     public func isInUse(at url: URL) throws -> Bool {
-        guard case .sqlite(let applicationID, _) = DatabaseHeader.read(url), applicationID == StoreLayout.applicationID,
+        guard case .sqlite(let applicationID, _) = SQLiteHeader.read(url), applicationID == SQLiteLayout.applicationID,
               let file = VFSFile(url, readWrite: true), file.isWritable
         else { return false }
         defer { file.unlock(SQLITE_LOCK_NONE) }

@@ -8,7 +8,7 @@ import Darwin
 #endif
 
 /// The SQLite backend (`sqlite`): an incremental store with a real relational layout — one table per entity
-/// hierarchy, typed columns, foreign keys, join tables and indexes (see `StoreLayout.swift` for the layout).
+/// hierarchy, typed columns, foreign keys, join tables and indexes (see `SQLiteLayout.swift` for the layout).
 ///
 /// Options read from ``StoreOptions/backend``:
 /// - `sqlite.journal_mode`: `WAL` (default), `DELETE`, `TRUNCATE`, `PERSIST` or `MEMORY`.
@@ -46,7 +46,7 @@ public struct SQLiteStoreBackend: StoreBackend {
     /// Reads the 100-byte file header with plain file I/O (SQLite never opens the file): the magic tells an SQLite
     /// database, the application ID one of ours.
     public func sniff(_ url: URL) -> SniffResult {
-        switch DatabaseHeader.read(url) {
+        switch SQLiteHeader.read(url) {
         case .missing, .directory, .unreadable, .empty, .notSQLite:
             return .none
         case .truncated:
@@ -54,7 +54,7 @@ public struct SQLiteStoreBackend: StoreBackend {
         case .damaged:
             return .foreign("SQLite database, but its header is damaged")
         case .sqlite(let applicationID, _):
-            if applicationID == StoreLayout.applicationID { return .store }
+            if applicationID == SQLiteLayout.applicationID { return .store }
             return .foreign(
                 "SQLite database, but not a store (no StoreAPI application id; application id is \(applicationID))")
         }
@@ -75,7 +75,7 @@ public struct SQLiteStoreBackend: StoreBackend {
 
     /// Throws the typed error for anything at `url` that is not a store of this backend.
     func requireStore(_ url: URL) throws {
-        switch DatabaseHeader.read(url) {
+        switch SQLiteHeader.read(url) {
         case .missing:
             throw StoreError.storeNotFound(url)
         case .directory:
@@ -91,14 +91,14 @@ public struct SQLiteStoreBackend: StoreBackend {
         case .damaged:
             throw StoreError.corruptStore(url, reason: "the SQLite header is damaged (impossible page size or payload fractions)")
         case .sqlite(let applicationID, let version):
-            guard applicationID == StoreLayout.applicationID else {
+            guard applicationID == SQLiteLayout.applicationID else {
                 throw StoreError.wrongStoreType(
                     url, expected: typeIdentifier,
                     found: "SQLite database, but not a store (no StoreAPI application id)")
             }
-            guard version <= StoreLayout.layoutVersion else {
+            guard version <= SQLiteLayout.layoutVersion else {
                 throw StoreError.unsupported(
-                    "\(url.path): SQLite store layout version \(version) (this version reads up to \(StoreLayout.layoutVersion))")
+                    "\(url.path): SQLite store layout version \(version) (this version reads up to \(SQLiteLayout.layoutVersion))")
             }
         }
     }
@@ -110,7 +110,7 @@ public struct SQLiteStoreBackend: StoreBackend {
         try requireStore(url)
         return try withReadConnection(url) { c in
             try requireMetadataTable(c)
-            return try StoreMetadata.decode(SQLiteStore.readMetadataJSON(c), url: url)
+            return try StoreMetadata.decode(SQLitePersistentStore.readMetadataJSON(c), url: url)
         }
     }
 
@@ -125,9 +125,9 @@ public struct SQLiteStoreBackend: StoreBackend {
         }
         try requireMetadataTable(c)
         try c.transaction(write: true) {
-            let current = try StoreMetadata.decode(SQLiteStore.readMetadataJSON(c), url: url)
-            try checkLayoutCompatible(metadata, url: url, current: StoreLayout(schema: current.schema))
-            try SQLiteStore.writeMetadataJSON(metadata.encoded(), c)
+            let current = try StoreMetadata.decode(SQLitePersistentStore.readMetadataJSON(c), url: url)
+            try checkLayoutCompatible(metadata, url: url, current: SQLiteLayout(schema: current.schema))
+            try SQLitePersistentStore.writeMetadataJSON(metadata.encoded(), c)
         }
     }
 
@@ -183,7 +183,7 @@ public struct SQLiteStoreBackend: StoreBackend {
 
     func requireMetadataTable(_ c: SQLiteConnection) throws {
         let n = try c.withStatement("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?") { s in
-            try s.bind(1, StoreLayout.metadataTable)
+            try s.bind(1, SQLiteLayout.metadataTable)
             return try s.step() ? s.int64(0) : 0
         }
         guard n == 1 else { throw StoreError.corruptStore(c.url, reason: "the metadata table is missing") }
@@ -196,12 +196,12 @@ public struct SQLiteStoreBackend: StoreBackend {
     public func open(at url: URL?, options: StoreOptions, creating: StoreMetadata?) throws -> any PersistentStore {
         guard let url else { throw StoreError.unsupported("an SQLite store without a file URL") }
         let settings = try ConnectionSettings(options)
-        if DatabaseHeader.read(url) == .missing {
+        if SQLiteHeader.read(url) == .missing {
             guard let creating, options.createIfMissing else { throw StoreError.storeNotFound(url) }
             guard !options.isReadOnly else {
                 throw StoreError.readOnly(url, reason: "no store exists, and a read-only open does not create one")
             }
-            let created = try StoreCreator(url: url).create(creating)
+            let created = try SQLiteStoreCreator(url: url).create(creating)
             do {
                 return try openExisting(url, options: options, settings: settings)
             } catch {
@@ -214,7 +214,7 @@ public struct SQLiteStoreBackend: StoreBackend {
         return try openExisting(url, options: options, settings: settings)
     }
 
-    private func openExisting(_ url: URL, options: StoreOptions, settings: ConnectionSettings) throws -> SQLiteStore {
+    private func openExisting(_ url: URL, options: StoreOptions, settings: ConnectionSettings) throws -> SQLitePersistentStore {
         try requireStore(url)
         let hadSidecars = Self.hasWALSidecars(url)
         let c = options.isReadOnly
@@ -226,15 +226,15 @@ public struct SQLiteStoreBackend: StoreBackend {
             }
             // Check everything before the first write (the journal mode switch), so a damaged file is not touched.
             try requireMetadataTable(c)
-            let json = try SQLiteStore.readMetadataJSON(c)
+            let json = try SQLitePersistentStore.readMetadataJSON(c)
             let metadata = try StoreMetadata.decode(json, url: url)
-            let layout = StoreLayout(schema: metadata.schema)
-            let problems = try LayoutVerifier.problems(c, layout)
+            let layout = SQLiteLayout(schema: metadata.schema)
+            let problems = try SQLiteLayoutVerifier.problems(c, layout)
             guard problems.isEmpty else {
                 throw StoreError.corruptStore(url, reason: problems.joined(separator: "; "))
             }
             if !options.isReadOnly { try settings.apply(to: c) }
-            let store = SQLiteStore(
+            let store = SQLitePersistentStore(
                 url: url, connection: c, metadata: metadata, metadataJSON: json, layout: layout,
                 cleansSidecarsOnClose: options.isReadOnly && !hadSidecars)
             OpenStores.register(store)
@@ -293,7 +293,7 @@ public struct SQLiteStoreBackend: StoreBackend {
             guard FileManager.default.fileExists(atPath: source.path) else { throw StoreError.storeNotFound(source) }
             throw StoreError.wrongStoreType(source, expected: typeIdentifier, found: "a file of another kind")
         }
-        try StoreCopier(source: source, destination: destination).copy()
+        try SQLiteStoreCopier(source: source, destination: destination).copy()
     }
 
     /// `PRAGMA integrity_check` and `PRAGMA foreign_key_check`, plus the metadata and the tables its layout needs.
@@ -314,8 +314,8 @@ public struct SQLiteStoreBackend: StoreBackend {
         }
         do {
             try requireMetadataTable(c)
-            let metadata = try StoreMetadata.decode(SQLiteStore.readMetadataJSON(c), url: url)
-            problems += try LayoutVerifier.problems(c, StoreLayout(schema: metadata.schema))
+            let metadata = try StoreMetadata.decode(SQLitePersistentStore.readMetadataJSON(c), url: url)
+            problems += try SQLiteLayoutVerifier.problems(c, SQLiteLayout(schema: metadata.schema))
         } catch let error as StoreError {
             if case .corruptStore(_, let reason) = error { return problems + [reason] }
             throw error

@@ -78,7 +78,7 @@ import Testing
 
     @Test func equalityOnUniqueAttributesIsPlannedOnTheIndex() throws {
         let schema = try LMDBFixture.schema()
-        let layout = try StoreLayout(metadata: LMDBFixture.metadata(schema), existingIDs: [:])
+        let layout = try LMDBLayout(metadata: LMDBFixture.metadata(schema), existingIDs: [:])
         let work = try schema.requireEntity("Work")
         let novel = try schema.requireEntity("Novel")
         let author = try schema.requireEntity("Author")

@@ -149,7 +149,7 @@ import Testing
 
     @Test func translationCoversWhatItShould() throws {
         let schema = try Fixture.schema()
-        let layout = StoreLayout(schema: schema)
+        let layout = SQLiteLayout(schema: schema)
         let book = try #require(schema.entity(named: "Book"))
         for p in Self.translatable {
             var q = QueryTranslator(layout: layout)
@@ -256,7 +256,7 @@ import Testing
         let huge: FetchPredicate = .comparison(Self.kp("pages"), .in, .list((0..<40_000).map { .integer64(Int64($0)) }), [])
         let deep: FetchPredicate = .or((0..<1_500).map { Self.cmp("self", .equal, .integer64(Int64($0 * 3))) })
         let wide: FetchPredicate = .comparison(Self.kp("title"), .in, .list([nil] + (0..<2_000).map { .string("Al\($0 % 50 == 0 ? "" : "x\($0)")") }), [])
-        let layout = StoreLayout(schema: schema)
+        let layout = SQLiteLayout(schema: schema)
         let book = try #require(schema.entity(named: "Book"))
         var q = QueryTranslator(layout: layout)
         #expect(q.translateWithinLimits(wide, entity: book) != nil, "a long IN list is one SQL IN")

@@ -176,7 +176,7 @@ import Testing
         #expect(try store.count(FetchRequest(entity: "Person", includesSubentities: false)) == 1)
 
         // The siblings' same-named `rank` attributes (Int16 and String) live in separate columns.
-        let layout = StoreLayout(schema: schema)
+        let layout = SQLiteLayout(schema: schema)
         let columns = try #require(layout.tables["Person"]).columns.map(\.name)
         #expect(columns.contains("rank") && columns.contains("rank.Reader"), "\(columns)")
         let ranks = try store.fetch(FetchRequest(entity: "Person")).compactMap { r -> StoreValue? in
@@ -186,7 +186,7 @@ import Testing
     }
 
     @Test func layoutStoresEachRelationshipOnce() throws {
-        let layout = StoreLayout(schema: try Fixture.schema())
+        let layout = SQLiteLayout(schema: try Fixture.schema())
         let tables = layout.joinTables.map(\.name).sorted()
         // Book.tags/Tag.books share one table; Book.related, Reader.favorites and the self-inverse Person.friends
         // each have their own; Author.books, Book.chapters and Person.mentees are derived from foreign keys, and

@@ -13,7 +13,7 @@ import Synchronization
 enum EnvironmentRegistry {
     /// The open environments. A process has a handful open at once, so a list searched by identity serves; a
     /// dictionary keyed by ``FileIdentity`` would cost every process a first-use conformance scan (see
-    /// `StoreLayout.entitiesByID`).
+    /// `LMDBLayout.entitiesByID`).
     private static let table = Mutex<[LMDBEnvironment]>([])
 
     /// The registered environment for `identity`, with a reference taken, or the result of `open` registered with

@@ -37,7 +37,7 @@ final class LMDBEnvironment: @unchecked Sendable {
     private let writerLock = NSLock()
     private let databaseOpenLock = NSLock()
     private let databases = Mutex<[String: MDB_dbi]>([:])
-    private let currentLayout = Mutex<StoreLayout?>(nil)
+    private let currentLayout = Mutex<LMDBLayout?>(nil)
     /// Map bytes touched since the resident pages were last released (see ``releaseResidentPages(after:)``).
     private let touchedSinceRelease = Atomic<Int>(0)
     /// Where this environment's map is, once found (see ``ownMapping()``); cleared whenever liblmdb maps the file
@@ -117,9 +117,9 @@ final class LMDBEnvironment: @unchecked Sendable {
     // MARK: Layout
 
     /// The layout of the store's current metadata, shared by every store open on the environment.
-    var layout: StoreLayout? { currentLayout.withLock { $0 } }
+    var layout: LMDBLayout? { currentLayout.withLock { $0 } }
 
-    func setLayout(_ layout: StoreLayout) { currentLayout.withLock { $0 = layout } }
+    func setLayout(_ layout: LMDBLayout) { currentLayout.withLock { $0 = layout } }
 
     // MARK: Databases
 

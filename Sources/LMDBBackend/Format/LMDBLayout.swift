@@ -59,7 +59,7 @@ struct UniqueIndex: Sendable, Hashable {
 
 /// What reading and writing one entity's records needs, looked up once per run of records of the entity (a class,
 /// so passing it around costs one reference count, not one per field).
-final class EntityInfo: Sendable {
+final class LMDBEntityInfo: Sendable {
     let entity: Entity
     /// The entity's ID in record values and global-ID entries.
     let id: UInt32
@@ -71,7 +71,7 @@ final class EntityInfo: Sendable {
     let attributeTypes: [AttributeType]
     /// Whether each stored relationship is to-many, aligned with ``Entity/relationships``.
     let toMany: [Bool]
-    /// The value tags each attribute accepts (bit `1 << tag`, see ``ValueCodec/acceptedTags(_:)``), aligned with
+    /// The value tags each attribute accepts (bit `1 << tag`, see ``LMDBValueCodec/acceptedTags(_:)``), aligned with
     /// ``Entity/attributes``: the save checks values by the tag it writes anyway.
     let acceptedTags: [UInt16]
     /// Records of an abstract entity cannot be saved.
@@ -84,14 +84,14 @@ final class EntityInfo: Sendable {
         self.indexes = indexes
         self.attributeTypes = entity.attributes.map(\.type)
         self.toMany = entity.relationships.map(\.isToMany)
-        self.acceptedTags = entity.attributes.map { ValueCodec.acceptedTags($0.type) }
+        self.acceptedTags = entity.attributes.map { LMDBValueCodec.acceptedTags($0.type) }
         self.isAbstract = entity.isAbstract
     }
 }
 
 /// Everything derived from a store's metadata that reading and writing records needs: entity IDs, database names,
 /// and which uniqueness indexes apply to which entity. Immutable and shared by every store open on the files.
-final class StoreLayout: Sendable {
+final class LMDBLayout: Sendable {
     let metadata: StoreMetadata
     let metadataJSON: [UInt8]
     let entityIDs: [String: UInt32]
@@ -104,7 +104,7 @@ final class StoreLayout: Sendable {
     let indexesByEntity: [String: [UniqueIndex]]
     /// Every uniqueness index.
     let indexes: [UniqueIndex]
-    private let infoByName: [String: EntityInfo]
+    private let infoByName: [String: LMDBEntityInfo]
 
     var schema: Schema { metadata.schema }
 
@@ -140,16 +140,16 @@ final class StoreLayout: Sendable {
         }
         indexes = all
         indexesByEntity = byEntity
-        var infos: [String: EntityInfo] = [:]
+        var infos: [String: LMDBEntityInfo] = [:]
         for e in metadata.schema.entities {
             guard let id = ids[e.name] else { continue }
-            infos[e.name] = EntityInfo(entity: e, id: id, recordsDatabase: DatabaseName.records(e.rootName), indexes: byEntity[e.name] ?? [])
+            infos[e.name] = LMDBEntityInfo(entity: e, id: id, recordsDatabase: DatabaseName.records(e.rootName), indexes: byEntity[e.name] ?? [])
         }
         infoByName = infos
     }
 
     /// The facts of entity `name`, or ``StoreError/unknownEntity(_:)``.
-    func info(_ name: String) throws -> EntityInfo {
+    func info(_ name: String) throws -> LMDBEntityInfo {
         guard let info = infoByName[name] else { throw StoreError.unknownEntity(name) }
         return info
     }

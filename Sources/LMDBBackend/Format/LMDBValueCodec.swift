@@ -18,7 +18,7 @@ import Foundation
 /// | 13 | URI | length + UTF-8 of `absoluteString` |
 ///
 /// The same form, concatenated, is the key of a uniqueness index, so equal stored values give equal keys.
-enum ValueCodec {
+enum LMDBValueCodec {
     enum Tag: UInt8 {
         case null = 0, integer16, integer32, integer64, decimal, double, float, string, boolFalse, boolTrue, date,
             binary, uuid, uri
@@ -136,7 +136,7 @@ enum ValueCodec {
 
 extension RawWriter {
     /// Writes a tag that is the whole value and returns it.
-    @inline(__always) fileprivate mutating func tagged(_ tag: ValueCodec.Tag) -> UInt8 {
+    @inline(__always) fileprivate mutating func tagged(_ tag: LMDBValueCodec.Tag) -> UInt8 {
         byte(tag.rawValue)
         return tag.rawValue
     }

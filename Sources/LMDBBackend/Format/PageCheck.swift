@@ -30,7 +30,7 @@ struct PageCheck {
     /// Checks the main tree rooted at `root` and the root page of every named database in it.
     func checkMainTree(root: UInt64) -> String? {
         guard root != LMDBHeader.invalidPage else { return nil }
-        var visited: Set<Int> = []  // page numbers; `Int`, not `UInt64`, for the reason given at StoreLayout.entitiesByID
+        var visited: Set<Int> = []  // page numbers; `Int`, not `UInt64`, for the reason given at LMDBLayout.entitiesByID
         var namedRoots: [UInt64] = []
         do {
             try walk(root, depth: 0, visited: &visited) { page, node, offset in

@@ -42,11 +42,11 @@ extension RecordCodec {
         page.endLinks()
     }
 
-    /// Checks one stored value as ``ValueCodec/decode(from:)`` does and appends it.
+    /// Checks one stored value as ``LMDBValueCodec/decode(from:)`` does and appends it.
     private static func appendValue(_ r: inout ByteReader, to page: inout RecordPage) throws {
         let start = r.offset
         let raw = try r.byte()
-        guard let tag = ValueCodec.Tag(rawValue: raw) else { throw ByteReader.Malformed(reason: "unknown value tag \(raw)") }
+        guard let tag = LMDBValueCodec.Tag(rawValue: raw) else { throw ByteReader.Malformed(reason: "unknown value tag \(raw)") }
         switch tag {
         case .null, .boolFalse, .boolTrue: break
         case .integer16:

@@ -5,9 +5,9 @@ import Foundation
 ///
 /// ```
 /// u8      record format version (1)
-/// varint  entity ID (see StoreLayout.entityIDs)
+/// varint  entity ID (see LMDBLayout.entityIDs)
 /// 16      global ID
-/// varint  attribute count, then each value in ValueCodec form, aligned with Entity.attributes
+/// varint  attribute count, then each value in LMDBValueCodec form, aligned with Entity.attributes
 /// varint  relationship count, then each: 0 = to-one nil · 1 = to-one + zig-zag key · 2 = to-many + count + keys
 /// ```
 ///
@@ -21,7 +21,7 @@ enum RecordCodec {
     ///
     /// The record is read in place through `record`, so a bulk save does not copy (and reference-count) every
     /// record it writes.
-    static func encode(_ record: UnsafePointer<Record>, _ info: EntityInfo, into w: inout RawWriter) -> Bool {
+    static func encode(_ record: UnsafePointer<Record>, _ info: LMDBEntityInfo, into w: inout RawWriter) -> Bool {
         w.byte(version)
         w.varint(UInt64(info.id))
         w.uuid(record.pointee.globalID)
@@ -31,7 +31,7 @@ enum RecordCodec {
                 w.varint(UInt64(values.count))
                 var fits = true
                 for i in values.indices {
-                    let tag = ValueCodec.encode(values[i], into: &w)
+                    let tag = LMDBValueCodec.encode(values[i], into: &w)
                     fits = fits && accepted[i] & (1 << UInt16(tag)) != 0
                 }
                 return fits
@@ -54,9 +54,9 @@ enum RecordCodec {
     }
 
     /// Writes a record whose attribute values and relationship values are already in their stored form — a
-    /// ``RecordPage``'s, whose value form is this codec's (``ValueCodec``) by design. The caller has checked them.
+    /// ``RecordPage``'s, whose value form is this codec's (``LMDBValueCodec``) by design. The caller has checked them.
     static func encode(
-        globalID: UUID, _ info: EntityInfo, values: UnsafeRawBufferPointer, links: UnsafeRawBufferPointer,
+        globalID: UUID, _ info: LMDBEntityInfo, values: UnsafeRawBufferPointer, links: UnsafeRawBufferPointer,
         into w: inout RawWriter
     ) {
         w.byte(version)
@@ -76,7 +76,7 @@ enum RecordCodec {
     }
 
     /// Decodes a stored record. Throws ``ByteReader/Malformed`` naming what is wrong.
-    static func decode(_ bytes: UnsafeRawBufferPointer, primaryKey: Int64, layout: StoreLayout) throws -> Record {
+    static func decode(_ bytes: UnsafeRawBufferPointer, primaryKey: Int64, layout: LMDBLayout) throws -> Record {
         var record = blank
         try decode(bytes, primaryKey: primaryKey, layout: layout, reading: nil, into: &record)
         return record
@@ -92,7 +92,7 @@ enum RecordCodec {
     ///
     /// `record` is reused: a scan testing every record against a predicate decodes each into the same one, whose
     /// value arrays are then only written, not made and freed for every record.
-    static func decode(_ bytes: UnsafeRawBufferPointer, primaryKey: Int64, layout: StoreLayout, reading: PartialRead?,
+    static func decode(_ bytes: UnsafeRawBufferPointer, primaryKey: Int64, layout: LMDBLayout, reading: PartialRead?,
                        into record: inout Record) throws {
         var r = ByteReader(bytes)
         let v = try r.byte()
@@ -117,9 +117,9 @@ enum RecordCodec {
         record.globalID = globalID
         for i in 0..<entity.attributes.count {
             if let wanted, !wanted.attributes[i] {
-                try ValueCodec.skip(from: &r)
+                try LMDBValueCodec.skip(from: &r)
             } else {
-                record.attributes[i] = try ValueCodec.decode(from: &r)
+                record.attributes[i] = try LMDBValueCodec.decode(from: &r)
             }
         }
         let relationshipCount = try r.varint()
@@ -158,7 +158,7 @@ enum RecordCodec {
     static func indexKey(_ values: [StoreValue]) -> [UInt8]? {
         if values.contains(where: \.isNull) { return nil }
         var w = ByteWriter(capacity: 64)
-        w.encode { raw in for v in values { ValueCodec.encode(v, into: &raw) } }
+        w.encode { raw in for v in values { LMDBValueCodec.encode(v, into: &raw) } }
         let bytes = w.bytes
         if bytes.count <= 480 { return bytes }
         return [0xFF] + StoreDigest.sha256(bytes)
@@ -175,7 +175,7 @@ struct PartialRead {
     private let byEntity: [UInt32: Values]
 
     /// Reads, for each entity in `entityIDs`, the attributes and relationships named in `names`.
-    init(names: Set<String>, layout: StoreLayout, entityIDs: Set<UInt32>) {
+    init(names: Set<String>, layout: LMDBLayout, entityIDs: Set<UInt32>) {
         var byEntity: [UInt32: Values] = [:]
         for id in entityIDs {
             guard let entity = layout.entity(id: id) else { continue }

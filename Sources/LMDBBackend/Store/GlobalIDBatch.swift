@@ -181,13 +181,13 @@ struct GlobalIDBatch {
     /// belongs to the same record (an update), and refused when it names another record. Random UUIDs land on
     /// every leaf page of the index: the pages are released from this process as the writes go
     /// (``LMDBEnvironment/releaseResidentPages(after:)``).
-    func write(_ txn: LMDBTransaction, _ dbi: MDB_dbi, layout: StoreLayout, storeURL: URL, env: LMDBEnvironment) throws {
+    func write(_ txn: LMDBTransaction, _ dbi: MDB_dbi, layout: LMDBLayout, storeURL: URL, env: LMDBEnvironment) throws {
         guard !entries.isEmpty else { return }
         try Self.write(sorted()[...], txn, dbi, layout: layout, storeURL: storeURL, env: env)
     }
 
     /// Writes entries already in key order (see ``write(_:_:layout:storeURL:env:)``).
-    static func write(_ ordered: ArraySlice<Entry>, _ txn: LMDBTransaction, _ dbi: MDB_dbi, layout: StoreLayout, storeURL: URL,
+    static func write(_ ordered: ArraySlice<Entry>, _ txn: LMDBTransaction, _ dbi: MDB_dbi, layout: LMDBLayout, storeURL: URL,
                       env: LMDBEnvironment) throws {
         guard !ordered.isEmpty else { return }
         try txn.withCursor(dbi) { cursor in

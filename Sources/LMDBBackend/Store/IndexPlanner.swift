@@ -18,7 +18,7 @@ enum IndexPlanner {
     /// The most index lookups a plan may make (the product of the `IN` lists).
     static let maxLookups = 4096
 
-    static func plan(_ predicate: FetchPredicate?, entity: Entity, layout: StoreLayout) -> Plan? {
+    static func plan(_ predicate: FetchPredicate?, entity: Entity, layout: LMDBLayout) -> Plan? {
         guard let predicate, !layout.indexes.isEmpty else { return nil }
         var equalities: [String: [StoreValue]] = [:]
         collect(predicate, into: &equalities)

@@ -9,12 +9,12 @@ enum IntegrityChecker {
     static let maxProblems = 1000
 
     static func check(_ url: URL) throws -> [String] {
-        let inspection = StoreInspector.inspect(url)
+        let inspection = LMDBStoreInspector.inspect(url)
         guard case .store(let location, _, let info) = inspection else {
-            throw StoreInspector.refusal(inspection, url: url) ?? StoreError.storeNotFound(url)
+            throw LMDBStoreInspector.refusal(inspection, url: url) ?? StoreError.storeNotFound(url)
         }
-        try StoreInspector.checkFormat(info, location: location)
-        let opened = try StoreOpener.acquire(url, options: StoreOptions(isReadOnly: true, createIfMissing: false), creating: nil)
+        try LMDBStoreInspector.checkFormat(info, location: location)
+        let opened = try LMDBStoreOpener.acquire(url, options: StoreOptions(isReadOnly: true, createIfMissing: false), creating: nil)
         defer { EnvironmentRegistry.release(opened.environment) }
         let env = opened.environment
         let layout = env.layout ?? opened.layout
@@ -32,21 +32,21 @@ enum IntegrityChecker {
     private struct Walk {
         let txn: LMDBTransaction
         let env: LMDBEnvironment
-        let layout: StoreLayout
+        let layout: LMDBLayout
         let file: URL
         var problems: [String] = []
         var dropped = 0
         /// Global ID → where the records say it is.
         var globalIDs: [UUID: (root: String, primaryKey: Int64)] = [:]
 
-        init(txn: LMDBTransaction, env: LMDBEnvironment, layout: StoreLayout, file: URL) {
+        init(txn: LMDBTransaction, env: LMDBEnvironment, layout: LMDBLayout, file: URL) {
             self.txn = txn
             self.env = env
             self.layout = layout
             self.file = file
         }
 
-        var reader: RecordReader { RecordReader(txn: txn, env: env, layout: layout, file: file) }
+        var reader: LMDBRecordReader { LMDBRecordReader(txn: txn, env: env, layout: layout, file: file) }
 
         mutating func note(_ problem: String) {
             if problems.count < IntegrityChecker.maxProblems { problems.append(problem) } else { dropped += 1 }

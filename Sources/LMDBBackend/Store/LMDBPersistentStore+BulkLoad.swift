@@ -62,7 +62,7 @@ extension LMDBPersistentStore: BulkLoadingStore {
     /// Sorts `pending`'s entries and sets them aside as a run, emptying the buffer for the next. Where no
     /// temporary file can be made or written (no writable temporary directory, a full one), everything pending
     /// goes into the index now instead: slower for a large load, never a failed one.
-    func spillGlobalIDs(_ pending: inout GlobalIDBatch?, _ layout: StoreLayout) throws {
+    func spillGlobalIDs(_ pending: inout GlobalIDBatch?, _ layout: LMDBLayout) throws {
         guard pending?.isEmpty == false else { return }
         pending?.sort()
         do {
@@ -79,7 +79,7 @@ extension LMDBPersistentStore: BulkLoadingStore {
     /// in key order, in transactions of ``bulkGlobalIDChunk`` entries. Each holds the pages of one stretch of the
     /// key space, so a transaction's dirty pages (kept in memory until it commits) stay few however large the
     /// index has grown.
-    func flushGlobalIDs(_ pending: inout GlobalIDBatch?, _ layout: StoreLayout) throws {
+    func flushGlobalIDs(_ pending: inout GlobalIDBatch?, _ layout: LMDBLayout) throws {
         let runs = pending?.spilled
         guard pending?.isEmpty == false || runs?.isEmpty == false else { return }
         pending?.sort()
@@ -99,7 +99,7 @@ extension LMDBPersistentStore: BulkLoadingStore {
         pending?.removeAll()
     }
 
-    private func writeChunk(_ ordered: ArraySlice<GlobalIDBatch.Entry>, _ dbi: MDB_dbi, _ layout: StoreLayout) throws {
+    private func writeChunk(_ ordered: ArraySlice<GlobalIDBatch.Entry>, _ dbi: MDB_dbi, _ layout: LMDBLayout) throws {
         try env.reserveMapSpace(ordered.count * 64)
         try env.write(timeout: writeTimeout) { txn in
             try GlobalIDBatch.write(ordered, txn, dbi, layout: layout, storeURL: storeURL, env: env)

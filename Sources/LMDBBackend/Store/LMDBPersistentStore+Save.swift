@@ -54,15 +54,15 @@ extension LMDBPersistentStore {
         }
     }
 
-    private func save(_ content: SaveContent, base: StoreLayout) throws {
+    private func save(_ content: SaveContent, base: LMDBLayout) throws {
         var target = base
         if let metadata = content.metadata {
-            target = try StoreLayout(metadata: metadata, existingIDs: base.entityIDs)
+            target = try LMDBLayout(metadata: metadata, existingIDs: base.entityIDs)
             // Database handles are opened outside the save's transaction (liblmdb allows one transaction at a
             // time to open handles); creating empty databases early is harmless if the save fails.
             try env.openDatabases(target.databaseNames, create: true, timeout: writeTimeout)
         }
-        // Records are checked against their entities while they are encoded (see SaveWriter.put): a record that
+        // Records are checked against their entities while they are encoded (see LMDBSaveWriter.put): a record that
         // does not fit fails the save before its transaction commits, so nothing of it is stored.
         let layout = target
         var content = content
@@ -105,7 +105,7 @@ extension LMDBPersistentStore {
             }
             try env.write(timeout: writeTimeout) { txn in
                 pending?.truncate(to: pendingBefore)  // a retried transaction starts over
-                var writer = try SaveWriter(txn: txn, env: env, base: base, layout: layout, storeURL: storeURL, file: dataFile)
+                var writer = try LMDBSaveWriter(txn: txn, env: env, base: base, layout: layout, storeURL: storeURL, file: dataFile)
                 writer.defersGlobalIDs = pending != nil
                 switch content {
                 case .changes(let changes): try writer.apply(changes)
@@ -130,8 +130,8 @@ extension LMDBPersistentStore {
     /// Lays the store out against metadata another process stored.
     private func adopt(_ stale: StaleLayout) throws {
         let metadata = try StoreMetadata.decode(Data(stale.metadataJSON), url: storeURL)
-        let ids = try stale.entityIDsJSON.withUnsafeBytes { try StoreLayout.decodeEntityIDs($0, url: dataFile) }
-        let fresh = try StoreLayout(metadata: metadata, storedJSON: stale.metadataJSON, existingIDs: ids)
+        let ids = try stale.entityIDsJSON.withUnsafeBytes { try LMDBLayout.decodeEntityIDs($0, url: dataFile) }
+        let fresh = try LMDBLayout(metadata: metadata, storedJSON: stale.metadataJSON, existingIDs: ids)
         try env.openDatabases(fresh.databaseNames, create: !env.isReadOnly, timeout: writeTimeout)
         env.setLayout(fresh)
     }
@@ -171,7 +171,7 @@ private enum SaveContent {
     }
 
     /// Room the save needs in the map (pages made on demand are estimated by the save, from their first).
-    func estimatedBytes(_ layout: StoreLayout) -> Int? {
+    func estimatedBytes(_ layout: LMDBLayout) -> Int? {
         switch self {
         case .changes(let c): SaveSizeEstimate.bytes(for: c, layout: layout)
         case .page(let p): SaveSizeEstimate.bytes(for: p, layout: layout)

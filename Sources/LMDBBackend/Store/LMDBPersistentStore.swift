@@ -19,12 +19,12 @@ final class LMDBPersistentStore: PersistentStore, PageScanningStore, PageInserti
     /// Seconds a save waits for other writers before failing with ``StoreError/locked(_:reason:)``
     /// (``StoreOptions/timeout``).
     let writeTimeout: Double
-    private let initialLayout: StoreLayout
+    private let initialLayout: LMDBLayout
     private let closed = Mutex(false)
     /// During a bulk load: the global-ID entries saved but not yet written (see ``beginBulkLoad()``).
     let bulkGlobalIDs = Mutex<GlobalIDBatch?>(nil)
 
-    init(url: URL, env: LMDBEnvironment, layout: StoreLayout, readOnly: Bool, timeout: Double) {
+    init(url: URL, env: LMDBEnvironment, layout: LMDBLayout, readOnly: Bool, timeout: Double) {
         self.writeTimeout = timeout
         self.url = url
         self.storeURL = url
@@ -42,7 +42,7 @@ final class LMDBPersistentStore: PersistentStore, PageScanningStore, PageInserti
     var dataFile: URL { env.location.dataFile }
 
     /// The current layout (shared with the other stores on the environment, so a metadata change shows in all).
-    var layout: StoreLayout { env.layout ?? initialLayout }
+    var layout: LMDBLayout { env.layout ?? initialLayout }
 
     /// The metadata as of the last save (a change another process made is noticed at the next save).
     public var metadata: StoreMetadata { layout.metadata }
@@ -66,7 +66,7 @@ final class LMDBPersistentStore: PersistentStore, PageScanningStore, PageInserti
         }
     }
 
-    func entityIDs(for entity: Entity, includesSubentities: Bool, in layout: StoreLayout) -> Set<UInt32> {
+    func entityIDs(for entity: Entity, includesSubentities: Bool, in layout: LMDBLayout) -> Set<UInt32> {
         let names = includesSubentities ? entity.hierarchyNames : [entity.name]
         return Set(names.compactMap { layout.entityIDs[$0] })
     }
@@ -75,11 +75,11 @@ final class LMDBPersistentStore: PersistentStore, PageScanningStore, PageInserti
 
     /// What a fetch or count reads with, inside one read transaction.
     private struct Query {
-        let layout: StoreLayout
+        let layout: LMDBLayout
         let entity: Entity
         /// The entity IDs of the records asked for (the entity's, and its sub-entities' when they are included).
         let ids: Set<UInt32>
-        let reader: RecordReader
+        let reader: LMDBRecordReader
 
         /// An evaluator that follows relationships through this transaction.
         var evaluator: PredicateEvaluator {
@@ -108,7 +108,7 @@ final class LMDBPersistentStore: PersistentStore, PageScanningStore, PageInserti
             let entity = try layout.schema.requireEntity(request.entity)
             let ids = entityIDs(for: entity, includesSubentities: request.includesSubentities, in: layout)
             return try env.read { txn in
-                try body(Query(layout: layout, entity: entity, ids: ids, reader: RecordReader(txn: txn, env: env, layout: layout, file: dataFile)))
+                try body(Query(layout: layout, entity: entity, ids: ids, reader: LMDBRecordReader(txn: txn, env: env, layout: layout, file: dataFile)))
             }
         }
     }
@@ -186,7 +186,7 @@ final class LMDBPersistentStore: PersistentStore, PageScanningStore, PageInserti
         try run {
             let layout = self.layout
             return try env.read { txn in
-                try RecordReader(txn: txn, env: env, layout: layout, file: dataFile).records(keys, root: root)
+                try LMDBRecordReader(txn: txn, env: env, layout: layout, file: dataFile).records(keys, root: root)
             }
         }
     }
@@ -200,7 +200,7 @@ final class LMDBPersistentStore: PersistentStore, PageScanningStore, PageInserti
             return try env.read { txn in
                 var out: [Record] = []
                 out.reserveCapacity(min(limit, 4096))
-                try RecordReader(txn: txn, env: env, layout: layout, file: dataFile)
+                try LMDBRecordReader(txn: txn, env: env, layout: layout, file: dataFile)
                     .scan(root: e.rootName, entityIDs: [id], after: primaryKey) { record in
                         out.append(record)
                         return out.count < limit
@@ -219,7 +219,7 @@ final class LMDBPersistentStore: PersistentStore, PageScanningStore, PageInserti
             var page = RecordPage(entity: e.name, capacity: min(max(limit, 0), 4096))
             guard limit > 0, let id = layout.entityIDs[e.name] else { return page }
             return try env.read { txn in
-                try RecordReader(txn: txn, env: env, layout: layout, file: dataFile)
+                try LMDBRecordReader(txn: txn, env: env, layout: layout, file: dataFile)
                     .scanRaw(root: e.rootName, entityIDs: [id], after: primaryKey) { pk, bytes in
                         do {
                             try RecordCodec.append(bytes, primaryKey: pk, entity: e, entityID: id, to: &page)
@@ -241,7 +241,7 @@ final class LMDBPersistentStore: PersistentStore, PageScanningStore, PageInserti
             return try env.read { txn in
                 var out: [Int64] = []
                 out.reserveCapacity(min(limit, 4096))
-                try RecordReader(txn: txn, env: env, layout: layout, file: dataFile)
+                try LMDBRecordReader(txn: txn, env: env, layout: layout, file: dataFile)
                     .scanKeys(root: e.rootName, entityIDs: [id], after: primaryKey) { key in
                         out.append(key)
                         return out.count < limit
@@ -262,7 +262,7 @@ final class LMDBPersistentStore: PersistentStore, PageScanningStore, PageInserti
                     return GlobalIDEntry.decode(v, layout: layout)
                 }
                 guard let located else { return nil }
-                return try RecordReader(txn: txn, env: env, layout: layout, file: dataFile)
+                return try LMDBRecordReader(txn: txn, env: env, layout: layout, file: dataFile)
                     .record(located.primaryKey, root: located.entity.rootName)
             }
         }
@@ -297,7 +297,7 @@ final class LMDBPersistentStore: PersistentStore, PageScanningStore, PageInserti
             let layout = self.layout
             return try env.write(timeout: writeTimeout) { txn in
                 let keys = try env.requireDatabase(DatabaseName.keys)
-                let reader = RecordReader(txn: txn, env: env, layout: layout, file: dataFile)
+                let reader = LMDBRecordReader(txn: txn, env: env, layout: layout, file: dataFile)
                 var first = try KeyAllocator.stored(txn, keys, root: root) ?? 1
                 if let last = try reader.lastKey(root: root), last >= first {
                     guard last < .max else { throw StoreError.io(storeURL, operation: "allocating keys", reason: "the keys of \(root) are exhausted") }
@@ -353,7 +353,7 @@ enum GlobalIDEntry {
         }
     }
 
-    static func decode(_ bytes: UnsafeRawBufferPointer, layout: StoreLayout) -> (entity: Entity, primaryKey: Int64)? {
+    static func decode(_ bytes: UnsafeRawBufferPointer, layout: LMDBLayout) -> (entity: Entity, primaryKey: Int64)? {
         guard bytes.count == 12 else { return nil }
         var id: UInt32 = 0
         withUnsafeMutableBytes(of: &id) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[0..<4])) }

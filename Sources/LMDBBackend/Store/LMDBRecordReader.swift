@@ -7,10 +7,10 @@ import Foundation
 ///
 /// It is `@unchecked Sendable` only so ``PredicateEvaluator``'s resolver can capture it; it is used on the
 /// transaction's own thread, inside the call that owns the transaction.
-struct RecordReader: @unchecked Sendable {
+struct LMDBRecordReader: @unchecked Sendable {
     let txn: LMDBTransaction
     let env: LMDBEnvironment
-    let layout: StoreLayout
+    let layout: LMDBLayout
     /// The data file, named in errors.
     let file: URL
 

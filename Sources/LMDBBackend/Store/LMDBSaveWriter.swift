@@ -4,15 +4,15 @@ import Foundation
 
 /// The work of one save inside its write transaction. Created afresh for every attempt (a full map restarts the
 /// transaction), so it keeps no state between attempts.
-struct SaveWriter {
+struct LMDBSaveWriter {
     let txn: LMDBTransaction
     let env: LMDBEnvironment
     /// The layout the store had when the save began (what the stored metadata must still be).
-    let base: StoreLayout
+    let base: LMDBLayout
     /// The layout the changes are written with (the new metadata's, when they change it).
-    let layout: StoreLayout
+    let layout: LMDBLayout
     let storeURL: URL
-    let reader: RecordReader
+    let reader: LMDBRecordReader
     private let globalIDs: MDB_dbi
     /// Database handles by name, so the per-record path does not go through the environment's lock.
     private var handles: [String: MDB_dbi] = [:]
@@ -29,17 +29,17 @@ struct SaveWriter {
     /// The largest key of each records database as seen in this transaction, for `MDB_APPEND`.
     private var lastKeys: [String: Int64?] = [:]
     /// The entity, cursor and largest key of the last insert, so a run of one entity skips the lookups.
-    private var runInfo: EntityInfo?
+    private var runInfo: LMDBEntityInfo?
     private var runCursor: LMDBCursor?
     private var runLastKey: Int64?
 
-    init(txn: LMDBTransaction, env: LMDBEnvironment, base: StoreLayout, layout: StoreLayout, storeURL: URL, file: URL) throws {
+    init(txn: LMDBTransaction, env: LMDBEnvironment, base: LMDBLayout, layout: LMDBLayout, storeURL: URL, file: URL) throws {
         self.txn = txn
         self.env = env
         self.base = base
         self.layout = layout
         self.storeURL = storeURL
-        self.reader = RecordReader(txn: txn, env: env, layout: layout, file: file)
+        self.reader = LMDBRecordReader(txn: txn, env: env, layout: layout, file: file)
         self.globalIDs = try env.requireDatabase(DatabaseName.globalIDs)
     }
 
@@ -122,7 +122,7 @@ struct SaveWriter {
             }
         }
         // The largest inserted key per entity (a short list: saves touch few entities).
-        var highest: [(info: EntityInfo, key: Int64)] = []
+        var highest: [(info: LMDBEntityInfo, key: Int64)] = []
         try changes.inserted.withUnsafeBufferPointer { records in
             guard let first = records.baseAddress else { return }
             // Records are read in place, never copied. Bulk saves are runs of one entity: the entity is looked up
@@ -163,7 +163,7 @@ struct SaveWriter {
     mutating func insertPages(count: Int, page: (Int) throws -> RecordPage) throws {
         defer { closeCursors() }
         try checkStoredMetadata()
-        var highest: [(info: EntityInfo, key: Int64)] = []
+        var highest: [(info: LMDBEntityInfo, key: Int64)] = []
         for i in 0..<count {
             let page = try page(i)
             guard !page.isEmpty else { continue }
@@ -178,7 +178,7 @@ struct SaveWriter {
     }
 
     /// Stores a page's records and collects their global-ID entries; returns their entity and largest key.
-    private mutating func insertRecords(of page: RecordPage) throws -> (EntityInfo, Int64) {
+    private mutating func insertRecords(of page: RecordPage) throws -> (LMDBEntityInfo, Int64) {
         let info = try layout.info(page.entity)
         if info.isAbstract { throw StoreError.abstractEntity(info.entity.name) }
         var highest = Int64.min
@@ -209,7 +209,7 @@ struct SaveWriter {
 
     /// Writes the save's global-ID entries (unless a bulk load defers them) and moves the key allocators past the
     /// largest inserted keys.
-    private mutating func finishInserts(highest: [(info: EntityInfo, key: Int64)]) throws {
+    private mutating func finishInserts(highest: [(info: LMDBEntityInfo, key: Int64)]) throws {
         if !defersGlobalIDs {
             try globalIDBatch.write(txn, globalIDs, layout: layout, storeURL: storeURL, env: env)
             globalIDBatch = GlobalIDBatch()
@@ -228,7 +228,7 @@ struct SaveWriter {
 
     /// Encodes `r` (checking it fits its entity on the way) and stores it under its primary key. Inserts are
     /// appended (`MDB_APPEND`) while their keys ascend past the largest stored key, as bulk inserts do.
-    private mutating func put(_ r: UnsafePointer<Record>, _ info: EntityInfo, inserting: Bool) throws {
+    private mutating func put(_ r: UnsafePointer<Record>, _ info: LMDBEntityInfo, inserting: Bool) throws {
         if info.isAbstract { throw StoreError.abstractEntity(info.entity.name) }
         let fits = buffer.encode { RecordCodec.encode(r, info, into: &$0) }
         if !fits {
@@ -239,7 +239,7 @@ struct SaveWriter {
     }
 
     /// Stores the record just encoded into `buffer` under `pk`.
-    private mutating func storeEncoded(_ pk: Int64, _ info: EntityInfo, inserting: Bool) throws {
+    private mutating func storeEncoded(_ pk: Int64, _ info: LMDBEntityInfo, inserting: Bool) throws {
         let cursor: LMDBCursor
         var flags: UInt32 = 0
         if inserting {
@@ -296,7 +296,7 @@ struct SaveWriter {
 
     /// Whether a change touches a value an index holds: a uniqueness-constrained attribute. (Global IDs, the other
     /// index, never change.)
-    private static func changesIndexedValues(_ changed: ChangedProperties, _ info: EntityInfo) -> Bool {
+    private static func changesIndexedValues(_ changed: ChangedProperties, _ info: LMDBEntityInfo) -> Bool {
         guard !changed.attributes.isEmpty else { return false }
         for index in info.indexes {
             for name in index.attributes {
@@ -325,12 +325,12 @@ struct SaveWriter {
         }
     }
 
-    private mutating func index(_ record: UnsafePointer<Record>, _ info: EntityInfo) throws {
+    private mutating func index(_ record: UnsafePointer<Record>, _ info: LMDBEntityInfo) throws {
         if !info.indexes.isEmpty { try indexUnique(record.pointee, info) }
         globalIDBatch.append(record.pointee.globalID, entityID: info.id, primaryKey: record.pointee.primaryKey)
     }
 
-    private mutating func indexUnique(_ r: Record, _ info: EntityInfo) throws {
+    private mutating func indexUnique(_ r: Record, _ info: LMDBEntityInfo) throws {
         let root = info.entity.rootName
         for index in info.indexes {
             guard let values = values(of: r, for: index), let key = RecordCodec.indexKey(values) else { continue }

@@ -11,7 +11,7 @@ import Darwin
 /// so no lock file is made), fsynced, and only then given its real name — a directory by `rename`, a data file by
 /// `link` (which never replaces an existing file). A crash or failure leaves no store and nothing under the real
 /// name; a concurrent creator simply wins and its store is opened.
-enum StoreCreator {
+enum LMDBStoreCreator {
     static func create(_ location: LMDBLocation, metadata: StoreMetadata, options: LMDBOptions) throws {
         try AtomicFile.checkDirectory(of: location.url)
         let fm = FileManager.default
@@ -61,7 +61,7 @@ enum StoreCreator {
 
     /// Builds a complete new environment at `location`: every database the schema needs and the metadata.
     private static func initialize(_ location: LMDBLocation, metadata: StoreMetadata, createdDirectory: Bool, options: LMDBOptions) throws {
-        let layout = try StoreLayout(metadata: metadata, existingIDs: [:])
+        let layout = try LMDBLayout(metadata: metadata, existingIDs: [:])
         let ids = try layout.entityIDsJSON()
         let handle: OpaquePointer
         do {

@@ -8,23 +8,24 @@ import Darwin
 #endif
 
 /// Destroying and copying stores at the file level.
-enum StoreFiles {
+enum LMDBStoreFiles {
     // MARK: Destroy
 
     /// Deletes the data and lock files, then the directory when creating the store made it and it is now empty.
-    /// Refuses anything that is not one of our stores, and a store that is open here or in another process.
-    static func destroy(_ url: URL) throws {
-        let inspection = StoreInspector.inspect(url)
+    /// Refuses anything that is not one of our stores, and a store that is open in this process; also one open in
+    /// another process unless `force` (liblmdb there keeps working on the deleted files until it closes them).
+    static func destroy(_ url: URL, force: Bool = false) throws {
+        let inspection = LMDBStoreInspector.inspect(url)
         guard case .store(let location, _, let info) = inspection else {
-            throw StoreInspector.refusal(inspection, url: url) ?? StoreError.storeNotFound(url)
+            throw LMDBStoreInspector.refusal(inspection, url: url) ?? StoreError.storeNotFound(url)
         }
-        guard let identity = StoreInspector.identity(of: location) else { throw StoreError.storeNotFound(url) }
+        guard let identity = LMDBStoreInspector.identity(of: location) else { throw StoreError.storeNotFound(url) }
         // Holding the registry's lock: nobody in this process can open the store while its files go.
         try EnvironmentRegistry.withEnvironment(identity) { env in
             if env != nil {
                 throw StoreError.locked(url, reason: "the store is open in this process; close it before destroying it")
             }
-            if let pid = InUseProbe.processHolding(location.lockFile) {
+            if !force, let pid = InUseProbe.processHolding(location.lockFile) {
                 throw StoreError.locked(url, reason: "the store is open in another process (pid \(pid))")
             }
             try removeFiles(of: location, createdDirectory: info.createdDirectory)
@@ -78,17 +79,17 @@ enum StoreFiles {
     /// with `mdb_env_copyfd2` and compaction. The copy is written under a staging name, fsynced and then renamed
     /// (directory form) or linked (file form, `.mdb`) into place; no lock file is copied (liblmdb makes one on open).
     static func copy(from source: URL, to destination: URL) throws {
-        let inspection = StoreInspector.inspect(source)
+        let inspection = LMDBStoreInspector.inspect(source)
         guard case .store(let sourceLocation, _, let info) = inspection else {
-            throw StoreInspector.refusal(inspection, url: source) ?? StoreError.storeNotFound(source)
+            throw LMDBStoreInspector.refusal(inspection, url: source) ?? StoreError.storeNotFound(source)
         }
-        try StoreInspector.checkFormat(info, location: sourceLocation)
+        try LMDBStoreInspector.checkFormat(info, location: sourceLocation)
         var st = stat()
         guard lstat(destination.path, &st) != 0 else { throw StoreError.storeExists(destination) }
         try AtomicFile.checkDirectory(of: destination)
         let target = LMDBLocation.forNewStore(at: destination, fileForm: false)
 
-        let opened = try StoreOpener.acquire(source, options: StoreOptions(isReadOnly: true, createIfMissing: false), creating: nil)
+        let opened = try LMDBStoreOpener.acquire(source, options: StoreOptions(isReadOnly: true, createIfMissing: false), creating: nil)
         defer { EnvironmentRegistry.release(opened.environment) }
         let env = opened.environment
         let fm = FileManager.default

@@ -3,7 +3,7 @@ import Foundation
 @_spi(BackendKit) import StoreAPI
 
 /// What the metadata database of one of our stores holds, read in one short transaction.
-struct StoreInfo: Sendable {
+struct LMDBStoreInfo: Sendable {
     var formatVersion: Int?
     var metadataJSON: [UInt8]?
     var entityIDsJSON: [UInt8]?
@@ -25,11 +25,11 @@ enum Inspection {
     /// A valid LMDB environment without our metadata.
     case foreign(LMDBLocation)
     /// One of our stores.
-    case store(LMDBLocation, LMDBHeader, StoreInfo)
+    case store(LMDBLocation, LMDBHeader, LMDBStoreInfo)
 }
 
 /// Looks at paths without writing anything and without keeping anything open.
-enum StoreInspector {
+enum LMDBStoreInspector {
     /// The description of environments that are not ours, used by sniffing and errors.
     static let foreignDescription = "LMDB environment, but not a store"
 
@@ -104,13 +104,13 @@ enum StoreInspector {
     }
 
     /// Reads our metadata keys; `nil` when the environment is not one of our stores.
-    static func readInfo(_ txn: LMDBTransaction, _ database: (String) throws -> MDB_dbi?) throws -> StoreInfo? {
+    static func readInfo(_ txn: LMDBTransaction, _ database: (String) throws -> MDB_dbi?) throws -> LMDBStoreInfo? {
         guard let meta = try database(DatabaseName.meta),
             let magic = try txn.get(meta, key: MetaKey.magic),
             magic == Array(StoreFormat.magic.utf8)
         else { return nil }
         let version = try txn.get(meta, key: MetaKey.formatVersion).flatMap { Int(String(decoding: $0, as: UTF8.self)) }
-        return StoreInfo(
+        return LMDBStoreInfo(
             formatVersion: version,
             metadataJSON: try txn.get(meta, key: MetaKey.metadata),
             entityIDsJSON: try txn.get(meta, key: MetaKey.entityIDs),
@@ -118,7 +118,7 @@ enum StoreInspector {
     }
 
     /// Decodes the metadata of a store, checking the format version first.
-    static func metadata(of info: StoreInfo, location: LMDBLocation) throws -> StoreMetadata {
+    static func metadata(of info: LMDBStoreInfo, location: LMDBLocation) throws -> StoreMetadata {
         try checkFormat(info, location: location)
         guard let json = info.metadataJSON else {
             throw StoreError.corruptStore(location.dataFile, reason: "the store has no metadata record")
@@ -127,7 +127,7 @@ enum StoreInspector {
     }
 
     /// Throws unless the store was written in the format this build reads.
-    static func checkFormat(_ info: StoreInfo, location: LMDBLocation) throws {
+    static func checkFormat(_ info: LMDBStoreInfo, location: LMDBLocation) throws {
         guard let v = info.formatVersion else {
             throw StoreError.corruptStore(location.dataFile, reason: "the store's format version is missing or unreadable")
         }

@@ -13,7 +13,7 @@ enum SaveSizeEstimate {
 
     /// The estimated bytes the inserts of `changes` will add, from the encoded size of a sample of the records,
     /// or `nil` for small saves and records whose entity is unknown (the save reports those).
-    static func bytes(for changes: StoreChanges, layout: StoreLayout) -> Int? {
+    static func bytes(for changes: StoreChanges, layout: LMDBLayout) -> Int? {
         let records = changes.inserted
         guard records.count >= threshold else { return nil }
         var buffer = ByteWriter(capacity: 4096)
@@ -40,7 +40,7 @@ enum SaveSizeEstimate {
     }
 
     /// The same for a page: its bytes are the records' values as stored.
-    static func bytes(for page: RecordPage, layout: StoreLayout) -> Int? {
+    static func bytes(for page: RecordPage, layout: LMDBLayout) -> Int? {
         guard page.count >= threshold, let info = try? layout.info(page.entity) else { return nil }
         let perRecord = page.encodedByteCount / page.count + 1 + 5 + 16 + 8 + 10 + 16 + 12 + 10 + info.indexes.count * 64
         let (total, overflow) = perRecord.multipliedReportingOverflow(by: 2 * page.count)

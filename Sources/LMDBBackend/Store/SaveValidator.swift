@@ -6,7 +6,7 @@ import StoreAPI
 /// for the typed error.
 enum SaveValidator {
     /// Throws the error for the first thing about `r` that does not fit `info`'s entity.
-    static func check(_ r: Record, _ info: EntityInfo, url: URL) throws {
+    static func check(_ r: Record, _ info: LMDBEntityInfo, url: URL) throws {
         let entity = info.entity
         if entity.isAbstract { throw StoreError.abstractEntity(entity.name) }
         let types = info.attributeTypes

@@ -7,7 +7,7 @@ let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
 /// One `sqlite3*` connection with a cache of prepared statements.
 ///
-/// Not thread-safe by itself: ``SQLiteStore`` serialises every use behind its lock, and the short-lived connections
+/// Not thread-safe by itself: ``SQLitePersistentStore`` serialises every use behind its lock, and the short-lived connections
 /// of the backend's file operations never leave the call that opened them. It is `@unchecked Sendable` only so the
 /// fallback predicate evaluator's resolver closure (which runs synchronously inside that lock) may capture it.
 final class SQLiteConnection: @unchecked Sendable {

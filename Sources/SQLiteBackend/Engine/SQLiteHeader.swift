@@ -7,7 +7,7 @@ import Darwin
 
 /// What the first 100 bytes of a path say, read without a connection (which could create or recover files), through
 /// SQLite's VFS so that this process's locks on a database it has open survive the read.
-enum DatabaseHeader: Equatable {
+enum SQLiteHeader: Equatable {
     case missing
     case directory
     case unreadable(String)
@@ -24,7 +24,7 @@ enum DatabaseHeader: Equatable {
     static let magic: [UInt8] = Array("SQLite format 3".utf8) + [0]
 
     /// Reads the header of `url`.
-    static func read(_ url: URL) -> DatabaseHeader {
+    static func read(_ url: URL) -> SQLiteHeader {
         var info = stat()
         guard stat(url.path, &info) == 0 else {
             return errno == ENOENT || errno == ENOTDIR ? .missing : .unreadable(String(cString: strerror(errno)))

@@ -1,4 +1,4 @@
-/// One query over the rows of a set of keys, written out once in every form ``RecordReader/forEachKeyBatch(_:_:)``
+/// One query over the rows of a set of keys, written out once in every form ``SQLiteRecordReader/forEachKeyBatch(_:_:)``
 /// runs it in: a key range, or an `IN` list of 8, 64 or 512 parameters.
 ///
 /// Fetching records one by one (a context following a relationship to a record it has not seen) runs a query per
@@ -26,7 +26,7 @@ struct KeyedQuery: Sendable {
     private static let placeholders512 = placeholders(512)
 
     /// The text for one batch.
-    func sql(_ batch: RecordReader.KeyBatch) -> String {
+    func sql(_ batch: SQLiteRecordReader.KeyBatch) -> String {
         switch batch {
         case .range: range
         case .list(_, let size): size <= 8 ? list8 : (size <= 64 ? list64 : list512)

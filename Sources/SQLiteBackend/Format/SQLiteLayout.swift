@@ -26,7 +26,7 @@ import Foundation
 /// entities of a hierarchy declare the same name, the later one (parents first, then schema order) is named
 /// `<name>.<Entity>`.
 ///
-/// Column types keep values bit-exact (see ``ValueCoding``): integers and booleans `INTEGER`; strings and URIs
+/// Column types keep values bit-exact (see ``SQLiteValueCodec``): integers and booleans `INTEGER`; strings and URIs
 /// `TEXT` (BINARY collation, i.e. Unicode scalar order); decimals `TEXT` (exact, compacted); binary, transformable
 /// and UUID (16 bytes) `BLOB`; doubles, floats and dates are declared with *no type* (no affinity) so `-0.0` and
 /// integral values stay REAL, with NaN (which SQLite would turn into NULL) stored as its 8-byte (4 for floats)
@@ -57,7 +57,7 @@ import Foundation
 /// Uniqueness constraints are unique indexes over the hierarchy table, restricted (partial index) to the entities
 /// the constraint applies to and to rows whose floating-point values are not NaN: as in ``PredicateEvaluator``, nil
 /// and NaN equal nothing, so they never conflict.
-struct StoreLayout: Sendable {
+struct SQLiteLayout: Sendable {
     /// Incremented when the layout rules change; stored as `PRAGMA user_version`.
     static let layoutVersion: Int32 = 1
     /// `PRAGMA application_id` of every store: "SAPI".
@@ -410,9 +410,9 @@ struct TableLayout: Sendable {
         self.columns = columns
         self.entityCodes = entityCodes
         self.hasSubentities = hasSubentities
-        selectList = (["_pk", "_ent", "_gid"].map { "t.\($0)" } + columns.map { "t.\(StoreLayout.quote($0.name))" })
+        selectList = (["_pk", "_ent", "_gid"].map { "t.\($0)" } + columns.map { "t.\(SQLiteLayout.quote($0.name))" })
             .joined(separator: ", ")
-        recordsByKey = KeyedQuery("SELECT \(selectList) FROM \(StoreLayout.quote(name)) AS t WHERE ", keyColumn: "t._pk",
+        recordsByKey = KeyedQuery("SELECT \(selectList) FROM \(SQLiteLayout.quote(name)) AS t WHERE ", keyColumn: "t._pk",
                                   tail: " ORDER BY t._pk")
     }
 }
@@ -478,8 +478,8 @@ final class EntityLayout: Sendable {
         }
         let columnCount = table?.columns.count ?? 0
         isComplete = table != nil && cols.allSatisfy { $0 >= 0 && $0 < columnCount }
-        let names = isComplete ? cols.map { StoreLayout.quote(table?.columns[$0].name ?? "") } : []
-        let quoted = StoreLayout.quote(tableName)
+        let names = isComplete ? cols.map { SQLiteLayout.quote(table?.columns[$0].name ?? "") } : []
+        let quoted = SQLiteLayout.quote(tableName)
         let all = ["_pk", "_ent", "_gid"] + names
         insertSQL = "INSERT INTO \(quoted) (\(all.joined(separator: ", "))) VALUES (\(KeyedQuery.placeholders(all.count)))"
         existsSQL = "SELECT 1 FROM \(quoted) WHERE _pk = ?"
@@ -536,9 +536,9 @@ struct InverseForeignKey: Sendable, Hashable {
         orderJoin = orderTable.map {
             JoinStorage(table: $0, ownColumn: "src", otherColumn: "dst", ownOrderColumn: "src_ord", otherRoot: ownerRoot, isShared: false)
         }
-        let owner = "d.\(StoreLayout.quote(column))"
+        let owner = "d.\(SQLiteLayout.quote(column))"
         let codes = entityCodes.map { " AND d._ent IN (\($0.map(String.init).joined(separator: ", ")))" } ?? ""
-        memberRows = KeyedQuery("SELECT \(owner), d._pk FROM \(StoreLayout.quote(table)) AS d WHERE ",
+        memberRows = KeyedQuery("SELECT \(owner), d._pk FROM \(SQLiteLayout.quote(table)) AS d WHERE ",
                                 keyColumn: owner, tail: codes + " ORDER BY \(owner)")
     }
 
@@ -591,7 +591,7 @@ struct JoinStorage: Sendable, Hashable {
         self.ownOrderColumn = ownOrderColumn
         self.otherRoot = otherRoot
         self.isShared = isShared
-        let j = StoreLayout.quote(table)
+        let j = SQLiteLayout.quote(table)
         sql = SQL(
             selectRows: "SELECT \(otherColumn)\(ownOrderColumn.map { ", \($0)" } ?? "") FROM \(j) WHERE \(ownColumn) = ?",
             deleteRow: "DELETE FROM \(j) WHERE \(ownColumn) = ? AND \(otherColumn) = ?",

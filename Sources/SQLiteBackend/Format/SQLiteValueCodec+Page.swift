@@ -2,7 +2,7 @@ import CSQLite
 import Foundation
 @_spi(BackendKit) import StoreAPI
 
-extension ValueCoding {
+extension SQLiteValueCodec {
     /// Appends column `c` of the current row to `page` as a value of `type`: the same checks and the same value
     /// as ``read(_:column:type:)``, without making a ``StoreValue`` (text and blobs are copied from SQLite's
     /// buffer into the page).

@@ -13,7 +13,7 @@ import Foundation
 /// - Strings and URIs are text bound with their UTF-8 byte length (embedded NULs survive).
 /// - Binary and transformable values are blobs; an empty value is an empty blob, never NULL.
 /// - UUIDs are 16-byte blobs (byte order equals `uuidString` order).
-enum ValueCoding {
+enum SQLiteValueCodec {
     /// Binds `value` for an attribute of `type` at parameter `index`.
     static func bind(
         _ value: StoreValue, type: AttributeType, to s: Statement, at index: Int32, entity: String, property: String

@@ -42,7 +42,7 @@ struct DeferredLinks: Sendable {
     func verify(_ c: SQLiteConnection) throws {
         var rows = 0
         var sum: UInt64 = 0
-        try c.withStatement("SELECT src, dst FROM \(StoreLayout.quote(table))") { s in
+        try c.withStatement("SELECT src, dst FROM \(SQLiteLayout.quote(table))") { s in
             while try s.step() {
                 rows += 1
                 sum &+= Self.mix(s.int64(0), s.int64(1))

@@ -5,15 +5,15 @@ import Synchronization
 /// before deleting their files (an open connection would otherwise keep writing to deleted inodes).
 enum OpenStores {
     private final class WeakStore: @unchecked Sendable {
-        weak var store: SQLiteStore?
-        init(_ store: SQLiteStore) { self.store = store }
+        weak var store: SQLitePersistentStore?
+        init(_ store: SQLitePersistentStore) { self.store = store }
     }
 
     private static let stores = Mutex<[String: [WeakStore]]>([:])
 
     static func key(_ url: URL) -> String { url.standardizedFileURL.resolvingSymlinksInPath().path }
 
-    static func register(_ store: SQLiteStore) {
+    static func register(_ store: SQLitePersistentStore) {
         let k = key(store.fileURL)
         let box = WeakStore(store)
         stores.withLock { all in
@@ -22,7 +22,7 @@ enum OpenStores {
         }
     }
 
-    static func unregister(_ store: SQLiteStore) {
+    static func unregister(_ store: SQLitePersistentStore) {
         let k = key(store.fileURL)
         stores.withLock { all in
             all[k]?.removeAll { $0.store == nil || $0.store === store }

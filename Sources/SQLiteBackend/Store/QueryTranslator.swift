@@ -18,12 +18,12 @@ import Foundation
 /// unequal and unordered to everything; sorting puts nil first, then NaN, then values, breaking ties by primary key.
 /// Refused as well: a string column against a UUID or date constant (the evaluator parses each stored string).
 struct QueryTranslator {
-    let layout: StoreLayout
+    let layout: SQLiteLayout
     /// `LEFT JOIN` clauses, in order (no parameters).
     private(set) var joins: [String] = []
     private var joinAliases: [String: String] = [:]
 
-    init(layout: StoreLayout) {
+    init(layout: SQLiteLayout) {
         self.layout = layout
     }
 
@@ -278,9 +278,9 @@ struct QueryTranslator {
         case (.binary, .binary(let d)):
             return .value(.blob(d))
         case (.uuid, .uuid(let u)):
-            return .value(.blob(ValueCoding.uuidData(u)))
+            return .value(.blob(SQLiteValueCodec.uuidData(u)))
         case (.uuid, .string(let s)):
-            return UUID(uuidString: s).map { .value(.blob(ValueCoding.uuidData($0))) } ?? .incomparable
+            return UUID(uuidString: s).map { .value(.blob(SQLiteValueCodec.uuidData($0))) } ?? .incomparable
         default:
             return .incomparable
         }
@@ -292,7 +292,7 @@ struct QueryTranslator {
         var source = d
         NSDecimalRound(&rounded, &source, 0, .plain)
         guard rounded == d else { return nil }
-        let text = ValueCoding.decimalText(rounded)
+        let text = SQLiteValueCodec.decimalText(rounded)
         return Int64(text)
     }
 
@@ -329,7 +329,7 @@ struct QueryTranslator {
             guard path.count == 1 else { return nil }
             let col = el.attributeColumns[ai]
             guard col >= 0 else { return nil }
-            return Operand(sql: "\(alias).\(StoreLayout.quote(table.columns[col].name))", kind: Kind(entity.attributes[ai].type))
+            return Operand(sql: "\(alias).\(SQLiteLayout.quote(table.columns[col].name))", kind: Kind(entity.attributes[ai].type))
         }
         if let ri = entity.relationshipIndex(first) {
             let rel = entity.relationships[ri]
@@ -337,20 +337,20 @@ struct QueryTranslator {
             if path.count == 2, path[1] == "@count" {
                 switch storage {
                 case .foreignKey(let col):
-                    return Operand(sql: "(\(alias).\(StoreLayout.quote(table.columns[col].name)) IS NOT NULL)", kind: .integer)
+                    return Operand(sql: "(\(alias).\(SQLiteLayout.quote(table.columns[col].name)) IS NOT NULL)", kind: .integer)
                 case .inverseForeignKey(let ifk):
                     let filter = ifk.entityCodes.map { " AND c._ent IN (\($0.map(String.init).joined(separator: ", ")))" } ?? ""
                     return Operand(
-                        sql: "(SELECT COUNT(*) FROM \(StoreLayout.quote(ifk.table)) AS c WHERE c.\(StoreLayout.quote(ifk.column)) = \(alias)._pk\(filter))",
+                        sql: "(SELECT COUNT(*) FROM \(SQLiteLayout.quote(ifk.table)) AS c WHERE c.\(SQLiteLayout.quote(ifk.column)) = \(alias)._pk\(filter))",
                         kind: .integer)
                 case .joinTable(let js):
                     return Operand(
-                        sql: "(SELECT COUNT(*) FROM \(StoreLayout.quote(js.table)) AS c WHERE c.\(js.ownColumn) = \(alias)._pk)",
+                        sql: "(SELECT COUNT(*) FROM \(SQLiteLayout.quote(js.table)) AS c WHERE c.\(js.ownColumn) = \(alias)._pk)",
                         kind: .integer)
                 }
             }
             guard !rel.isToMany, case .foreignKey(let col) = storage else { return nil }
-            let fk = "\(alias).\(StoreLayout.quote(table.columns[col].name))"
+            let fk = "\(alias).\(SQLiteLayout.quote(table.columns[col].name))"
             if path.count == 1 { return Operand(sql: fk, kind: .integer) }
             guard let dest = layout.schema.entity(named: rel.destination),
                 let destTable = layout.tables[dest.rootName]
@@ -362,7 +362,7 @@ struct QueryTranslator {
             } else {
                 joined = "j\(joins.count + 1)"
                 joinAliases[key] = joined
-                joins.append("LEFT JOIN \(StoreLayout.quote(destTable.name)) AS \(joined) ON \(joined)._pk = \(fk)")
+                joins.append("LEFT JOIN \(SQLiteLayout.quote(destTable.name)) AS \(joined) ON \(joined)._pk = \(fk)")
             }
             return resolve(Array(path.dropFirst()), entity: dest, alias: joined)
         }

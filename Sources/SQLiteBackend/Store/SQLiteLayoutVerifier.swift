@@ -2,11 +2,11 @@ import Foundation
 import StoreAPI
 
 /// Checks that a database holds the tables and columns a layout needs.
-enum LayoutVerifier {
-    static func problems(_ c: SQLiteConnection, _ layout: StoreLayout) throws -> [String] {
+enum SQLiteLayoutVerifier {
+    static func problems(_ c: SQLiteConnection, _ layout: SQLiteLayout) throws -> [String] {
         let existing = Set(try c.textRows("SELECT name FROM sqlite_schema WHERE type = 'table'"))
         var problems: [String] = []
-        for t in [StoreLayout.metadataTable, StoreLayout.keysTable, StoreLayout.entitiesTable, StoreLayout.historyTable]
+        for t in [SQLiteLayout.metadataTable, SQLiteLayout.keysTable, SQLiteLayout.entitiesTable, SQLiteLayout.historyTable]
         where !existing.contains(t) {
             problems.append("the table \(t) is missing")
         }
@@ -16,7 +16,7 @@ enum LayoutVerifier {
                 problems.append("the table \(t.name) is missing")
                 continue
             }
-            let columns = Set(try c.textRows("SELECT name FROM pragma_table_info(\(StoreLayout.literal(t.name)))"))
+            let columns = Set(try c.textRows("SELECT name FROM pragma_table_info(\(SQLiteLayout.literal(t.name)))"))
             for col in ["_pk", "_ent", "_gid"] + t.columns.map(\.name) where !columns.contains(col) {
                 problems.append("the column \(t.name).\(col) is missing")
             }

@@ -5,7 +5,7 @@ import Foundation
 /// Bulk loads (see ``BulkLoadingStore``): the secondary indexes of the record and join tables — the unique index
 /// on global IDs, entity-code and foreign-key indexes, uniqueness constraints, the join tables' `dst` indexes — are
 /// dropped while a new store is filled and created again, each from one sort, at the end. Meanwhile saves add join
-/// rows without reading them (`ChangeWriter.addJoinRows`), and the unordered `dst` side of a many-to-many writes
+/// rows without reading them (`SQLiteSaveWriter.addJoinRows`), and the unordered `dst` side of a many-to-many writes
 /// none: its links are checked against the rows the other side wrote when the load finishes (``DeferredLinks``), so
 /// until then reads may not list them.
 ///
@@ -13,13 +13,13 @@ import Foundation
 /// the page cache must hold the whole index to stay fast); building one sorts the rows once, in memory bounded by
 /// the sorter, spilling to temporary files beyond it. The statements come from `sqlite_master`, so whatever the
 /// layout created is recreated exactly.
-extension SQLiteStore: BulkLoadingStore {
+extension SQLitePersistentStore: BulkLoadingStore {
     func beginBulkLoad() throws -> Bool {
         try withConnection { c, s in
             guard !isReadOnly, s.deferredIndexes == nil else { return false }
             let began = try c.transaction(write: true) {
                 // Join and order tables lose theirs too: a bulk load's saves add join rows without reading them
-                // (see ChangeWriter.addJoinRows), so nothing looks rows up by `dst` meanwhile.
+                // (see SQLiteSaveWriter.addJoinRows), so nothing looks rows up by `dst` meanwhile.
                 let joinTables = Set(layout.joinTables.map(\.name))
                 let tables = Set(layout.tables.values.map(\.name)).union(joinTables)
                 var indexes: [(name: String, table: String, sql: String)] = []
@@ -30,10 +30,10 @@ extension SQLiteStore: BulkLoadingStore {
                     }
                 }
                 for table in tables.union(joinTables).sorted() {
-                    let empty = try c.int64("SELECT NOT EXISTS (SELECT 1 FROM \(StoreLayout.quote(table)))") == 1
+                    let empty = try c.int64("SELECT NOT EXISTS (SELECT 1 FROM \(SQLiteLayout.quote(table)))") == 1
                     if !empty { return false }
                 }
-                for index in indexes { try c.exec("DROP INDEX \(StoreLayout.quote(index.name))", "deferring index \(index.name)") }
+                for index in indexes { try c.exec("DROP INDEX \(SQLiteLayout.quote(index.name))", "deferring index \(index.name)") }
                 s.deferredIndexes = indexes.map(\.sql)
                 s.deferredLinks = [:]
                 return true

@@ -9,7 +9,7 @@ import Synchronization
 /// runs in one read transaction, so a fetch and the queries that fill its to-many relationships see one snapshot;
 /// every save, key allocation and metadata change runs in one `BEGIN IMMEDIATE` transaction, which is what makes
 /// them atomic and safe against other connections and processes.
-final class SQLiteStore: PersistentStore, PageScanningStore, PageInsertingStore, Sendable {
+final class SQLitePersistentStore: PersistentStore, PageScanningStore, PageInsertingStore, Sendable {
     struct State: Sendable {
         var connection: SQLiteConnection?
         var metadata: StoreMetadata
@@ -31,7 +31,7 @@ final class SQLiteStore: PersistentStore, PageScanningStore, PageInsertingStore,
     static let keyReservation: Int64 = 256
 
     let fileURL: URL
-    let layout: StoreLayout
+    let layout: SQLiteLayout
     let isReadOnly: Bool
     /// Whether closing removes the `-wal`/`-shm` files this read-only open made SQLite create.
     private let cleansSidecarsOnClose: Bool
@@ -40,7 +40,7 @@ final class SQLiteStore: PersistentStore, PageScanningStore, PageInsertingStore,
     var url: URL? { fileURL }
 
     init(
-        url: URL, connection: SQLiteConnection, metadata: StoreMetadata, metadataJSON: Data, layout: StoreLayout,
+        url: URL, connection: SQLiteConnection, metadata: StoreMetadata, metadataJSON: Data, layout: SQLiteLayout,
         cleansSidecarsOnClose: Bool
     ) {
         self.fileURL = url
@@ -78,8 +78,8 @@ final class SQLiteStore: PersistentStore, PageScanningStore, PageInsertingStore,
         }
     }
 
-    private func reader(_ c: SQLiteConnection) -> RecordReader {
-        RecordReader(layout: layout, url: fileURL, connection: c)
+    private func reader(_ c: SQLiteConnection) -> SQLiteRecordReader {
+        SQLiteRecordReader(layout: layout, url: fileURL, connection: c)
     }
 
     // MARK: Reading
@@ -109,7 +109,7 @@ final class SQLiteStore: PersistentStore, PageScanningStore, PageInsertingStore,
                     return try fetchLocked(unsorted, c).count
                 }
                 let (whereSQL, bindings) = whereClause(entity: entity, request: request, table: table, fragment)
-                let from = "FROM \(StoreLayout.quote(table.name)) AS t \(q.joins.joined(separator: " ")) \(whereSQL)"
+                let from = "FROM \(SQLiteLayout.quote(table.name)) AS t \(q.joins.joined(separator: " ")) \(whereSQL)"
                 let sql: String
                 var all = bindings
                 if request.offset > 0 || request.limit != nil {
@@ -149,7 +149,7 @@ final class SQLiteStore: PersistentStore, PageScanningStore, PageInsertingStore,
         try withConnection { c, _ in
             let (table, el, filter) = try scanTarget(name)
             guard limit > 0 else { return [] }
-            let sql = "SELECT \(table.selectList) FROM \(StoreLayout.quote(table.name)) AS t WHERE \(filter)t._pk > ? ORDER BY t._pk LIMIT ?"
+            let sql = "SELECT \(table.selectList) FROM \(SQLiteLayout.quote(table.name)) AS t WHERE \(filter)t._pk > ? ORDER BY t._pk LIMIT ?"
             let bindings: [SQLValue] = [.integer(primaryKey ?? .min), .integer(Int64(limit))]
             guard el.hasToMany else { return try reader(c).records(sql, bindings: bindings, table: table) }
             return try c.transaction(write: false) { try reader(c).records(sql, bindings: bindings, table: table) }
@@ -160,7 +160,7 @@ final class SQLiteStore: PersistentStore, PageScanningStore, PageInsertingStore,
         try withConnection { c, _ in
             let (table, el, filter) = try scanTarget(name)
             guard limit > 0 else { return RecordPage(entity: name) }
-            let sql = "SELECT \(table.selectList) FROM \(StoreLayout.quote(table.name)) AS t WHERE \(filter)t._pk > ? ORDER BY t._pk LIMIT ?"
+            let sql = "SELECT \(table.selectList) FROM \(SQLiteLayout.quote(table.name)) AS t WHERE \(filter)t._pk > ? ORDER BY t._pk LIMIT ?"
             let bindings: [SQLValue] = [.integer(primaryKey ?? .min), .integer(Int64(limit))]
             let capacity = min(limit, 1 << 16)
             guard el.hasToMany else { return try reader(c).page(sql, bindings: bindings, table: table, entity: el, capacity: capacity) }
@@ -174,7 +174,7 @@ final class SQLiteStore: PersistentStore, PageScanningStore, PageInsertingStore,
         try withConnection { c, _ in
             let (table, _, filter) = try scanTarget(name)
             guard limit > 0 else { return [] }
-            let sql = "SELECT t._pk FROM \(StoreLayout.quote(table.name)) AS t WHERE \(filter)t._pk > ? ORDER BY t._pk LIMIT ?"
+            let sql = "SELECT t._pk FROM \(SQLiteLayout.quote(table.name)) AS t WHERE \(filter)t._pk > ? ORDER BY t._pk LIMIT ?"
             return try c.withStatement(sql) { s in
                 s.bind(1, primaryKey ?? .min)
                 s.bind(2, Int64(limit))
@@ -189,7 +189,7 @@ final class SQLiteStore: PersistentStore, PageScanningStore, PageInsertingStore,
     func history(after token: Int64?) throws -> [HistoryTransaction] {
         try withConnection { c, _ in
             try c.transaction(write: false) {
-                try c.withStatement("SELECT token, json FROM \(StoreLayout.quote(StoreLayout.historyTable)) WHERE token > ? ORDER BY token") { s in
+                try c.withStatement("SELECT token, json FROM \(SQLiteLayout.quote(SQLiteLayout.historyTable)) WHERE token > ? ORDER BY token") { s in
                     s.bind(1, token ?? .min)
                     var result: [HistoryTransaction] = []
                     while try s.step() {
@@ -218,7 +218,7 @@ final class SQLiteStore: PersistentStore, PageScanningStore, PageInsertingStore,
         } else {
             fragment = .alwaysTrue
         }
-        let select = "SELECT \(table.selectList) FROM \(StoreLayout.quote(table.name)) AS t"
+        let select = "SELECT \(table.selectList) FROM \(SQLiteLayout.quote(table.name)) AS t"
         guard let fragment else {
             // Not translatable: load the candidates and let the reference evaluator do everything.
             let (whereSQL, bindings) = whereClause(entity: entity, request: request, table: table, .alwaysTrue)
@@ -264,7 +264,7 @@ final class SQLiteStore: PersistentStore, PageScanningStore, PageInsertingStore,
     }
 
     /// The reference evaluator, following relationships through this connection (the caller holds the lock).
-    private func evaluator(_ reader: RecordReader) -> PredicateEvaluator {
+    private func evaluator(_ reader: SQLiteRecordReader) -> PredicateEvaluator {
         let memo = ResolverMemo()
         return PredicateEvaluator(schema: schema) { root, keys in
             var found: [Record] = []
@@ -298,7 +298,7 @@ final class SQLiteStore: PersistentStore, PageScanningStore, PageInsertingStore,
             guard !page.isEmpty else { return }
             var links = s.deferredLinks
             try c.transaction(write: true) {
-                var writer = ChangeWriter(
+                var writer = SQLiteSaveWriter(
                     layout: layout, connection: c, url: fileURL, storeUUID: s.metadata.storeUUID,
                     isBulkLoad: s.deferredIndexes != nil, deferredLinks: s.deferredLinks)
                 try writer.insert(page)
@@ -318,7 +318,7 @@ final class SQLiteStore: PersistentStore, PageScanningStore, PageInsertingStore,
             var links = s.deferredLinks
             var highest: [String: Int64] = [:]
             try c.transaction(write: true) {
-                var writer = ChangeWriter(
+                var writer = SQLiteSaveWriter(
                     layout: layout, connection: c, url: fileURL, storeUUID: s.metadata.storeUUID,
                     isBulkLoad: s.deferredIndexes != nil, deferredLinks: s.deferredLinks)
                 for i in 0..<count {
@@ -359,7 +359,7 @@ final class SQLiteStore: PersistentStore, PageScanningStore, PageInsertingStore,
                     try Self.writeMetadataJSON(json, c)
                     newMetadata = (m, json)
                 }
-                var writer = ChangeWriter(
+                var writer = SQLiteSaveWriter(
                     layout: layout, connection: c, url: fileURL,
                     storeUUID: (newMetadata?.0 ?? s.metadata).storeUUID, isBulkLoad: s.deferredIndexes != nil,
                     deferredLinks: s.deferredLinks)
@@ -390,12 +390,12 @@ final class SQLiteStore: PersistentStore, PageScanningStore, PageInsertingStore,
             }
             let reserve = max(wanted, Self.keyReservation)
             let first: Int64 = try c.transaction(write: true) {
-                let keys = StoreLayout.quote(StoreLayout.keysTable)
+                let keys = SQLiteLayout.quote(SQLiteLayout.keysTable)
                 let stored = try c.withStatement("SELECT next FROM \(keys) WHERE root = ?") { s in
                     try s.bind(1, root)
                     return try s.step() ? s.int64(0) : nil
                 }
-                let highest = try c.int64("SELECT MAX(_pk) FROM \(StoreLayout.quote(table.name))") ?? 0
+                let highest = try c.int64("SELECT MAX(_pk) FROM \(SQLiteLayout.quote(table.name))") ?? 0
                 let (above, full) = highest.addingReportingOverflow(1)
                 let first = max(stored ?? 1, above)
                 let (next, overflow) = first.addingReportingOverflow(reserve)
@@ -438,7 +438,7 @@ final class SQLiteStore: PersistentStore, PageScanningStore, PageInsertingStore,
     // MARK: Metadata rows
 
     static func readMetadataJSON(_ c: SQLiteConnection) throws -> Data {
-        try c.withStatement("SELECT json FROM \(StoreLayout.quote(StoreLayout.metadataTable)) WHERE id = 1") { s in
+        try c.withStatement("SELECT json FROM \(SQLiteLayout.quote(SQLiteLayout.metadataTable)) WHERE id = 1") { s in
             guard try s.step(), s.type(0) == SQLITE_BLOB || s.type(0) == SQLITE_TEXT else {
                 throw StoreError.corruptStore(c.url, reason: "the metadata row is missing")
             }
@@ -447,7 +447,7 @@ final class SQLiteStore: PersistentStore, PageScanningStore, PageInsertingStore,
     }
 
     static func writeMetadataJSON(_ json: Data, _ c: SQLiteConnection) throws {
-        try c.withStatement("INSERT INTO \(StoreLayout.quote(StoreLayout.metadataTable)) (id, json) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET json = excluded.json") { s in
+        try c.withStatement("INSERT INTO \(SQLiteLayout.quote(SQLiteLayout.metadataTable)) (id, json) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET json = excluded.json") { s in
             try s.bind(1, json)
             try s.step()
         }
@@ -460,8 +460,8 @@ private final class ResolverMemo: @unchecked Sendable {
 }
 
 /// Refuses metadata whose schema would lay records out differently from the store's tables.
-func checkLayoutCompatible(_ metadata: StoreMetadata, url: URL, current: StoreLayout) throws {
-    let proposed = StoreLayout(schema: metadata.schema)
+func checkLayoutCompatible(_ metadata: StoreMetadata, url: URL, current: SQLiteLayout) throws {
+    let proposed = SQLiteLayout(schema: metadata.schema)
     guard proposed.fingerprint != current.fingerprint else { return }
     var differing = metadata.incompatibleEntities(with: current.schema)
     if differing.isEmpty { differing = metadata.schema.entities.map(\.name) }

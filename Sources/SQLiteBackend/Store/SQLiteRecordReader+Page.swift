@@ -2,7 +2,7 @@ import CSQLite
 import Foundation
 @_spi(BackendKit) import StoreAPI
 
-extension RecordReader {
+extension SQLiteRecordReader {
     /// Runs `sql` (whose select list is `table.selectList`, rows of exactly `entity`'s entity in ascending key
     /// order) into a page: the same records, checks and errors as ``records(_:bindings:table:)``, with no value
     /// made into a Swift object.
@@ -23,8 +23,8 @@ extension RecordReader {
                 page.beginRecord(primaryKey: pk, globalID: gid)
                 for (i, read) in el.attributeReads.enumerated() {
                     let column = try attributeColumn(read, i, el)
-                    do throws(ValueCoding.Mismatch) {
-                        try ValueCoding.append(s, column: column, type: read.type, to: &page)
+                    do throws(SQLiteValueCodec.Mismatch) {
+                        try SQLiteValueCodec.append(s, column: column, type: read.type, to: &page)
                     } catch {
                         throw error.storeError(url: url, entity: el.name, property: el.entity.attributes[i].name, type: read.type)
                     }

@@ -7,8 +7,8 @@ import StoreAPI
 /// Rows are decoded from the select list ``TableLayout/selectList``; to-many values are then filled with
 /// one query per relationship per batch of records (a key-range query when the batch's keys are dense, as a scan
 /// page's are; `IN` lists otherwise), never one query per record.
-struct RecordReader {
-    let layout: StoreLayout
+struct SQLiteRecordReader {
+    let layout: SQLiteLayout
     let url: URL
     let connection: SQLiteConnection
 
@@ -70,7 +70,7 @@ struct RecordReader {
         for (i, read) in el.attributeReads.enumerated() {
             let column = try attributeColumn(read, i, el)
             do {
-                attributes.append(try ValueCoding.read(s, column: column, type: read.type))
+                attributes.append(try SQLiteValueCodec.read(s, column: column, type: read.type))
             } catch {
                 throw error.storeError(url: url, entity: el.name, property: el.entity.attributes[i].name, type: read.type)
             }
@@ -96,7 +96,7 @@ struct RecordReader {
         guard let el = layout.entity(code: code), el.root == table.root else {
             throw StoreError.corruptStore(url, reason: "\(table.name) row \(pk) has the unknown entity code \(code)")
         }
-        guard s.type(2) == SQLITE_BLOB, let gid = ValueCoding.uuid(s, 2) else {
+        guard s.type(2) == SQLITE_BLOB, let gid = SQLiteValueCodec.uuid(s, 2) else {
             throw StoreError.corruptStore(url, reason: "\(table.name) row \(pk) has no 16-byte global ID")
         }
         return (pk, el, gid)

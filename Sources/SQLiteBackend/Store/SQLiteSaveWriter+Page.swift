@@ -2,9 +2,9 @@ import CSQLite
 import Foundation
 @_spi(BackendKit) import StoreAPI
 
-extension ChangeWriter {
+extension SQLiteSaveWriter {
     /// Inserts a page's records during a bulk load, as ``apply(_:)`` inserts the same records: each value bound
-    /// from the page's bytes after the checks ``ValueCoding/bind(_:type:to:at:entity:property:)`` makes (and the
+    /// from the page's bytes after the checks ``SQLiteValueCodec/bind(_:type:to:at:entity:property:)`` makes (and the
     /// page's own: integer ranges, UTF-8, decimal and URI text), the foreign keys from its relationship values and
     /// the join rows written as a bulk load writes them. Outside a bulk load the page is applied as records.
     mutating func insert(_ page: RecordPage) throws {
@@ -29,7 +29,7 @@ extension ChangeWriter {
                     var reader = RecordPage.ValueReader(values)
                     for a in entity.attributes {
                         guard let value = reader.next() else { throw Self.malformed(url, key, "the value of \(a.name)") }
-                        try ValueCoding.bind(value, type: a.type, to: s, at: index, entity: entity.name, property: a.name)
+                        try SQLiteValueCodec.bind(value, type: a.type, to: s, at: index, entity: entity.name, property: a.name)
                         index += 1
                     }
                     guard reader.isAtEnd else { throw Self.malformed(url, key, "the attribute values") }
@@ -74,7 +74,7 @@ extension ChangeWriter {
     }
 }
 
-extension ValueCoding {
+extension SQLiteValueCodec {
     /// Binds a page's value for an attribute of `type`: the same values, and the same refusals, as binding the
     /// ``StoreValue`` it decodes to — checked without making it.
     static func bind(

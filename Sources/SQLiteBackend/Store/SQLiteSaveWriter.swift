@@ -15,8 +15,8 @@ let sqliteConstraintUnique: Int32 = SQLITE_CONSTRAINT | (8 << 8)
 ///
 /// The to-one side of a relationship is authoritative for derived to-many sides: a to-many side only writes its
 /// order, which applies to the members whose foreign key points back to it.
-struct ChangeWriter {
-    let layout: StoreLayout
+struct SQLiteSaveWriter {
+    let layout: SQLiteLayout
     let connection: SQLiteConnection
     let url: URL
     let storeUUID: UUID
@@ -28,7 +28,7 @@ struct ChangeWriter {
     /// The layout looked up last, for the same reason.
     private var lastLayout: EntityLayout?
 
-    /// Whether the store is being bulk loaded (see `SQLiteStore+BulkLoad`): inserted records' join rows are then
+    /// Whether the store is being bulk loaded (see `SQLitePersistentStore+BulkLoad`): inserted records' join rows are then
     /// added without reading what is there (the store was empty when the load began, so a record's rows can only
     /// come from the other side of a many-to-many, which stored the same pairs).
     let isBulkLoad: Bool
@@ -36,7 +36,7 @@ struct ChangeWriter {
     /// the same rows (see ``DeferredLinks``), by join table; `nil` when every side writes its rows.
     private(set) var deferredLinks: [String: DeferredLinks]?
 
-    init(layout: StoreLayout, connection: SQLiteConnection, url: URL, storeUUID: UUID, isBulkLoad: Bool = false,
+    init(layout: SQLiteLayout, connection: SQLiteConnection, url: URL, storeUUID: UUID, isBulkLoad: Bool = false,
          deferredLinks: [String: DeferredLinks]? = nil) {
         self.layout = layout
         self.connection = connection
@@ -82,7 +82,7 @@ struct ChangeWriter {
         for (root, highest) in maxInserted {
             // A record at the very top of the key space leaves nothing to allocate: the next allocation says so.
             let next = highest == .max ? highest : highest + 1
-            try connection.withStatement("UPDATE \(StoreLayout.quote(StoreLayout.keysTable)) SET next = ? WHERE root = ? AND next <= ?") { s in
+            try connection.withStatement("UPDATE \(SQLiteLayout.quote(SQLiteLayout.keysTable)) SET next = ? WHERE root = ? AND next <= ?") { s in
                 s.bind(1, next)
                 try s.bind(2, root)
                 s.bind(3, highest)
@@ -157,7 +157,7 @@ struct ChangeWriter {
     private func delete(_ key: RecordKey) throws {
         let el = try entityLayout(key.entity)
         let t = try table(el)
-        try connection.withStatement("DELETE FROM \(StoreLayout.quote(t.name)) WHERE _pk = ?") { s in
+        try connection.withStatement("DELETE FROM \(SQLiteLayout.quote(t.name)) WHERE _pk = ?") { s in
             s.bind(1, key.primaryKey)
             try s.step()
         }
@@ -169,20 +169,20 @@ struct ChangeWriter {
                 // The record's order rows; its members keep their foreign keys (a dangling reference, as with
                 // `noAction`, until they are saved).
                 guard let table = ifk.orderTable else { continue }
-                try connection.withStatement("DELETE FROM \(StoreLayout.quote(table)) WHERE src = ?") { s in
+                try connection.withStatement("DELETE FROM \(SQLiteLayout.quote(table)) WHERE src = ?") { s in
                     s.bind(1, key.primaryKey)
                     try s.step()
                 }
                 continue
             case .foreignKey: continue
             }
-            let j = StoreLayout.quote(js.table)
+            let j = SQLiteLayout.quote(js.table)
             if js.isShared {
                 // The other side still lists this record until it is saved without it (as with `noAction`);
                 // rows whose both records are gone are removed.
                 guard let other = layout.tables[js.otherRoot] else { continue }
                 try connection.withStatement(
-                    "DELETE FROM \(j) WHERE \(js.ownColumn) = ? AND \(js.otherColumn) NOT IN (SELECT _pk FROM \(StoreLayout.quote(other.name)))"
+                    "DELETE FROM \(j) WHERE \(js.ownColumn) = ? AND \(js.otherColumn) NOT IN (SELECT _pk FROM \(SQLiteLayout.quote(other.name)))"
                 ) { s in
                     s.bind(1, key.primaryKey)
                     try s.step()
@@ -220,7 +220,7 @@ struct ChangeWriter {
             try withUnsafeBytes(of: &gid) { try s.bind(i + 1, bytes: $0) }
             i += 2
             for (k, a) in entity.attributes.enumerated() {
-                try ValueCoding.bind(r.attributes[k], type: a.type, to: s, at: i, entity: entity.name, property: a.name)
+                try SQLiteValueCodec.bind(r.attributes[k], type: a.type, to: s, at: i, entity: entity.name, property: a.name)
                 i += 1
             }
             for (k, storage) in el.relationships.enumerated() {
@@ -267,8 +267,8 @@ struct ChangeWriter {
             let cols = el.entity.attributes.enumerated().filter { names.contains($0.element.name) }
                 .map { el.attributeColumns[$0.offset] }.filter { $0 >= 0 }
             guard !cols.isEmpty else { continue }
-            let sets = cols.map { "\(StoreLayout.quote(t.columns[$0].name)) = NULL" }.joined(separator: ", ")
-            try connection.withStatement("UPDATE \(StoreLayout.quote(t.name)) SET \(sets) WHERE _pk = ?") { s in
+            let sets = cols.map { "\(SQLiteLayout.quote(t.columns[$0].name)) = NULL" }.joined(separator: ", ")
+            try connection.withStatement("UPDATE \(SQLiteLayout.quote(t.name)) SET \(sets) WHERE _pk = ?") { s in
                 s.bind(1, r.primaryKey)
                 try s.step()
             }
@@ -303,12 +303,12 @@ struct ChangeWriter {
             let values = indexes.map { r.attributes[$0] }
             if first == nil { first = (constraint, values) }
             if values.contains(where: { $0.isNull || ($0.doubleValue?.isNaN ?? false) }) { continue }
-            let conditions = indexes.map { "\(StoreLayout.quote(t.columns[el.attributeColumns[$0]].name)) = ?" }
-            let sql = "SELECT _pk, _ent FROM \(StoreLayout.quote(t.name)) WHERE \(conditions.joined(separator: " AND ")) AND _pk <> ? LIMIT 1"
+            let conditions = indexes.map { "\(SQLiteLayout.quote(t.columns[el.attributeColumns[$0]].name)) = ?" }
+            let sql = "SELECT _pk, _ent FROM \(SQLiteLayout.quote(t.name)) WHERE \(conditions.joined(separator: " AND ")) AND _pk <> ? LIMIT 1"
             let existing: ObjectID? = try connection.withStatement(sql) { s in
                 for (n, ai) in indexes.enumerated() {
                     let a = entity.attributes[ai]
-                    try ValueCoding.bind(r.attributes[ai], type: a.type, to: s, at: Int32(n + 1), entity: entity.name, property: a.name)
+                    try SQLiteValueCodec.bind(r.attributes[ai], type: a.type, to: s, at: Int32(n + 1), entity: entity.name, property: a.name)
                 }
                 s.bind(Int32(indexes.count + 1), r.primaryKey)
                 guard try s.step() else { return nil }
@@ -519,7 +519,7 @@ struct ChangeWriter {
 
     private func appendHistory(_ transactions: [HistoryTransaction]) throws {
         guard !transactions.isEmpty else { return }
-        let table = StoreLayout.quote(StoreLayout.historyTable)
+        let table = SQLiteLayout.quote(SQLiteLayout.historyTable)
         var last = try connection.int64("SELECT MAX(token) FROM \(table)") ?? 0
         try connection.withStatement("INSERT INTO \(table) (token, json) VALUES (?, ?)") { s in
             for var t in transactions {

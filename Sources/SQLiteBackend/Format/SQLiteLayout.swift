@@ -74,7 +74,7 @@ struct SQLiteLayout: Sendable {
     /// Layouts by entity name.
     let entities: [String: EntityLayout]
     /// Layouts in code order: codes are 1…n in schema order, so the code is an index. (Not a dictionary keyed by
-    /// `Int64`: see `columnOf` in `init`.)
+    /// `Int64`: see the rule at `LMDBLayout.entitiesByID` in LMDBBackend.)
     private let entitiesInCodeOrder: [EntityLayout?]
 
     /// The layout of the entity stored with `code` in `_ent`, or `nil` for a code no entity has.
@@ -96,195 +96,16 @@ struct SQLiteLayout: Sendable {
 
     init(schema: Schema) {
         self.schema = schema
-        var codes: [String: Int64] = [:]
-        for (i, e) in schema.entities.enumerated() { codes[e.name] = Int64(i + 1) }
-        let byName = Dictionary(uniqueKeysWithValues: schema.entities.map { ($0.name, $0) })
-        let schemaIndex = Dictionary(uniqueKeysWithValues: schema.entities.enumerated().map { ($1.name, $0) })
-
-        func declaringEntity(of property: String, in entity: Entity, attribute: Bool) -> String {
-            for name in [entity.name] + entity.ancestorNames {
-                guard let d = byName[name]?.definition else { continue }
-                if attribute ? d.attributes.contains(where: { $0.name == property })
-                    : d.relationships.contains(where: { $0.name == property })
-                {
-                    return name
-                }
-            }
-            return entity.name
-        }
-
-        /// Whether `r` (declared on `entity`) and its inverse name each other.
-        func mutualInverse(_ r: RelationshipDescription, declaredOn entity: String)
-            -> (RelationshipDescription, String)?
-        {
-            guard let inv = schema.inverse(of: r), inv.inverse == r.name,
-                let dest = byName[r.destination]
-            else { return nil }
-            let invDecl = declaringEntity(of: inv.name, in: dest, attribute: false)
-            if invDecl == entity && inv.name == r.name { return nil }  // its own inverse: stored per side
-            return (inv, invDecl)
-        }
-
-        // Columns per hierarchy: parents before children, then schema order.
-        var tables: [String: TableLayout] = [:]
-        // Keyed by a string (entity NUL property), not a struct of the two: a dictionary with a key type of its own
-        // costs every process a first-use scan of all protocol conformance records when it opens a store.
-        var columnOf: [String: String] = [:]
-        var indexes: [String] = []
-        for root in schema.rootEntities {
-            let tableName = "E_" + root.name
-            let members = root.hierarchyNames.compactMap { byName[$0] }
-                .sorted { ($0.ancestorNames.count, schemaIndex[$0.name] ?? 0) < ($1.ancestorNames.count, schemaIndex[$1.name] ?? 0) }
-            var used: Set<String> = ["_pk", "_ent", "_gid"]
-            var columns: [ColumnLayout] = []
-            func claim(_ base: String, _ entity: String) -> String {
-                var name = base
-                if used.contains(name) { name = "\(base).\(entity)" }
-                var n = 2
-                while used.contains(name) {
-                    name = "\(base).\(entity)#\(n)"
-                    n += 1
-                }
-                used.insert(name)
-                return name
-            }
-            for member in members {
-                for a in member.definition.attributes where !a.isTransient {
-                    let col = claim(Self.escape(a.name), member.name)
-                    columnOf[PropertyKeyString(member.name, a.name)] = col
-                    columns.append(ColumnLayout(name: col, declaredType: Self.declaredType(a.type)))
-                }
-                for r in member.definition.relationships where !r.isTransient && !r.isToMany {
-                    let col = claim(Self.escape(r.name), member.name)
-                    columnOf[PropertyKeyString(member.name, r.name)] = col
-                    columns.append(ColumnLayout(name: col, declaredType: "INTEGER"))
-                    indexes.append(
-                        "CREATE INDEX \(Self.quote("X_\(tableName).\(col)")) ON \(Self.quote(tableName)) (\(Self.quote(col)))")
-                }
-            }
-            tables[root.name] = TableLayout(
-                root: root.name, name: tableName, columns: columns,
-                entityCodes: root.hierarchyNames.compactMap { codes[$0] },
-                hasSubentities: root.hierarchyNames.count > 1)
-        }
-
-        // Join tables.
-        var joinTables: [String: JoinTableLayout] = [:]
-        var joinOrder: [String] = []
-        func joinTable(owner: String, relationship r: RelationshipDescription, shared: Bool) -> String {
-            var name = "J_\(owner).\(r.name)"
-            var n = 2
-            while let existing = joinTables[name], existing.owner != PropertyKeyString(owner, r.name) {
-                name = "J_\(owner).\(r.name)#\(n)"
-                n += 1
-            }
-            if joinTables[name] == nil {
-                joinTables[name] = JoinTableLayout(name: name, owner: PropertyKeyString(owner, r.name), isShared: shared)
-                joinOrder.append(name)
-            }
-            return name
-        }
-
-        // Entity layouts.
-        var entities: [String: EntityLayout] = [:]
-        for entity in schema.entities {
-            let table = tables[entity.rootName]
-            let attributeColumns: [Int] = entity.attributes.map { a in
-                let decl = declaringEntity(of: a.name, in: entity, attribute: true)
-                let col = columnOf[PropertyKeyString(decl, a.name)] ?? ""
-                return table?.columns.firstIndex { $0.name == col } ?? -1
-            }
-            var storages: [RelationshipStorage] = []
-            for r in entity.relationships {
-                let decl = declaringEntity(of: r.name, in: entity, attribute: false)
-                if !r.isToMany {
-                    let col = columnOf[PropertyKeyString(decl, r.name)] ?? ""
-                    storages.append(.foreignKey(column: table?.columns.firstIndex { $0.name == col } ?? -1))
-                    continue
-                }
-                let destRoot = byName[r.destination]?.rootName ?? r.destination
-                if let (inv, invDecl) = mutualInverse(r, declaredOn: decl) {
-                    if !inv.isToMany {
-                        let fk = columnOf[PropertyKeyString(invDecl, inv.name)] ?? ""
-                        let orderTable = r.isOrdered ? joinTable(owner: decl, relationship: r, shared: false) : nil
-                        let destHierarchy = byName[r.destination]?.hierarchyNames ?? []
-                        let invHierarchy = byName[invDecl]?.hierarchyNames ?? []
-                        let filter = Set(destHierarchy) == Set(invHierarchy) ? nil : destHierarchy.compactMap { codes[$0] }
-                        storages.append(.inverseForeignKey(InverseForeignKey(
-                            table: tables[destRoot]?.name ?? "E_" + destRoot, column: fk, orderTable: orderTable,
-                            entityCodes: filter, ownerRoot: entity.rootName)))
-                    } else {
-                        let mine = PropertyKeyString(decl, r.name)
-                        let theirs = PropertyKeyString(invDecl, inv.name)
-                        let iAmSource = mine < theirs
-                        let name = iAmSource
-                            ? joinTable(owner: decl, relationship: r, shared: true)
-                            : joinTable(owner: invDecl, relationship: inv, shared: true)
-                        storages.append(.joinTable(JoinStorage(
-                            table: name, ownColumn: iAmSource ? "src" : "dst", otherColumn: iAmSource ? "dst" : "src",
-                            ownOrderColumn: iAmSource ? "src_ord" : "dst_ord", otherRoot: destRoot, isShared: true)))
-                    }
-                } else {
-                    let name = joinTable(owner: decl, relationship: r, shared: false)
-                    storages.append(.joinTable(JoinStorage(
-                        table: name, ownColumn: "src", otherColumn: "dst", ownOrderColumn: "src_ord", otherRoot: destRoot,
-                        isShared: false)))
-                }
-            }
-            let layout = EntityLayout(
-                entity: entity, code: codes[entity.name] ?? 0, table: table, attributeColumns: attributeColumns,
-                relationships: storages)
-            entities[entity.name] = layout
-        }
-
-        // Uniqueness constraints: declared ones only (inherited ones are the parent's index).
-        for entity in schema.entities {
-            guard let table = tables[entity.rootName] else { continue }
-            for (n, constraint) in entity.definition.uniquenessConstraints.enumerated() {
-                var cols: [String] = []
-                var conditions: [String] = []
-                for attrName in constraint {
-                    guard let attr = entity.attribute(attrName) else { continue }
-                    let decl = declaringEntity(of: attrName, in: entity, attribute: true)
-                    let col = columnOf[PropertyKeyString(decl, attrName)] ?? attrName
-                    cols.append(Self.quote(col))
-                    if [.double, .float, .date].contains(attr.type) {
-                        conditions.append("typeof(\(Self.quote(col))) <> 'blob'")
-                    }
-                }
-                guard !cols.isEmpty else { continue }
-                if Set(entity.hierarchyNames) != Set(byName[entity.rootName]?.hierarchyNames ?? []) {
-                    let list = entity.hierarchyNames.compactMap { codes[$0] }.map(String.init).joined(separator: ", ")
-                    conditions.append("_ent IN (\(list))")
-                }
-                let whereClause = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
-                indexes.append(
-                    "CREATE UNIQUE INDEX \(Self.quote("U_\(table.name).\(entity.name).\(n + 1)")) ON \(Self.quote(table.name)) (\(cols.joined(separator: ", ")))\(whereClause)")
-            }
-        }
-
-        self.tables = tables
+        var plan = LayoutPlan(schema: schema)
+        plan.layOutTables()
+        let entities = plan.layOutEntities()
+        plan.addUniquenessIndexes()
+        self.tables = plan.tables
         self.entities = entities
         self.entitiesInCodeOrder = schema.entities.map { entities[$0.name] }
-        var toManyStorages: [RelationshipStorage] = []
-        var toManySlots: [String: [(relationship: Int, storage: Int)]] = [:]
-        for (name, el) in entities {
-            var slots: [(relationship: Int, storage: Int)] = []
-            for (k, storage) in el.relationships.enumerated() {
-                if case .foreignKey = storage { continue }
-                if let existing = toManyStorages.firstIndex(of: storage) {
-                    slots.append((k, existing))
-                } else {
-                    slots.append((k, toManyStorages.count))
-                    toManyStorages.append(storage)
-                }
-            }
-            toManySlots[name] = slots
-        }
-        self.toManyStorages = toManyStorages
-        self.toManySlots = toManySlots
-        self.joinTables = joinOrder.compactMap { joinTables[$0] }
-        self.indexStatements = indexes
+        (self.toManyStorages, self.toManySlots) = LayoutPlan.toManySlots(of: entities)
+        self.joinTables = plan.joinOrder.compactMap { plan.joinTables[$0] }
+        self.indexStatements = plan.indexes
         self.rootsWithToMany = Set(entities.values.filter { $0.hasToMany }.map(\.root))
     }
 
@@ -353,8 +174,8 @@ struct SQLiteLayout: Sendable {
 
     /// A double-quoted SQL identifier.
     static func quote(_ identifier: String) -> String {
-        // Statements are built per fetch: Foundation's replacingOccurrences was 8 % of fetching records one by one,
-        // for names that almost never hold a quote.
+        // Statements are built per fetch, and names almost never hold a quote: Foundation's replacingOccurrences
+        // is only paid for the names that do.
         guard identifier.utf8.contains(UInt8(ascii: "\"")) else { return "\"" + identifier + "\"" }
         return "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
@@ -377,6 +198,236 @@ struct SQLiteLayout: Sendable {
 }
 
 /// `"<entity>\0<property>"`: a sortable key naming a declared property.
+/// The working state of ``SQLiteLayout/init(schema:)``, one method a step: the hierarchy tables and their columns,
+/// then each entity's layout (with the join tables its to-many relationships need), then the uniqueness indexes.
+private struct LayoutPlan {
+    let schema: Schema
+    /// Entity codes (`_ent`): 1…n in schema order.
+    let codes: [String: Int64]
+    let byName: [String: Entity]
+    let schemaIndex: [String: Int]
+    /// Tables by root entity name.
+    var tables: [String: TableLayout] = [:]
+    /// Column names keyed by a string (entity NUL property), not a struct of the two: see the rule at
+    /// `LMDBLayout.entitiesByID` in LMDBBackend.
+    var columnOf: [String: String] = [:]
+    /// Index definitions, in creation order.
+    var indexes: [String] = []
+    var joinTables: [String: JoinTableLayout] = [:]
+    var joinOrder: [String] = []
+
+    init(schema: Schema) {
+        self.schema = schema
+        var codes: [String: Int64] = [:]
+        for (i, e) in schema.entities.enumerated() { codes[e.name] = Int64(i + 1) }
+        self.codes = codes
+        self.byName = Dictionary(uniqueKeysWithValues: schema.entities.map { ($0.name, $0) })
+        self.schemaIndex = Dictionary(uniqueKeysWithValues: schema.entities.enumerated().map { ($1.name, $0) })
+    }
+
+    /// The entity among `entity` and its ancestors that declares `property`.
+    func declaringEntity(of property: String, in entity: Entity, attribute: Bool) -> String {
+        for name in [entity.name] + entity.ancestorNames {
+            guard let d = byName[name]?.definition else { continue }
+            if attribute ? d.attributes.contains(where: { $0.name == property })
+                : d.relationships.contains(where: { $0.name == property })
+            {
+                return name
+            }
+        }
+        return entity.name
+    }
+
+    /// Whether `r` (declared on `entity`) and its inverse name each other.
+    func mutualInverse(_ r: RelationshipDescription, declaredOn entity: String) -> (RelationshipDescription, String)? {
+        guard let inv = schema.inverse(of: r), inv.inverse == r.name,
+            let dest = byName[r.destination]
+        else { return nil }
+        let invDecl = declaringEntity(of: inv.name, in: dest, attribute: false)
+        if invDecl == entity && inv.name == r.name { return nil }  // its own inverse: stored per side
+        return (inv, invDecl)
+    }
+
+    /// The column of `property` as stored for `entity` (declared there or on an ancestor).
+    func column(of property: String, in entity: Entity, attribute: Bool) -> String? {
+        columnOf[PropertyKeyString(declaringEntity(of: property, in: entity, attribute: attribute), property)]
+    }
+
+    // MARK: Tables
+
+    /// One table per hierarchy.
+    mutating func layOutTables() {
+        for root in schema.rootEntities { layOutTable(root: root) }
+    }
+
+    /// The hierarchy's columns, parents before children, then schema order; an index on each to-one foreign key.
+    private mutating func layOutTable(root: Entity) {
+        let tableName = "E_" + root.name
+        let members = root.hierarchyNames.compactMap { byName[$0] }
+            .sorted { ($0.ancestorNames.count, schemaIndex[$0.name] ?? 0) < ($1.ancestorNames.count, schemaIndex[$1.name] ?? 0) }
+        var used: Set<String> = ["_pk", "_ent", "_gid"]
+        var columns: [ColumnLayout] = []
+        func claim(_ base: String, _ entity: String) -> String {
+            var name = base
+            if used.contains(name) { name = "\(base).\(entity)" }
+            var n = 2
+            while used.contains(name) {
+                name = "\(base).\(entity)#\(n)"
+                n += 1
+            }
+            used.insert(name)
+            return name
+        }
+        for member in members {
+            for a in member.definition.attributes where !a.isTransient {
+                let col = claim(SQLiteLayout.escape(a.name), member.name)
+                columnOf[PropertyKeyString(member.name, a.name)] = col
+                columns.append(ColumnLayout(name: col, declaredType: SQLiteLayout.declaredType(a.type)))
+            }
+            for r in member.definition.relationships where !r.isTransient && !r.isToMany {
+                let col = claim(SQLiteLayout.escape(r.name), member.name)
+                columnOf[PropertyKeyString(member.name, r.name)] = col
+                columns.append(ColumnLayout(name: col, declaredType: "INTEGER"))
+                indexes.append(
+                    "CREATE INDEX \(SQLiteLayout.quote("X_\(tableName).\(col)")) ON \(SQLiteLayout.quote(tableName)) (\(SQLiteLayout.quote(col)))")
+            }
+        }
+        tables[root.name] = TableLayout(
+            root: root.name, name: tableName, columns: columns,
+            entityCodes: root.hierarchyNames.compactMap { codes[$0] },
+            hasSubentities: root.hierarchyNames.count > 1)
+    }
+
+    /// The join table of `owner`'s relationship `r`, made on first use.
+    mutating func joinTable(owner: String, relationship r: RelationshipDescription, shared: Bool) -> String {
+        var name = "J_\(owner).\(r.name)"
+        var n = 2
+        while let existing = joinTables[name], existing.owner != PropertyKeyString(owner, r.name) {
+            name = "J_\(owner).\(r.name)#\(n)"
+            n += 1
+        }
+        if joinTables[name] == nil {
+            joinTables[name] = JoinTableLayout(name: name, owner: PropertyKeyString(owner, r.name), isShared: shared)
+            joinOrder.append(name)
+        }
+        return name
+    }
+
+    // MARK: Entities
+
+    /// Every entity's layout, by name.
+    mutating func layOutEntities() -> [String: EntityLayout] {
+        var entities: [String: EntityLayout] = [:]
+        for entity in schema.entities {
+            let table = tables[entity.rootName]
+            let attributeColumns: [Int] = entity.attributes.map { a in
+                let col = column(of: a.name, in: entity, attribute: true) ?? ""
+                return table?.columns.firstIndex { $0.name == col } ?? -1
+            }
+            let storages = entity.relationships.map { storage(of: $0, in: entity, table: table) }
+            entities[entity.name] = EntityLayout(
+                entity: entity, code: codes[entity.name] ?? 0, table: table, attributeColumns: attributeColumns,
+                relationships: storages)
+        }
+        return entities
+    }
+
+    /// Where `r` of `entity` is stored: a foreign key column of its own table (to-one), the inverse's foreign key
+    /// in the destination's table (one-to-many), or a join table (many-to-many, or no mutual inverse).
+    private mutating func storage(of r: RelationshipDescription, in entity: Entity, table: TableLayout?) -> RelationshipStorage {
+        let decl = declaringEntity(of: r.name, in: entity, attribute: false)
+        if !r.isToMany {
+            let col = columnOf[PropertyKeyString(decl, r.name)] ?? ""
+            return .foreignKey(column: table?.columns.firstIndex { $0.name == col } ?? -1)
+        }
+        let destRoot = byName[r.destination]?.rootName ?? r.destination
+        guard let (inv, invDecl) = mutualInverse(r, declaredOn: decl) else {
+            let name = joinTable(owner: decl, relationship: r, shared: false)
+            return .joinTable(JoinStorage(
+                table: name, ownColumn: "src", otherColumn: "dst", ownOrderColumn: "src_ord", otherRoot: destRoot,
+                isShared: false))
+        }
+        if !inv.isToMany {
+            let fk = columnOf[PropertyKeyString(invDecl, inv.name)] ?? ""
+            let orderTable = r.isOrdered ? joinTable(owner: decl, relationship: r, shared: false) : nil
+            let destHierarchy = byName[r.destination]?.hierarchyNames ?? []
+            let invHierarchy = byName[invDecl]?.hierarchyNames ?? []
+            let filter = Set(destHierarchy) == Set(invHierarchy) ? nil : destHierarchy.compactMap { codes[$0] }
+            return .inverseForeignKey(InverseForeignKey(
+                table: tables[destRoot]?.name ?? "E_" + destRoot, column: fk, orderTable: orderTable,
+                entityCodes: filter, ownerRoot: entity.rootName))
+        }
+        let mine = PropertyKeyString(decl, r.name)
+        let theirs = PropertyKeyString(invDecl, inv.name)
+        let iAmSource = mine < theirs
+        let name = iAmSource
+            ? joinTable(owner: decl, relationship: r, shared: true)
+            : joinTable(owner: invDecl, relationship: inv, shared: true)
+        return .joinTable(JoinStorage(
+            table: name, ownColumn: iAmSource ? "src" : "dst", otherColumn: iAmSource ? "dst" : "src",
+            ownOrderColumn: iAmSource ? "src_ord" : "dst_ord", otherRoot: destRoot, isShared: true))
+    }
+
+    // MARK: Constraints
+
+    /// A unique index per declared uniqueness constraint (inherited ones are the parent's index).
+    mutating func addUniquenessIndexes() {
+        for entity in schema.entities {
+            guard let table = tables[entity.rootName] else { continue }
+            for (n, constraint) in entity.definition.uniquenessConstraints.enumerated() {
+                if let index = uniquenessIndex(constraint, number: n + 1, of: entity, table: table) { indexes.append(index) }
+            }
+        }
+    }
+
+    /// The unique index of `entity`'s `number`th constraint: partial, leaving out NaN (stored as a blob) and, for
+    /// a constraint of a subentity, the hierarchy's other entities.
+    private func uniquenessIndex(_ constraint: [String], number: Int, of entity: Entity, table: TableLayout) -> String? {
+        var cols: [String] = []
+        var conditions: [String] = []
+        for attrName in constraint {
+            guard let attr = entity.attribute(attrName) else { continue }
+            let col = column(of: attrName, in: entity, attribute: true) ?? attrName
+            cols.append(SQLiteLayout.quote(col))
+            if [.double, .float, .date].contains(attr.type) {
+                conditions.append("typeof(\(SQLiteLayout.quote(col))) <> 'blob'")
+            }
+        }
+        guard !cols.isEmpty else { return nil }
+        if Set(entity.hierarchyNames) != Set(byName[entity.rootName]?.hierarchyNames ?? []) {
+            let list = entity.hierarchyNames.compactMap { codes[$0] }.map(String.init).joined(separator: ", ")
+            conditions.append("_ent IN (\(list))")
+        }
+        let whereClause = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
+        return "CREATE UNIQUE INDEX \(SQLiteLayout.quote("U_\(table.name).\(entity.name).\(number)")) ON \(SQLiteLayout.quote(table.name)) (\(cols.joined(separator: ", ")))\(whereClause)"
+    }
+
+    // MARK: To-many storages
+
+    /// Every distinct to-many storage, and for each entity its to-many relationships as (relationship index,
+    /// storage index).
+    static func toManySlots(of entities: [String: EntityLayout])
+        -> ([RelationshipStorage], [String: [(relationship: Int, storage: Int)]])
+    {
+        var toManyStorages: [RelationshipStorage] = []
+        var toManySlots: [String: [(relationship: Int, storage: Int)]] = [:]
+        for (name, el) in entities {
+            var slots: [(relationship: Int, storage: Int)] = []
+            for (k, storage) in el.relationships.enumerated() {
+                if case .foreignKey = storage { continue }
+                if let existing = toManyStorages.firstIndex(of: storage) {
+                    slots.append((k, existing))
+                } else {
+                    slots.append((k, toManyStorages.count))
+                    toManyStorages.append(storage)
+                }
+            }
+            toManySlots[name] = slots
+        }
+        return (toManyStorages, toManySlots)
+    }
+}
+
 private func PropertyKeyString(_ entity: String, _ property: String) -> String { entity + "\u{0}" + property }
 
 /// One column of an entity table (besides `_pk`, `_ent`, `_gid`).

@@ -11,7 +11,8 @@ extension SQLiteStoreBackend {
     ///
     /// Why it matters: SQLite's own recommended build turns them off (`SQLITE_DEFAULT_MEMSTATUS=0`), but the
     /// system library on Linux distributions keeps them on and is also built without lookaside memory, so each of
-    /// the several allocations per executed statement pays the mutex: about 5 % of a conversion from LMDB into SQLite.
+    /// the several allocations per executed statement pays the mutex, a cost every statement of a conversion into
+    /// SQLite shares.
     @discardableResult
     public static func disableMemoryStatistics() -> Bool {
         storeapi_sqlite3_config_memstatus(0) == SQLITE_OK

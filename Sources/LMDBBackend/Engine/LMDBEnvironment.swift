@@ -289,7 +289,7 @@ final class LMDBEnvironment: @unchecked Sendable {
     ///
     /// Every page liblmdb reads through the map stays resident in this process — counted in its RSS — until the
     /// kernel needs the memory: a bulk read or write of a large store (a conversion, an import) would otherwise
-    /// grow the RSS with the file, to hundreds of megabytes for 10⁶ records, though nothing of it is the
+    /// grow the RSS with the file, however large the store, though nothing of it is the
     /// process's own memory. The map is a shared, read-only file mapping, so dropping the pages
     /// (`MADV_DONTNEED`) loses nothing: the next access maps them again from the page cache. Pointers into the
     /// map stay valid.
@@ -337,8 +337,8 @@ final class LMDBEnvironment: @unchecked Sendable {
     }
 
     /// Where the data file is mapped in this process. liblmdb does not say (`me_mapaddr` is only set for
-    /// `MDB_FIXEDMAP`), so it is looked up in `/proc/self/maps` — as bytes: splitting its few hundred lines into
-    /// Strings cost milliseconds per release. None where there is no such file.
+    /// `MDB_FIXEDMAP`), so it is looked up in `/proc/self/maps` — as bytes: splitting its lines into Strings on
+    /// every release would cost more than the release. None where there is no such file.
     private static func mappings(of dataFile: URL) -> [MapRange] {
         var found: [MapRange] = []
         #if os(Linux)

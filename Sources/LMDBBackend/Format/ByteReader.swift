@@ -78,7 +78,7 @@ struct ByteReader {
     mutating func string() throws -> String {
         let r = try lengthPrefixed()
         // ASCII (most stored text) needs no validation: `String(decoding:)` takes it by its own ASCII fast path,
-        // where `String(validating:)` walked every byte through the UTF-8 state machine (4 % of a conversion).
+        // where `String(validating:)` walks every byte through the UTF-8 state machine.
         if UTF8Bytes.isASCII(r) { return String(decoding: r, as: UTF8.self) }
         guard let s = String(validating: r, as: UTF8.self) else {
             throw Malformed(reason: "invalid UTF-8 in a string ending at byte \(offset)")

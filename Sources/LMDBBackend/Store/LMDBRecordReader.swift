@@ -182,8 +182,8 @@ struct LMDBRecordReader: @unchecked Sendable {
 ///
 /// A read fault on a file mapping maps more than the page read: its neighbours already in the page cache
 /// ("fault-around", 64 KiB), and on recent kernels a whole large folio of the page cache — up to 2 MiB for one
-/// touched page (measured here on Linux 6.18, whatever `madvise` says). A store's pages are not in key order in the
-/// file either. Counting bytes read undercounted a scan's resident pages ten- to a hundredfold, so the footprint
+/// touched page, whatever `madvise` says. A store's pages are not in key order in the file either. Counting bytes
+/// read undercounted a scan's resident pages by far, so the footprint
 /// counts every 2 MiB region of the map a walk enters as 2 MiB (and a value beyond a page, on overflow pages, as
 /// its length): an upper bound whatever the page cache holds.
 struct MapFootprint {

@@ -143,8 +143,8 @@ enum LMDBStoreFiles {
             throw StoreError.io(url, operation: "creating the copy", reason: reason)
         }
         defer { close(fd) }
-        // Written around the page cache, as `mdb_env_copy2` does: copying a few hundred MB into the cache was most
-        // of a copy's CPU time (the kernel's copy from user memory), and the fsync below then had it all to write.
+        // Written around the page cache, as `mdb_env_copy2` does: copying a large store into the cache was most of
+        // a copy's CPU time (the kernel's copy from user memory), and the fsync below then had it all to write.
         let direct = DirectIO.enable(on: fd)
         do {
             try env.copy(to: fd, compact: true)

@@ -31,8 +31,8 @@ struct ConnectionSettings {
         }
         try c.exec("PRAGMA synchronous = \(synchronous)")
         // Every insert also goes into the global-ID index, whose random keys touch pages all over it: a cache that
-        // holds the index of a million records (about 30 MiB) and a log that folds back less often keep bulk
-        // saves from rewriting the same index pages again and again (measured: see the storebench SQLite rows).
+        // holds the index of a large store and a log that folds back less often keep bulk saves from rewriting the
+        // same index pages again and again (see the storebench SQLite rows).
         try c.exec("PRAGMA cache_size = -\(Self.cacheKiB)")
         if journalMode == "WAL" { try c.exec("PRAGMA wal_autocheckpoint = 8192") }
     }

@@ -19,8 +19,8 @@ struct KeyedQuery: Sendable {
         list512 = head + keyColumn + " IN (" + Self.placeholders512 + ")" + tail
     }
 
-    // Made once per process: a layout makes a keyed query per table and relationship storage, and joining 584
-    // placeholders for each was a third of opening a store.
+    // Made once per process: a layout makes a keyed query per table and relationship storage, and joining the
+    // placeholders again for each would make opening a store pay for text that never changes.
     private static let placeholders8 = placeholders(8)
     private static let placeholders64 = placeholders(64)
     private static let placeholders512 = placeholders(512)

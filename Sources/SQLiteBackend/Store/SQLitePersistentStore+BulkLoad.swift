@@ -69,10 +69,9 @@ extension SQLitePersistentStore: BulkLoadingStore {
     static let bulkLoadCacheKiB = 16 * 1024
 
     /// The page cache while the indexes are built. SQLite's sorter holds up to the cache size of keys in memory
-    /// before it spills a sorted run to a temporary file, and it does so beside the cache. With the load's cache a
-    /// 10⁶-record build peaked 20 MB above the load while at 10⁵ the sorter never filled, so memory grew with the
-    /// store; with a quarter of it (4 MiB each) the sorter fills at 10⁵ already and spills beyond (xml→sqlite peak
-    /// RSS 10⁵ → 10⁶: 47 → 51 MB; with half, 53 MB).
+    /// before it spills a sorted run to a temporary file, and it does so beside the cache. With the whole load's
+    /// cache the sorter of a small store never fills, so the build's memory grows with the store; with a quarter of
+    /// it the sorter fills early and spills, and a large store's build needs hardly more memory than a small one's.
     static let indexBuildCacheKiB = bulkLoadCacheKiB / 4
 
     /// Sets the page cache; a pragma that cannot fail on an open connection, and only a matter of speed if it did.

@@ -54,9 +54,9 @@ struct PredicateParser {
     static let maxDepth = 200
 
     /// The deepest tree of `NOT`, `AND` and `OR` inside one another a predicate may build (redundant parentheses
-    /// do not count). Kept under what SQLite's parser takes once a predicate is translated to SQL (about 43
-    /// nested `NOT`s, or 30 levels of `(… OR (…))`, before "parser stack overflow"), with a margin, so that a
-    /// predicate that parses runs on every backend, not only on those that evaluate it themselves.
+    /// do not count). Kept, with a margin, under the nesting SQLite's parser takes once a predicate is translated to
+    /// SQL (deeper, it fails with "parser stack overflow"), so that a predicate that parses runs on every backend,
+    /// not only on those that evaluate it themselves.
     static let maxTreeDepth = 24
 
     init(_ source: String, arguments: [StoreValue]) {

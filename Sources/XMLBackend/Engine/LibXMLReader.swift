@@ -42,7 +42,7 @@ final class LibXMLErrorSink {
 
 /// The bytes of a store file on their way to libxml2, read from a descriptor and passed through an
 /// ``XMLAttributeGuard``: an element with absurdly many attributes stops the read before libxml2's quadratic
-/// duplicate-attribute check turns a 1 MB file into minutes of work.
+/// duplicate-attribute check turns a small file into a very long parse.
 final class GuardedFileInput {
     let fd: Int32
     var scanner = XMLAttributeGuard()
@@ -211,8 +211,8 @@ final class LibXMLReader {
 
     /// Removes a document type that declares nothing — the `<!DOCTYPE database SYSTEM "…CoreData.dtd">` line of
     /// every XML store, whose DTD is never loaded — from the document being read. While the document has a
-    /// type, libxml2 looks up every attribute of every element in it (are you an ID? a reference?), about a
-    /// twentieth of a load; without one it skips that. Nothing is lost: there are no declarations to find.
+    /// type, libxml2 looks up every attribute of every element in it (are you an ID? a reference?), work paid on
+    /// every node of a load; without one it skips that. Nothing is lost: there are no declarations to find.
     /// Call on the root element, after ``declaresEntities``.
     func dropEmptyDocumentType() {
         guard let node = xmlTextReaderCurrentNode(reader), let doc = node.pointee.doc,
@@ -338,7 +338,7 @@ final class LibXMLReader {
         while true {
             guard try read() else { throw corrupt("the file ends before its last element is closed (truncated?)") }
             // Raw node types tested in the order they come, rather than a switch on ``NodeType``: this runs for
-            // every node of a load, and a switch's jump was mispredicted about half the time.
+            // every node of a load, and a switch's indirect jump mispredicts on the mix of node types a store has.
             let t = xmlTextReaderNodeType(reader)
             if t == NodeType.element.rawValue {
                 if depth > XMLStoreFormat.maxDepth {

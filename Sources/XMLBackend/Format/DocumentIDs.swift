@@ -4,10 +4,9 @@ import StoreAPI
 /// The document ids (`z…`) of a written store's objects, computed from primary keys instead of stored in a table.
 ///
 /// `idrefs` may name objects written later, so every id must be known before the first object is written. A table
-/// from primary key to id grew with the store (~50 MB at 10⁶ records) and made a conversion's memory depend on
-/// its size; here an object's id is `primaryKey × roots + root + 1` — unique across hierarchies, no table — and
-/// what is kept per hierarchy is only which keys exist (a bit per key for dense keys), so `idrefs` never name an
-/// object that is not in the file.
+/// from primary key to id grew with the store and made a conversion's memory depend on its size; here an object's
+/// id is `primaryKey × roots + root + 1` — unique across hierarchies, no table — and what is kept per hierarchy is
+/// only which keys exist (a bit per key for dense keys), so `idrefs` never name an object that is not in the file.
 struct DocumentIDs {
     let rootCount: Int
     private(set) var present: [KeySet]

@@ -147,8 +147,8 @@ struct OwnStoreBodyReader {
                 emptyAttributes: Array(repeating: .null, count: e.attributes.count),
                 emptyRelationships: e.relationships.map { $0.isToMany ? .toMany([]) : .toOne(nil) })
         }
-        // Which keys were seen, to refuse a key used twice: a bitmap for dense keys, so it stays small at 10⁶ records
-        // (a `Set<Int64>` held ~30 MB there and was most of what a conversion from XML grew by).
+        // Which keys were seen, to refuse a key used twice: a bitmap for dense keys, so it stays small for a large
+        // store (a `Set<Int64>` grew with the store and was most of what a conversion from XML grew by).
         var keys = [KeySet](repeating: KeySet(), count: rootIndex.count)
         var seenHistory = false
         var plan: EntityPlan?

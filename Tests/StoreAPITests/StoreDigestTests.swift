@@ -15,6 +15,17 @@ struct StoreDigestTests {
         #expect(StoreDigest.sha256(Array(message.utf8)).count == 32)
     }
 
+    /// SHA-1 shares the padding with SHA-256; XML stores read from Core Data derive their global IDs from it.
+    @Test("FIPS 180-4 SHA-1 test vectors", arguments: [
+        ("", "da39a3ee5e6b4b0d3255bfef95601890afd80709"),
+        ("abc", "a9993e364706816aba3e25717850c26c9cd0d89d"),
+        ("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", "84983e441c3bd26ebaae4aa1f95129e5e54670f1"),
+    ])
+    func sha1Vectors(_ message: String, _ hex: String) {
+        let digest = StoreDigest.sha1(Array(message.utf8))
+        #expect(digest.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined() == hex)
+    }
+
     /// The hash of the benchmark dataset's `Tag` entity, as stores written before this test existed carry it.
     @Test func versionHashesOfAFixedEntityDoNotChange() throws {
         let schema = try Schema(entities: [

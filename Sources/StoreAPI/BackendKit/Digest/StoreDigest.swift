@@ -1,4 +1,5 @@
-/// FIPS 180-4 SHA-256, for stable digests: version hashes, and backends' index keys or names that must be short.
+/// FIPS 180-4 SHA-256, for stable digests: version hashes, and backends' index keys or names that must be short;
+/// and SHA-1, for name-based UUIDs.
 ///
 /// StoreAPI stays free of C and crypto dependencies (swift-crypto would pull BoringSSL into every backend's build
 /// for the few short inputs hashed here), so the digest is computed here. Not meant for bulk data.
@@ -17,17 +18,10 @@
     /// The 32-byte SHA-256 digest of `message`.
     public static func sha256(_ message: [UInt8]) -> [UInt8] {
         var h: [UInt32] = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]
-        var data = message
-        let bitLength = UInt64(message.count) &* 8
-        data.append(0x80)
-        while data.count % 64 != 56 { data.append(0) }
-        for i in (0..<8).reversed() { data.append(UInt8(truncatingIfNeeded: bitLength >> (UInt64(i) * 8))) }
         var w = [UInt32](repeating: 0, count: 64)
+        let data = padded(message)
         for chunk in stride(from: 0, to: data.count, by: 64) {
-            for i in 0..<16 {
-                let b = chunk + i * 4
-                w[i] = UInt32(data[b]) << 24 | UInt32(data[b + 1]) << 16 | UInt32(data[b + 2]) << 8 | UInt32(data[b + 3])
-            }
+            loadBlock(data, at: chunk, into: &w)
             for i in 16..<64 {
                 let s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3)
                 let s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10)
@@ -46,7 +40,60 @@
             h[0] = h[0] &+ a; h[1] = h[1] &+ b; h[2] = h[2] &+ c; h[3] = h[3] &+ d
             h[4] = h[4] &+ e; h[5] = h[5] &+ f; h[6] = h[6] &+ g; h[7] = h[7] &+ hh
         }
-        return h.flatMap { v in (0..<4).map { UInt8(truncatingIfNeeded: v >> (24 - $0 * 8)) } }
+        return bigEndianBytes(h)
+    }
+
+    /// The 20-byte SHA-1 digest of `message` (FIPS 180-4), for name-based (version-5) UUIDs where RFC 4122
+    /// requires it; not for security.
+    public static func sha1(_ message: [UInt8]) -> [UInt8] {
+        var h: [UInt32] = [0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0]
+        var w = [UInt32](repeating: 0, count: 80)
+        let data = padded(message)
+        for chunk in stride(from: 0, to: data.count, by: 64) {
+            loadBlock(data, at: chunk, into: &w)
+            for i in 16..<80 { w[i] = rotl(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1) }
+            var (a, b, c, d, e) = (h[0], h[1], h[2], h[3], h[4])
+            for i in 0..<80 {
+                let f: UInt32
+                let k: UInt32
+                switch i {
+                case 0..<20: f = (b & c) | (~b & d); k = 0x5A827999
+                case 20..<40: f = b ^ c ^ d; k = 0x6ED9EBA1
+                case 40..<60: f = (b & c) | (b & d) | (c & d); k = 0x8F1BBCDC
+                default: f = b ^ c ^ d; k = 0xCA62C1D6
+                }
+                let t = rotl(a, 5) &+ f &+ e &+ k &+ w[i]
+                (e, d, c, b, a) = (d, c, rotl(b, 30), a, t)
+            }
+            h[0] = h[0] &+ a; h[1] = h[1] &+ b; h[2] = h[2] &+ c; h[3] = h[3] &+ d; h[4] = h[4] &+ e
+        }
+        return bigEndianBytes(h)
+    }
+
+    // MARK: Merkle–Damgård framing, shared by SHA-1 and SHA-256
+
+    /// `message` padded as both digests require (a 1 bit, zeros, the bit length as a big-endian 64-bit number) to
+    /// whole 64-byte blocks.
+    private static func padded(_ message: [UInt8]) -> [UInt8] {
+        var data = message
+        let bitLength = UInt64(message.count) &* 8
+        data.append(0x80)
+        while data.count % 64 != 56 { data.append(0) }
+        for i in (0..<8).reversed() { data.append(UInt8(truncatingIfNeeded: bitLength >> (UInt64(i) * 8))) }
+        return data
+    }
+
+    /// The sixteen big-endian words of the block at `chunk` into `w[0..<16]`.
+    private static func loadBlock(_ data: [UInt8], at chunk: Int, into w: inout [UInt32]) {
+        for i in 0..<16 {
+            let b = chunk + i * 4
+            w[i] = UInt32(data[b]) << 24 | UInt32(data[b + 1]) << 16 | UInt32(data[b + 2]) << 8 | UInt32(data[b + 3])
+        }
+    }
+
+    /// The digest words as big-endian bytes.
+    private static func bigEndianBytes(_ h: [UInt32]) -> [UInt8] {
+        h.flatMap { v in (0..<4).map { UInt8(truncatingIfNeeded: v >> (24 - $0 * 8)) } }
     }
 
     /// The SHA-256 digest of `message` as 64 lowercase hex digits.
@@ -66,4 +113,6 @@
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
     private static func rotr(_ x: UInt32, _ n: UInt32) -> UInt32 { (x >> n) | (x << (32 - n)) }
+
+    private static func rotl(_ x: UInt32, _ n: UInt32) -> UInt32 { (x << n) | (x >> (32 - n)) }
 }

@@ -74,10 +74,10 @@ public struct NDJSONExporter {
         var done = 0
         for entity in selected {
             let roots = resolver.destinationRoots(of: entity)
-            var after: Int64?
-            while true {
-                let page = try store.scan(entity: entity.name, after: after, limit: batchSize)
-                guard let last = page.last else { break }
+            try KeyedPages.forEach(
+                size: batchSize, next: { try store.scan(entity: entity.name, after: $0, limit: batchSize) },
+                count: \.count, lastKey: { $0.last?.primaryKey }
+            ) { page in
                 try resolver.prepare(page: page, entity: entity)
                 for record in page {
                     try Self.appendLine(record, entity: entity, roots: roots, resolver: resolver, to: &buffer)
@@ -87,13 +87,7 @@ public struct NDJSONExporter {
                     }
                 }
                 done += page.count
-                if let progress {
-                    do { try progress(TransferProgress(recordsDone: done, recordsTotal: total, entity: entity.name)) } catch {
-                        throw StoreError.cancelled
-                    }
-                }
-                if page.count < batchSize { break }
-                after = last.primaryKey
+                try StoreTransfer.report(to: progress, done, total, entity.name)
             }
         }
         if buffer.count > 0 { try write(Data(buffer.bytes)) }

@@ -133,9 +133,6 @@ public struct NDJSONImporter {
     }
 
     private func report(_ done: Int, _ total: Int?) throws {
-        guard let progress else { return }
-        do { try progress(TransferProgress(recordsDone: done, recordsTotal: total, entity: nil)) } catch {
-            throw StoreError.cancelled
-        }
+        try StoreTransfer.report(to: progress, done, total, nil)
     }
 }

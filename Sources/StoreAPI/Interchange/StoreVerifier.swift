@@ -44,10 +44,10 @@ public struct StoreVerifier {
         var done = 0
         for (position, entity) in entities.enumerated() {
             let roots = entity.relationships.map { schema.entity(named: $0.destination)?.rootName ?? $0.destination }
-            var after: Int64?
-            while true {
-                let page = try store.scan(entity: entity.name, after: after, limit: batchSize)
-                guard let last = page.last else { break }
+            try KeyedPages.forEach(
+                size: batchSize, next: { try store.scan(entity: entity.name, after: $0, limit: batchSize) },
+                count: \.count, lastKey: { $0.last?.primaryKey }
+            ) { page in
                 var pageProblems: [(order: [Int], message: String)] = []
                 var references: [String: [Reference]] = [:]
                 for (i, r) in page.enumerated() {
@@ -84,13 +84,7 @@ public struct StoreVerifier {
                 }
                 for p in pageProblems.sorted(by: { $0.order.lexicographicallyPrecedes($1.order) }) { add(p.message) }
                 done += page.count
-                if let progress {
-                    do { try progress(TransferProgress(recordsDone: done, recordsTotal: total, entity: entity.name)) } catch {
-                        throw StoreError.cancelled
-                    }
-                }
-                if page.count < batchSize { break }
-                after = last.primaryKey
+                try StoreTransfer.report(to: progress, done, total, entity.name)
             }
         }
         var lastToken: Int64?

@@ -49,15 +49,13 @@ public struct StoreTransfer {
                 return try copyPages(from: pages, to: sink, total: total)
             }
             for entity in schema.entities where !entity.isAbstract {
-                var after: Int64?
-                while true {
-                    let page = try source.scan(entity: entity.name, after: after, limit: batchSize)
-                    if page.isEmpty { break }
+                try KeyedPages.forEach(
+                    size: batchSize, next: { try source.scan(entity: entity.name, after: $0, limit: batchSize) },
+                    count: \.count, lastKey: { $0.last?.primaryKey }
+                ) { page in
                     try destination.save(StoreChanges(inserted: page))
                     done += page.count
                     try report(done, total, entity.name)
-                    guard page.count == batchSize, let last = page.last else { break }
-                    after = last.primaryKey
                 }
             }
         }
@@ -69,15 +67,13 @@ public struct StoreTransfer {
     private func copyPages(from source: any PageScanningStore, to destination: any PageInsertingStore, total: Int?) throws {
         var done = 0
         for entity in source.metadata.schema.entities where !entity.isAbstract {
-            var after: Int64?
-            while true {
-                let page = try source.scanPage(entity: entity.name, after: after, limit: batchSize)
-                if page.isEmpty { break }
+            try KeyedPages.forEach(
+                size: batchSize, next: { try source.scanPage(entity: entity.name, after: $0, limit: batchSize) },
+                count: \.count, lastKey: { $0.primaryKeys.last }
+            ) { page in
                 try destination.insert(page)
                 done += page.count
                 try report(done, total, entity.name)
-                guard page.count == batchSize, let last = page.primaryKeys.last else { break }
-                after = last
             }
         }
     }
@@ -145,6 +141,12 @@ public struct StoreTransfer {
     }
 
     fileprivate func report(_ done: Int, _ total: Int?, _ entity: String?) throws {
+        try Self.report(to: progress, done, total, entity)
+    }
+
+    /// Tells `progress` how far a paged pass has come; whatever it throws cancels the pass
+    /// (``StoreError/cancelled``).
+    static func report(to progress: ProgressHandler?, _ done: Int, _ total: Int?, _ entity: String?) throws {
         guard let progress else { return }
         do { try progress(TransferProgress(recordsDone: done, recordsTotal: total, entity: entity)) } catch {
             throw StoreError.cancelled
@@ -171,14 +173,13 @@ private struct PagedContents: AtomicStoreContents, @unchecked Sendable {
     func forEachRecord(_ body: (Record) throws -> Void) throws {
         var done = 0
         for entity in metadata.schema.entities where !entity.isAbstract {
-            var after: Int64?
-            while true {
-                let page = try source.scan(entity: entity.name, after: after, limit: batchSize)
+            try KeyedPages.forEach(
+                size: batchSize, next: { try source.scan(entity: entity.name, after: $0, limit: batchSize) },
+                count: \.count, lastKey: { $0.last?.primaryKey }
+            ) { page in
                 for r in page { try body(r) }
                 done += page.count
-                if !page.isEmpty { try transfer.report(done, total, entity.name) }
-                guard page.count == batchSize, let last = page.last else { break }
-                after = last.primaryKey
+                try transfer.report(done, total, entity.name)
             }
         }
     }
@@ -186,17 +187,37 @@ private struct PagedContents: AtomicStoreContents, @unchecked Sendable {
     /// Pages through keys only: the source's records are decoded once, in ``forEachRecord(_:)``.
     func forEachPrimaryKey(_ body: (_ entity: String, _ primaryKey: Int64) throws -> Void) throws {
         for entity in metadata.schema.entities where !entity.isAbstract {
-            var after: Int64?
-            while true {
-                let keys = try source.scanKeys(entity: entity.name, after: after, limit: batchSize)
+            try KeyedPages.forEach(
+                size: batchSize, next: { try source.scanKeys(entity: entity.name, after: $0, limit: batchSize) },
+                count: \.count, lastKey: { $0.last }
+            ) { keys in
                 for k in keys { try body(entity.name, k) }
-                guard keys.count == batchSize, let last = keys.last else { break }
-                after = last
             }
         }
     }
 
     func forEachHistoryTransaction(_ body: (HistoryTransaction) throws -> Void) throws {
         for t in try source.history(after: nil) { try body(t) }
+    }
+}
+
+/// The loop of every paged pass over a store's records (copy, write, export, verify): pages in key order, each
+/// asked for after the last key of the one before.
+enum KeyedPages {
+    /// Calls `body` with each non-empty page `next` returns, given the last key of the page before (`nil` for
+    /// the first); stops after an empty page or one shorter than `size`.
+    static func forEach<Page>(
+        size: Int, next: (_ after: Int64?) throws -> Page, count: (Page) -> Int, lastKey: (Page) -> Int64?,
+        _ body: (Page) throws -> Void
+    ) throws {
+        var after: Int64?
+        while true {
+            let page = try next(after)
+            let n = count(page)
+            if n == 0 { return }
+            try body(page)
+            guard n >= size, let last = lastKey(page) else { return }
+            after = last
+        }
     }
 }

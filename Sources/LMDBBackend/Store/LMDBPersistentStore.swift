@@ -193,20 +193,8 @@ final class LMDBPersistentStore: PersistentStore, PageScanningStore, PageInserti
 
     /// A cursor positioned after `primaryKey` (`MDB_SET_RANGE`), reading only what the page needs.
     public func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [Record] {
-        try run {
-            let layout = self.layout
-            let e = try layout.schema.requireEntity(entity)
-            guard limit > 0, let id = layout.entityIDs[e.name] else { return [] }
-            return try env.read { txn in
-                var out: [Record] = []
-                out.reserveCapacity(min(limit, 4096))
-                try LMDBRecordReader(txn: txn, env: env, layout: layout, file: dataFile)
-                    .scan(root: e.rootName, entityIDs: [id], after: primaryKey) { record in
-                        out.append(record)
-                        return out.count < limit
-                    }
-                return out
-            }
+        try collect(entity, limit: limit) { reader, root, id, add in
+            try reader.scan(root: root, entityIDs: [id], after: primaryKey, add)
         }
     }
 
@@ -234,18 +222,28 @@ final class LMDBPersistentStore: PersistentStore, PageScanningStore, PageInserti
     }
 
     public func scanKeys(entity: String, after primaryKey: Int64?, limit: Int) throws -> [Int64] {
+        try collect(entity, limit: limit) { reader, root, id, add in
+            try reader.scanKeys(root: root, entityIDs: [id], after: primaryKey, add)
+        }
+    }
+
+    /// Up to `limit` of what `walk` hands `add` for `entity`'s records (hierarchy `root`, entity ID `id`), in one
+    /// read transaction; `add` says whether to go on.
+    private func collect<Item>(
+        _ entity: String, limit: Int,
+        _ walk: (LMDBRecordReader, _ root: String, _ id: UInt32, _ add: (Item) -> Bool) throws -> Void
+    ) throws -> [Item] {
         try run {
             let layout = self.layout
             let e = try layout.schema.requireEntity(entity)
             guard limit > 0, let id = layout.entityIDs[e.name] else { return [] }
             return try env.read { txn in
-                var out: [Int64] = []
+                var out: [Item] = []
                 out.reserveCapacity(min(limit, 4096))
-                try LMDBRecordReader(txn: txn, env: env, layout: layout, file: dataFile)
-                    .scanKeys(root: e.rootName, entityIDs: [id], after: primaryKey) { key in
-                        out.append(key)
-                        return out.count < limit
-                    }
+                try walk(LMDBRecordReader(txn: txn, env: env, layout: layout, file: dataFile), e.rootName, id) { item in
+                    out.append(item)
+                    return out.count < limit
+                }
                 return out
             }
         }

@@ -96,13 +96,7 @@ final class SQLitePersistentStore: PersistentStore, PageScanningStore, PageInser
                 let entity = try schema.requireEntity(request.entity)
                 try evaluator(reader(c)).validate(request)
                 guard let table = layout.tables[entity.rootName] else { throw missingTable(entity.rootName) }
-                var q = QueryTranslator(layout: layout)
-                let fragment: QueryTranslator.Fragment?
-                if let p = request.predicate {
-                    fragment = q.translateWithinLimits(p, entity: entity)
-                } else {
-                    fragment = .alwaysTrue
-                }
+                let (q, fragment) = translate(request, entity: entity)
                 guard let fragment else {
                     var unsorted = request
                     unsorted.sortDescriptors = []
@@ -205,19 +199,23 @@ final class SQLitePersistentStore: PersistentStore, PageScanningStore, PageInser
 
     // MARK: Fetch
 
+    /// The request's predicate as SQL (`.alwaysTrue` without one; `nil` beyond what translation takes, where the
+    /// reference evaluator runs), with the translator that holds the joins it needs.
+    private func translate(_ request: FetchRequest, entity: Entity) -> (QueryTranslator, QueryTranslator.Fragment?) {
+        var q = QueryTranslator(layout: layout)
+        guard let p = request.predicate else { return (q, .alwaysTrue) }
+        let fragment = q.translateWithinLimits(p, entity: entity)
+        return (q, fragment)
+    }
+
     private func fetchLocked(_ request: FetchRequest, _ c: SQLiteConnection) throws -> [Record] {
         let entity = try schema.requireEntity(request.entity)
         guard let table = layout.tables[entity.rootName] else { throw missingTable(entity.rootName) }
         let reader = reader(c)
         // Errors about the request must not depend on which records exist or which path runs.
         try evaluator(reader).validate(request)
-        var q = QueryTranslator(layout: layout)
-        let fragment: QueryTranslator.Fragment?
-        if let p = request.predicate {
-            fragment = q.translateWithinLimits(p, entity: entity)
-        } else {
-            fragment = .alwaysTrue
-        }
+        let (translator, fragment) = translate(request, entity: entity)
+        var q = translator
         let select = "SELECT \(table.selectList) FROM \(SQLiteLayout.quote(table.name)) AS t"
         guard let fragment else {
             // Not translatable: load the candidates and let the reference evaluator do everything.

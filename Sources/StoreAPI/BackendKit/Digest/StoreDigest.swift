@@ -98,8 +98,8 @@
 
     /// The SHA-256 digest of `message` as 64 lowercase hex digits.
     public static func sha256Hex(_ message: [UInt8]) -> String {
-        // Digits written straight into the string's storage: a String per byte, padded and joined, was half the
-        // cost of the version hashes every store open computes.
+        // Digits written straight into the string's storage, not a padded String per byte joined: every store open
+        // computes the version hashes, so this is on the open path.
         let digest = sha256(message)
         return String(unsafeUninitializedCapacity: digest.count * 2) { buffer in
             for (i, byte) in digest.enumerated() {

@@ -64,37 +64,42 @@ let package = Package(
             path: "Tools/storestress"
         ),
 
+        // What the test targets share: the seeded generator, temporary directories, record and schema builders,
+        // child processes of the built tools, and raw liblmdb access. No backend, so StoreAPITests stays without one.
+        .target(name: "StoreTestSupport", dependencies: ["StoreAPI", "CLMDB"], path: "Tests/StoreTestSupport"),
+
         .testTarget(
             name: "StoreAPITests",
-            dependencies: ["StoreAPI", "StoreConformance", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["StoreAPI", "StoreConformance", "StoreTestSupport", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "SQLiteBackendTests",
-            dependencies: ["StoreAPI", "SQLiteBackend", "StoreConformance", "CSQLite", "conformance-worker"]
+            dependencies: ["StoreAPI", "SQLiteBackend", "StoreConformance", "CSQLite", "conformance-worker", "StoreTestSupport"]
         ),
         .testTarget(
             name: "LMDBBackendTests",
-            dependencies: ["StoreAPI", "LMDBBackend", "StoreConformance", "CLMDB", "conformance-worker"]
+            dependencies: ["StoreAPI", "LMDBBackend", "StoreConformance", "CLMDB", "conformance-worker", "StoreTestSupport"]
         ),
-        .testTarget(name: "XMLBackendTests", dependencies: ["StoreAPI", "XMLBackend", "StoreConformance"]),
-        // Every backend together: the operations matrix across types, and the storectl binary end to end.
+        .testTarget(name: "XMLBackendTests", dependencies: ["StoreAPI", "XMLBackend", "StoreConformance", "StoreTestSupport"]),
+        // Every backend together: the operations matrix across types, NDJSON and the verifier on every type.
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["StoreAPI", "SQLiteBackend", "LMDBBackend", "XMLBackend", "StoreConformance"]
+            dependencies: ["StoreAPI", "SQLiteBackend", "LMDBBackend", "XMLBackend", "StoreConformance", "StoreTestSupport"]
         ),
+        // The storectl binary end to end.
         .testTarget(
             name: "StorectlTests",
-            dependencies: ["StoreAPI", "SQLiteBackend", "LMDBBackend", "XMLBackend", "storectl"]
+            dependencies: ["StoreAPI", "SQLiteBackend", "LMDBBackend", "XMLBackend", "storectl", "StoreTestSupport"]
         ),
         // Crash-kill harness, resource failures, concurrent writers, destroy safety and path names, end to end.
         .testTarget(
             name: "ReliabilityTests",
-            dependencies: ["StoreAPI", "SQLiteBackend", "LMDBBackend", "XMLBackend", "storectl", "storestress"]
+            dependencies: ["StoreAPI", "SQLiteBackend", "LMDBBackend", "XMLBackend", "storectl", "storestress", "StoreTestSupport"]
         ),
         // Seeded mutation fuzzing of every reader of untrusted input (a short deterministic run; longer by env var).
         .testTarget(
             name: "FuzzTests",
-            dependencies: ["StoreAPI", "SQLiteBackend", "LMDBBackend", "XMLBackend"]
+            dependencies: ["StoreAPI", "SQLiteBackend", "LMDBBackend", "XMLBackend", "StoreTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

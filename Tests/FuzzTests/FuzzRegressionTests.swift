@@ -1,5 +1,6 @@
 import Foundation
 @_spi(BackendKit) import StoreAPI
+import StoreTestSupport
 import Testing
 import XMLBackend
 
@@ -21,8 +22,8 @@ import XMLBackend
 
     /// Xcode model loader: FoundationXML's parser traps on an element or attribute name that is not UTF-8.
     @Test func modelWithInvalidUTF8NameIsRefused() throws {
-        let dir = try FuzzDirectory("regression-model")
-        let model = dir.file("Bad.xcdatamodel")
+        let dir = try TemporaryDirectory("regression-model")
+        let model = dir.path("Bad.xcdatamodel")
         try FileManager.default.createDirectory(at: model, withIntermediateDirectories: true)
         for bytes in [Array("<model><entity name=\"A\" x".utf8) + [0xFF] + Array("y=\"1\"/></model>".utf8),
                       Array("<model><ent".utf8) + [0xFF] + Array("ity name=\"A\"/></model>".utf8)] {

@@ -1,5 +1,6 @@
 import Foundation
 @_spi(BackendKit) import StoreAPI
+import StoreTestSupport
 import Testing
 import XMLBackend
 
@@ -39,7 +40,7 @@ import XMLBackend
     /// Runs `storectl <verb> [--type xml] <file>` for info and export; both must fail cleanly within the bounds.
     static func expectRefused(_ file: URL, _ fragments: [String] = [], secret: String? = nil, memoryBound: Int = memoryBound,
                               sourceLocation: SourceLocation = #_sourceLocation) throws {
-        let storectl = try StorectlBinary.require(sourceLocation: sourceLocation)
+        let storectl = try BuiltTools.require(BuiltTools.storectl, "storectl", sourceLocation: sourceLocation)
         for arguments in [["info", file.path], ["export", "--type", "xml", file.path]] {
             let result = try ChildProcess.run(storectl, arguments, timeout: timeout)
             let what = "storectl \(arguments.dropLast().joined(separator: " ")) \(file.lastPathComponent): \(result)"
@@ -62,11 +63,11 @@ import XMLBackend
     }
 
     @Test func externalEntitiesAreNeverFetched() throws {
-        let dir = try FuzzDirectory("hostile-xxe")
+        let dir = try TemporaryDirectory("hostile-xxe")
         let secret = "TOP-SECRET-\(UUID().uuidString)"
-        let secretFile = dir.file("secret.txt")
+        let secretFile = dir.path("secret.txt")
         try Data(secret.utf8).write(to: secretFile)
-        let dtd = dir.file("leak.dtd")
+        let dtd = dir.path("leak.dtd")
         try Data("<!ENTITY leak SYSTEM \"\(secretFile.absoluteString)\">".utf8).write(to: dtd)
         let content = "<object type=\"A\" id=\"z1\"><attribute name=\"x\" type=\"string\">&xxe;</attribute></object>"
         let cases: [(String, String, String)] = [
@@ -81,14 +82,14 @@ import XMLBackend
              "<!DOCTYPE database SYSTEM \"http://192.0.2.1/leak.dtd\">"),
         ]
         for (name, objects, doctype) in cases {
-            let file = dir.file("xxe-\(name).xml")
+            let file = dir.path("xxe-\(name).xml")
             try Data(Self.document(objects, doctype: doctype).utf8).write(to: file)
             try Self.expectRefused(file, ["entit"], secret: secret)
         }
     }
 
     @Test func entityExpansionIsBounded() throws {
-        let dir = try FuzzDirectory("hostile-laughs")
+        let dir = try TemporaryDirectory("hostile-laughs")
         let content = "<object type=\"A\" id=\"z1\"><attribute name=\"x\" type=\"string\">&lol12;</attribute></object>"
         let attribute = "<object type=\"&lol12;\" id=\"z1\"></object>"
         let big = "<!DOCTYPE database [<!ENTITY a \"\(String(repeating: "x", count: 10_000))\">]>"
@@ -100,46 +101,46 @@ import XMLBackend
             ("quadratic-attribute", "<object type=\"" + String(repeating: "&a;", count: 100_000) + "\" id=\"z1\"></object>", big),
         ]
         for (name, objects, doctype) in cases {
-            let file = dir.file("\(name).xml")
+            let file = dir.path("\(name).xml")
             try Data(Self.document(objects, doctype: doctype).utf8).write(to: file)
             try Self.expectRefused(file, ["entit"])
         }
     }
 
     @Test func deepNestingIsRefused() throws {
-        let dir = try FuzzDirectory("hostile-deep")
+        let dir = try TemporaryDirectory("hostile-deep")
         let depth = 1_000_000
-        let file = dir.file("deep.xml")
+        let file = dir.path("deep.xml")
         let objects = "<object type=\"A\" id=\"z1\">" + String(repeating: "<a>", count: depth) + String(repeating: "</a>", count: depth) + "</object>"
         try Data(Self.document(objects).utf8).write(to: file)
         try Self.expectRefused(file, ["line"])
     }
 
     @Test func hugeValuesAreRefused() throws {
-        let dir = try FuzzDirectory("hostile-huge")
+        let dir = try TemporaryDirectory("hostile-huge")
         let size = 100 << 20
-        let attribute = dir.file("huge-attribute.xml")
+        let attribute = dir.path("huge-attribute.xml")
         try Self.writeDocument(to: attribute, before: "<object type=\"A\" id=\"z1\" gid=\"", repeating: "QUJD", bytes: size, after: "\"></object>")
         try Self.expectRefused(attribute, ["line"])
-        let text = dir.file("huge-text.xml")
+        let text = dir.path("huge-text.xml")
         try Self.writeDocument(to: text, before: "<object type=\"A\" id=\"z1\"><attribute name=\"x\" type=\"binary\">",
                                repeating: "QUJD", bytes: size, after: "</attribute></object>")
         try Self.expectRefused(text, ["line"])
-        let name = dir.file("huge-name.xml")
+        let name = dir.path("huge-name.xml")
         try Data(Self.document("<object type=\"A\" id=\"z1\"><" + String(repeating: "n", count: 1 << 20) + "/></object>").utf8).write(to: name)
         try Self.expectRefused(name, ["line"])
     }
 
     @Test func manyAttributesAreRefusedQuickly() throws {
-        let dir = try FuzzDirectory("hostile-attributes")
-        let file = dir.file("attributes.xml")
+        let dir = try TemporaryDirectory("hostile-attributes")
+        let file = dir.path("attributes.xml")
         let attributes = (0..<1_000_000).map { "a\($0)=\"x\"" }.joined(separator: " ")
         try Data(Self.document("<object type=\"A\" id=\"z1\" \(attributes)></object>").utf8).write(to: file)
         try Self.expectRefused(file, ["more than \(XMLAttributeGuard.limit) attributes"])
     }
 
     @Test func invalidCharactersAreRefused() throws {
-        let dir = try FuzzDirectory("hostile-chars")
+        let dir = try TemporaryDirectory("hostile-chars")
         let object = "<object type=\"A\" id=\"z1\"><attribute name=\"x\" type=\"string\">VALUE</attribute></object>"
         var cases: [(String, Data)] = []
         for (name, bad) in [("nul", Data([0])), ("invalid-utf8", Data([0xC3, 0x28, 0xFF])), ("surrogate", Data([0xED, 0xA0, 0x80])),
@@ -150,7 +151,7 @@ import XMLBackend
         cases.append(("char-ref-nul", Data(Self.document(object.replacingOccurrences(of: "VALUE", with: "&#0;")).utf8)))
         cases.append(("char-ref-beyond", Data(Self.document(object.replacingOccurrences(of: "VALUE", with: "&#x110000;")).utf8)))
         for (name, data) in cases {
-            let file = dir.file("chars-\(name).xml")
+            let file = dir.path("chars-\(name).xml")
             try data.write(to: file)
             try Self.expectRefused(file, ["line"])
         }
@@ -159,9 +160,9 @@ import XMLBackend
     /// A large value written by our own writer (in 1 MB text pieces) is not hostile: it loads, in memory that is a
     /// small multiple of its size.
     @Test func aLargeLegitimateValueLoadsInBoundedMemory() throws {
-        let storectl = try StorectlBinary.require()
-        let dir = try FuzzDirectory("hostile-legit")
-        let url = dir.file("large.xml")
+        let storectl = try BuiltTools.require(BuiltTools.storectl, "storectl")
+        let dir = try TemporaryDirectory("hostile-legit")
+        let url = dir.path("large.xml")
         let schema = try FuzzFixture.schema()
         let store = try XMLStoreBackend().open(at: url, options: StoreOptions(), creating: FuzzFixture.metadata(schema, type: "xml"))
         let blob = Data((0..<(30 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) })
@@ -174,8 +175,8 @@ import XMLBackend
 
     /// Hostile Xcode models through `storectl schema`: DTDs in any encoding, many attributes, invalid UTF-8.
     @Test func hostileModelsAreRefused() throws {
-        let storectl = try StorectlBinary.require()
-        let dir = try FuzzDirectory("hostile-models")
+        let storectl = try BuiltTools.require(BuiltTools.storectl, "storectl")
+        let dir = try TemporaryDirectory("hostile-models")
         let laughsModel = Self.laughs.replacingOccurrences(of: "database", with: "model")
             + "<model><entity name=\"A\"><attribute name=\"x\" attributeType=\"String\" defaultValueString=\"&lol12;\"/></entity></model>"
         var utf16 = Data()
@@ -192,7 +193,7 @@ import XMLBackend
             ("invalid-utf8", Data("<model><entity name=\"A\" x".utf8) + Data([0xFF]) + Data("=\"1\"/></model>".utf8)),
         ]
         for (name, data) in cases {
-            let model = dir.file("\(name).xcdatamodel")
+            let model = dir.path("\(name).xcdatamodel")
             try FileManager.default.createDirectory(at: model, withIntermediateDirectories: true)
             try data.write(to: model.appendingPathComponent("contents"))
             let result = try ChildProcess.run(storectl, ["schema", model.path], timeout: Self.timeout)

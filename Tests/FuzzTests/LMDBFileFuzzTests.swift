@@ -1,6 +1,7 @@
 import Foundation
 import LMDBBackend
 import StoreAPI
+import StoreTestSupport
 import Testing
 
 /// The LMDB backend's sniffer, metadata reader, open, integrity check and fetches, fed mutated `data.mdb` files.
@@ -10,18 +11,18 @@ import Testing
 /// signal, a hang or a runaway memory peak is a failure of this test, not the end of the test run. Set
 /// `STORE_FUZZ_LMDB_IN_PROCESS=1` to also run the inputs in process (faster, but the first crash ends the run).
 @Suite struct LMDBFileFuzzTests {
-    static func corpus(in dir: FuzzDirectory) throws -> [[UInt8]] {
+    static func corpus(in dir: TemporaryDirectory) throws -> [[UInt8]] {
         var seeds: [[UInt8]] = []
-        let directoryForm = dir.file("fixture.lmdb")
+        let directoryForm = dir.path("fixture.lmdb")
         try FuzzFixture.write(LMDBStoreBackend(), at: directoryForm)
         seeds.append(Array(try Data(contentsOf: directoryForm.appendingPathComponent("data.mdb"))))
-        let library = dir.file("library.lmdb")
+        let library = dir.path("library.lmdb")
         let store = try LMDBStoreBackend().open(at: library, options: StoreOptions(),
                                                 creating: StoreMetadata(storeType: "lmdb", storeUUID: FuzzFixture.gid(700), schema: try LibrarySample.schema()))
         try NDJSONImporter().importRecords(from: Data(LibrarySample.slice(count: 12, seed: 7)), into: store)
         try store.close()
         seeds.append(Array(try Data(contentsOf: library.appendingPathComponent("data.mdb"))))
-        if let lmdb = FuzzPaths.corpus("lmdb"), let data = try? Data(contentsOf: lmdb.appendingPathComponent("minad__lmdb/data.mdb")) {
+        if let lmdb = PackagePaths.corpus("lmdb"), let data = try? Data(contentsOf: lmdb.appendingPathComponent("minad__lmdb/data.mdb")) {
             seeds.append(Array(data))
         }
         return seeds
@@ -41,9 +42,9 @@ import Testing
     /// time and memory bound, and either succeed or exit with status 2 and a message naming the store — never a
     /// signal.
     @Test func mutatedDataFilesInAChildProcess() throws {
-        let storectl = try StorectlBinary.require()
-        let dir = try FuzzDirectory("fuzz-lmdb")
-        let input = dir.file("input.lmdb")
+        let storectl = try BuiltTools.require(BuiltTools.storectl, "storectl")
+        let dir = try TemporaryDirectory("fuzz-lmdb")
+        let input = dir.path("input.lmdb")
         let campaign = FuzzCampaign(target: "lmdb-file", corpus: try Self.corpus(in: dir), dialect: .binary, maxSize: 512 << 10,
                                     ciIterations: 45) { ($0 as? Refused)?.kind }
         let stats = campaign.run { bytes, index in
@@ -74,8 +75,8 @@ import Testing
     /// The same inputs in process, for a fast long run once liblmdb-facing reads are hardened.
     @Test(.enabled(if: FuzzConfiguration.environment["STORE_FUZZ_LMDB_IN_PROCESS"] == "1"))
     func mutatedDataFilesInProcess() throws {
-        let dir = try FuzzDirectory("fuzz-lmdb-in-process")
-        let input = dir.file("input.lmdb")
+        let dir = try TemporaryDirectory("fuzz-lmdb-in-process")
+        let input = dir.path("input.lmdb")
         let campaign = FuzzCampaign(target: "lmdb-file", corpus: try Self.corpus(in: dir), dialect: .binary, maxSize: 512 << 10,
                                     ciIterations: 300, classify: FuzzErrors.store)
         campaign.run { bytes, _ in

@@ -1,5 +1,6 @@
 import Foundation
 import StoreAPI
+import StoreTestSupport
 import Testing
 
 /// The JSON decoders every backend's metadata read goes through: stored metadata, the JSON schema form, and stored
@@ -20,7 +21,7 @@ import Testing
             Array(try library.jsonData()),
         ]
         seeds += try FuzzFixture.history().map { Array(try $0.encoded()) }
-        if let models = FuzzPaths.corpus("models") {
+        if let models = PackagePaths.corpus("models") {
             for dir in ["JohnEstropia__CoreStore__Model.xcdatamodel", "magicalpanda__MagicalRecord__TestModel.xcdatamodel",
                         "rentzsch__mogenerator__test.xcdatamodel"] {
                 seeds.append(Array(try Schema(xcodeModelAt: models.appendingPathComponent(dir)).jsonData()))
@@ -33,8 +34,8 @@ import Testing
     /// for metadata and history, a ``SchemaError`` for schemas); whatever decodes encodes and decodes to the same
     /// value; a schema that decodes backs a working in-memory store, and now and then an SQLite, LMDB and XML one.
     @Test func mutatedMetadataSchemasAndHistory() throws {
-        let dir = try FuzzDirectory("fuzz-metadata")
-        let url = dir.file("metadata.json")
+        let dir = try TemporaryDirectory("fuzz-metadata")
+        let url = dir.path("metadata.json")
         let campaign = FuzzCampaign(target: "metadata-json", corpus: try Self.corpus(), dialect: .json, gentle: true, ciIterations: 300) {
             FuzzErrors.store($0) ?? FuzzErrors.schema($0)
         }
@@ -75,9 +76,9 @@ import Testing
 
     /// Creates a store of every persistent type with `schema`, inserts a record of every concrete entity, closes,
     /// reopens and reads everything, then destroys it. Typed refusals are fine; crashes and mismatches are not.
-    static func schemaBacksEveryBackend(_ schema: Schema, in dir: FuzzDirectory, index: Int) throws {
+    static func schemaBacksEveryBackend(_ schema: Schema, in dir: TemporaryDirectory, index: Int) throws {
         for backend in FuzzBackends.persistent {
-            let url = dir.file("schema-\(index).\(backend.typeIdentifier)")
+            let url = dir.path("schema-\(index).\(backend.typeIdentifier)")
             let coordinator = StoreCoordinator(schema: schema, registry: FuzzBackends.registry)
             defer { try? StoreOperations(registry: FuzzBackends.registry).destroyStore(at: url, type: backend.typeIdentifier) }
             let loaded = try coordinator.addStore(StoreDescription(url: url, type: backend.typeIdentifier))

@@ -1,5 +1,6 @@
 import Foundation
 import StoreAPI
+import StoreTestSupport
 import Testing
 
 /// The same awkward names through the `storectl` binary: create, import, convert through every type, diff,
@@ -14,9 +15,9 @@ import Testing
 
     @Test(arguments: cases.map(\.label))
     func storectlHandlesTheName(_ label: String) throws {
-        let storectl = try StorectlBinary.require()
+        let storectl = try BuiltTools.require(BuiltTools.storectl, "storectl")
         let c = try #require(Self.cases.first { $0.label == label })
-        let root = try FuzzDirectory("storectl-paths")
+        let root = try TemporaryDirectory("storectl-paths")
         let dir = root.url.appendingPathComponent(c.directory, isDirectory: true)
         try FileManager.default.createDirectory(at: dir.appendingPathComponent("moved"), withIntermediateDirectories: true)
         let data = dir.appendingPathComponent("slice.ndjson")
@@ -31,7 +32,7 @@ import Testing
             return result
         }
         let n = c.name
-        try run(["create"], ["\(n).sqlite"], options: ["--model=\(FuzzPaths.libraryModel.path)"])
+        try run(["create"], ["\(n).sqlite"], options: ["--model=\(PackagePaths.libraryModel.path)"])
         try run(["import"], ["\(n).sqlite", "slice.ndjson"])
         try run(["convert"], ["\(n).sqlite", "\(n).lmdb"])
         try run(["convert"], ["\(n).lmdb", "\(n).xml"])

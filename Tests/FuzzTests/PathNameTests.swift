@@ -1,5 +1,6 @@
 import Foundation
 @_spi(BackendKit) import StoreAPI
+import StoreTestSupport
 import Testing
 
 /// Store paths that need care — spaces, non-ASCII, a leading dash, a newline, a 255-byte component, a path over
@@ -44,7 +45,7 @@ import Testing
     /// destroyed the directories are empty (nothing left behind, nothing of anyone else touched).
     @Test(arguments: types)
     func everyOperationWorksOnEveryPath(_ type: String) throws {
-        let root = try FuzzDirectory("paths")
+        let root = try TemporaryDirectory("paths")
         for c in Self.cases {
             let dir = c.directories.reduce(root.url) { $0.appendingPathComponent($1, isDirectory: true) }
             if dir.path.utf8.count > 512 {
@@ -126,10 +127,10 @@ import Testing
     /// and leave no staging behind either way.
     @Test(arguments: types)
     func longStoreNames(_ type: String) throws {
-        let dir = try FuzzDirectory("long-names")
+        let dir = try TemporaryDirectory("long-names")
         let ext = ".\(type)"
         try Self.everyOperation("80-byte name", in: dir.url, name: String(repeating: "n", count: 80 - ext.utf8.count), type: type)
-        try FileManager.default.removeItem(at: dir.file("neighbour.txt"))
+        try FileManager.default.removeItem(at: dir.path("neighbour.txt"))
         for length in [180, 255] {
             let name = String(repeating: "x", count: length - ext.utf8.count)
             do {
@@ -142,18 +143,18 @@ import Testing
             // Whatever the test itself created may still be there after a refusal; staging must not be.
             let staging = dir.listing().filter { $0.hasPrefix(AtomicFile.stagingPrefix) }
             #expect(staging.isEmpty, "\(type), \(length)-byte name: staging left behind: \(staging)")
-            for entry in dir.listing() { try? FileManager.default.removeItem(at: dir.file(entry)) }
+            for entry in dir.listing() { try? FileManager.default.removeItem(at: dir.path(entry)) }
         }
     }
 
     /// Files that merely look like sidecars of an SQLite store are someone else's: stores named with `-wal` or
     /// `.sqlite-wal` in them next to an SQLite store survive its copy, relocation and destruction.
     @Test func namesEndingInWALNextToAnSQLiteStore() throws {
-        let dir = try FuzzDirectory("wal-names")
+        let dir = try TemporaryDirectory("wal-names")
         let operations = StoreOperations(registry: FuzzBackends.registry)
         let schema = try Self.schema()
-        let main = dir.file("journal.sqlite")
-        let lookalikes = [dir.file("journal-wal.sqlite"), dir.file("journal.sqlite-wal.xml"), dir.file("journal.sqlite-walrus.lmdb")]
+        let main = dir.path("journal.sqlite")
+        let lookalikes = [dir.path("journal-wal.sqlite"), dir.path("journal.sqlite-wal.xml"), dir.path("journal.sqlite-walrus.lmdb")]
         for url in [main] + lookalikes {
             let type = try #require(FuzzBackends.registry.backend(forExtensionOf: url)).typeIdentifier
             let store = try FuzzBackends.registry.backend(for: type).open(at: url, options: StoreOptions(),
@@ -161,12 +162,12 @@ import Testing
             try store.close()
         }
         let before = try lookalikes.map { try Self.digest($0) }
-        let moved = dir.file("moved")
+        let moved = dir.path("moved")
         try FileManager.default.createDirectory(at: moved, withIntermediateDirectories: true)
-        try operations.copyStore(from: main, to: dir.file("copy.sqlite"))
+        try operations.copyStore(from: main, to: dir.path("copy.sqlite"))
         #expect(try operations.relocateStore(from: main, to: moved.appendingPathComponent("journal.sqlite")) == .moved)
         try operations.destroyStore(at: moved.appendingPathComponent("journal.sqlite"))
-        try operations.destroyStore(at: dir.file("copy.sqlite"))
+        try operations.destroyStore(at: dir.path("copy.sqlite"))
         #expect(try lookalikes.map { try Self.digest($0) } == before)
         #expect(dir.listing() == ["journal-wal.sqlite", "journal.sqlite-wal.xml", "journal.sqlite-wal.xml.lock",
                                   "journal.sqlite-walrus.lmdb", "moved"])

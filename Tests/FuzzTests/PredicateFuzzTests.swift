@@ -2,6 +2,7 @@ import Foundation
 import LMDBBackend
 import SQLiteBackend
 @_spi(BackendKit) import StoreAPI
+import StoreTestSupport
 import Testing
 import XMLBackend
 
@@ -31,19 +32,19 @@ import XMLBackend
 
     /// The fixture store in memory (the reference) and in every persistent backend.
     final class Stores: @unchecked Sendable {
-        let dir: FuzzDirectory
+        let dir: TemporaryDirectory
         let reference: MemoryStore
         let others: [(String, any PersistentStore)]
 
         init() throws {
-            dir = try FuzzDirectory("fuzz-predicate")
+            dir = try TemporaryDirectory("fuzz-predicate")
             let schema = try FuzzFixture.schema()
             reference = MemoryStore(url: nil, metadata: FuzzFixture.metadata(schema, type: "memory"))
             try reference.save(StoreChanges(inserted: try FuzzFixture.records(schema)))
             var others: [(String, any PersistentStore)] = []
             for (name, backend) in [("fixture.sqlite", SQLiteStoreBackend() as any StoreBackend), ("fixture.lmdb", LMDBStoreBackend()),
                                     ("fixture.xml", XMLStoreBackend())] {
-                let url = dir.file(name)
+                let url = dir.path(name)
                 try FuzzFixture.write(backend, at: url)
                 others.append((backend.typeIdentifier, try backend.open(at: url, options: StoreProbe.readOnly, creating: nil)))
             }

@@ -1,25 +1,26 @@
 import Foundation
 import SQLiteBackend
 import StoreAPI
+import StoreTestSupport
 import Testing
 
 /// The SQLite backend's sniffer, metadata reader, open, integrity check and fetches, fed mutated database files:
 /// our stores (WAL and rollback-journal layouts) and Core Data stores from the corpus.
 @Suite struct SQLiteFileFuzzTests {
-    static func corpus(in dir: FuzzDirectory) throws -> [[UInt8]] {
+    static func corpus(in dir: TemporaryDirectory) throws -> [[UInt8]] {
         var seeds: [[UInt8]] = []
         for journal in ["WAL", "DELETE"] {
-            let url = dir.file("fixture-\(journal).sqlite")
+            let url = dir.path("fixture-\(journal).sqlite")
             try FuzzFixture.write(SQLiteStoreBackend(), at: url, journal: journal)
             seeds.append(Array(try Data(contentsOf: url)))
         }
-        let library = dir.file("library.sqlite")
+        let library = dir.path("library.sqlite")
         let store = try SQLiteStoreBackend().open(at: library, options: StoreOptions(),
                                                   creating: StoreMetadata(storeType: "sqlite", storeUUID: FuzzFixture.gid(600), schema: try LibrarySample.schema()))
         try NDJSONImporter().importRecords(from: Data(LibrarySample.slice(count: 12, seed: 5)), into: store)
         try store.close()
         seeds.append(Array(try Data(contentsOf: library)))
-        if let stores = FuzzPaths.corpus("stores") {
+        if let stores = PackagePaths.corpus("stores") {
             for name in ["jeffreybergier__CoreDataMigrationTests/Example_v1.0.0.sqlite",
                          "wibosco__CoreDataMigrationRevised-Example/CoreDataMigration_Example_1.sqlite"] {
                 if let data = try? Data(contentsOf: stores.appendingPathComponent(name)) { seeds.append(Array(data)) }
@@ -31,10 +32,10 @@ import Testing
     /// Property: a mutated database file is read completely or refused with a ``StoreError`` naming it, and is
     /// never modified by being read; what opens copies to XML and reads back the same.
     @Test func mutatedDatabaseFiles() throws {
-        let dir = try FuzzDirectory("fuzz-sqlite")
+        let dir = try TemporaryDirectory("fuzz-sqlite")
         let campaign = FuzzCampaign(target: "sqlite-file", corpus: try Self.corpus(in: dir), dialect: .binary, maxSize: 256 << 10,
                                     ciIterations: 200, classify: FuzzErrors.store)
-        let input = dir.file("input.sqlite")
+        let input = dir.path("input.sqlite")
         var accepted = 0
         let stats = campaign.run { bytes, _ in
             for suffix in ["-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: input.path + suffix) }
@@ -49,7 +50,7 @@ import Testing
             try Self.requireUntouched(input, original)
             accepted += 1
             if accepted % 8 == 1 {
-                try StoreProbe.copyMustMatch(input, with: SQLiteStoreBackend(), to: "xml", at: dir.file("copy.xml"))
+                try StoreProbe.copyMustMatch(input, with: SQLiteStoreBackend(), to: "xml", at: dir.path("copy.xml"))
             }
         }
         #expect(stats.accepted > 0 && stats.rejectedTotal > 0, "the campaign exercised both paths: \(stats)")
@@ -58,8 +59,8 @@ import Testing
     /// Property: with the data in a `-wal` beside the file (a store copied while open), a damaged log is read
     /// or refused, never trusted into a crash.
     @Test func mutatedWriteAheadLogs() throws {
-        let dir = try FuzzDirectory("fuzz-sqlite-wal")
-        let live = dir.file("live.sqlite")
+        let dir = try TemporaryDirectory("fuzz-sqlite-wal")
+        let live = dir.path("live.sqlite")
         let store = try SQLiteStoreBackend().open(at: live, options: StoreOptions(historyTracking: true),
                                                   creating: FuzzFixture.metadata(try FuzzFixture.schema(), type: "sqlite"))
         try store.save(StoreChanges(inserted: try FuzzFixture.records(try FuzzFixture.schema()), history: FuzzFixture.history()))
@@ -67,7 +68,7 @@ import Testing
         let wal = try Data(contentsOf: URL(fileURLWithPath: live.path + "-wal"))
         try store.close()
         #expect(wal.count > 0, "the open store's data is in its -wal")
-        let input = dir.file("input.sqlite")
+        let input = dir.path("input.sqlite")
         let campaign = FuzzCampaign(target: "sqlite-wal", corpus: [Array(wal)], dialect: .binary, ciIterations: 50,
                                     classify: FuzzErrors.store)
         let stats = campaign.run { bytes, _ in

@@ -1,13 +1,14 @@
 import Foundation
 import StoreAPI
+import StoreTestSupport
 import Testing
 
 /// The `.xcdatamodel` loader (and the `.xcdatamodeld` version chooser), fed mutated Xcode models.
 @Suite struct XcodeModelFuzzTests {
     /// Every model `contents` in the corpus (and the legacy binary `elements`), plus the sample's model.
     static func modelCorpus() throws -> [[UInt8]] {
-        var files = [FuzzPaths.libraryModel.appendingPathComponent("Library.xcdatamodel/contents")]
-        if let models = FuzzPaths.corpus("models") {
+        var files = [PackagePaths.libraryModel.appendingPathComponent("Library.xcdatamodel/contents")]
+        if let models = PackagePaths.corpus("models") {
             files += FuzzPaths.files(under: models) { $0 == "contents" || $0 == "elements" }
         }
         return try files.map { Array(try Data(contentsOf: $0)) }
@@ -17,8 +18,8 @@ import Testing
     /// survives its JSON form unchanged and can back a store: one record per entity is inserted and saved (or
     /// refused with a ``StoreError``).
     @Test func mutatedModels() throws {
-        let dir = try FuzzDirectory("fuzz-model")
-        let model = dir.file("Fuzz Modèl.xcdatamodel")
+        let dir = try TemporaryDirectory("fuzz-model")
+        let model = dir.path("Fuzz Modèl.xcdatamodel")
         try FileManager.default.createDirectory(at: model, withIntermediateDirectories: true)
         let contents = model.appendingPathComponent("contents")
         let campaign = FuzzCampaign(target: "xcdatamodel", corpus: try Self.modelCorpus(), dialect: .xml, ciIterations: 400) {
@@ -45,7 +46,7 @@ import Testing
     /// ``SchemaError`` naming the bundle or the file.
     @Test func mutatedCurrentVersionFiles() throws {
         var seeds: [[UInt8]] = []
-        if let models = FuzzPaths.corpus("models") {
+        if let models = PackagePaths.corpus("models") {
             seeds = try FuzzPaths.files(under: models) { $0 == ".xccurrentversion" }.map { Array(try Data(contentsOf: $0)) }
         }
         let plist = """
@@ -54,9 +55,9 @@ import Testing
             <plist version="1.0"><dict><key>_XCCurrentVersionName</key><string>B 2.xcdatamodel</string></dict></plist>
             """
         seeds.append(Array(plist.utf8))
-        let dir = try FuzzDirectory("fuzz-bundle")
-        let bundle = dir.file("Bündle.xcdatamodeld")
-        let library = try Data(contentsOf: FuzzPaths.libraryModel.appendingPathComponent("Library.xcdatamodel/contents"))
+        let dir = try TemporaryDirectory("fuzz-bundle")
+        let bundle = dir.path("Bündle.xcdatamodeld")
+        let library = try Data(contentsOf: PackagePaths.libraryModel.appendingPathComponent("Library.xcdatamodel/contents"))
         for name in ["A.xcdatamodel", "B 2.xcdatamodel", "B 10.xcdatamodel"] {
             let version = bundle.appendingPathComponent(name)
             try FileManager.default.createDirectory(at: version, withIntermediateDirectories: true)

@@ -2,6 +2,7 @@ import Foundation
 import LMDBBackend
 import SQLiteBackend
 @_spi(BackendKit) import StoreAPI
+import StoreTestSupport
 import Testing
 
 /// SQLite stores whose sidecars are in the states the corpus and crashed apps leave behind: every record only in
@@ -77,16 +78,10 @@ import Testing
         return out
     }
 
-    static func temporaryDirectory() throws -> URL {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sidecar-ops-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        return dir
-    }
-
     @Test(arguments: Sidecars.allCases)
     func theMainFileAloneHoldsNoneOfTheRecords(_ sidecars: Sidecars) throws {
-        let dir = try Self.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let tmp = try TemporaryDirectory("sidecar-ops")
+        let dir = tmp.url
         let (url, _) = try Self.makeWALOnlyStore(in: dir, name: "only.sqlite", sidecars)
         let bare = dir.appendingPathComponent("bare.sqlite")
         try FileManager.default.copyItem(at: url, to: bare)
@@ -96,8 +91,8 @@ import Testing
 
     @Test(arguments: Sidecars.allCases, ["sqlite", "lmdb"])
     func copyAndConvertReadTheWAL(_ sidecars: Sidecars, _ destinationType: String) throws {
-        let dir = try Self.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let tmp = try TemporaryDirectory("sidecar-ops")
+        let dir = tmp.url
         let sourceDir = dir.appendingPathComponent("source")
         try FileManager.default.createDirectory(at: sourceDir, withIntermediateDirectories: true)
         let (url, records) = try Self.makeWALOnlyStore(in: sourceDir, name: "only.sqlite", sidecars)
@@ -118,8 +113,8 @@ import Testing
 
     @Test(arguments: Sidecars.allCases)
     func relocateMovesEverySidecar(_ sidecars: Sidecars) throws {
-        let dir = try Self.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let tmp = try TemporaryDirectory("sidecar-ops")
+        let dir = tmp.url
         let oldDir = dir.appendingPathComponent("old")
         let newDir = dir.appendingPathComponent("shared folder")
         try FileManager.default.createDirectory(at: oldDir, withIntermediateDirectories: true)
@@ -136,8 +131,8 @@ import Testing
 
     @Test(arguments: Sidecars.allCases)
     func destroyRemovesTheStoreAndEverySidecar(_ sidecars: Sidecars) throws {
-        let dir = try Self.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let tmp = try TemporaryDirectory("sidecar-ops")
+        let dir = tmp.url
         let storeDir = dir.appendingPathComponent("store")
         try FileManager.default.createDirectory(at: storeDir, withIntermediateDirectories: true)
         let bystander = storeDir.appendingPathComponent("only.sqlite.notes")

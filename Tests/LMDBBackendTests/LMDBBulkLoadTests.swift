@@ -1,6 +1,7 @@
 import Foundation
 import LMDBBackend
 @_spi(BackendKit) import StoreAPI
+import StoreTestSupport
 import Testing
 
 /// A transfer into a new LMDB store writes the global-ID index in large sorted runs: the finished store is the
@@ -8,11 +9,11 @@ import Testing
 /// and a duplicate global ID is refused when its run is written.
 @Suite struct LMDBBulkLoadTests {
     static func tags(_ schema: Schema, _ keys: ClosedRange<Int64>) throws -> [Record] {
-        try keys.map { try LMDBFixture.record(schema, "Tag", $0, ["name": .string("tag \($0)")]) }
+        keys.map { schema.record("Tag", $0, ["name": .string("tag \($0)")]) }
     }
 
     @Test func transferLeavesACompleteGlobalIDIndex() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("lmdb-tests")
         let schema = try LMDBFixture.schema()
         let source = MemoryStore(url: nil, metadata: LMDBFixture.metadata(schema))
         let records = try Self.tags(schema, 1...500)
@@ -26,7 +27,7 @@ import Testing
     }
 
     @Test func onlyAnEmptyStoreIsBulkLoaded() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("lmdb-tests")
         let schema = try LMDBFixture.schema()
         let store = try LMDBFixture.create(dir.path("full.lmdb"), schema: schema)
         defer { try? store.close() }
@@ -36,14 +37,14 @@ import Testing
     }
 
     @Test func duplicateGlobalIDsAreRefusedWhenWritten() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("lmdb-tests")
         let schema = try LMDBFixture.schema()
         let url = dir.path("dup.lmdb")
         let store = try LMDBFixture.create(url, schema: schema)
         defer { try? store.close() }
         #expect(try store.beginBulkLoad())
-        let a = try LMDBFixture.record(schema, "Tag", 1, ["name": .string("a")])
-        let b0 = try LMDBFixture.record(schema, "Tag", 2, ["name": .string("b")])
+        let a = schema.record("Tag", 1, ["name": .string("a")])
+        let b0 = schema.record("Tag", 2, ["name": .string("b")])
         let b = Record(entity: b0.entity, primaryKey: 2, globalID: a.globalID, attributes: b0.attributes, relationships: b0.relationships)
         try store.save(StoreChanges(inserted: [a]))
         try store.save(StoreChanges(inserted: [b]))

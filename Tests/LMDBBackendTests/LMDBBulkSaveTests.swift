@@ -1,6 +1,7 @@
 import Foundation
 @testable import LMDBBackend
 @_spi(BackendKit) import StoreAPI
+import StoreTestSupport
 import Testing
 
 /// The bulk-save path: global-ID entries written in key order, and the map grown ahead of a large save.
@@ -96,7 +97,7 @@ import Testing
     }
 
     @Test func aBulkSaveIntoATinyMapStoresEverything() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("lmdb-tests")
         let schema = try LMDBFixture.schema()
         let url = dir.path("bulk.lmdb")
         let store = try LMDBFixture.create(url, schema: schema, options: ["lmdb.mapSize": "256K"])
@@ -129,7 +130,7 @@ import Testing
     /// from: the map fills, is grown, and the transaction starts over, asking for the pages again from the first.
     /// Every record is stored once, and the global-ID index holds each once.
     @Test func insertPagesStartsOverWhenTheMapFills() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("lmdb-tests")
         let schema = try LMDBFixture.schema()
         let url = dir.path("pages.lmdb")
         let store = try LMDBFixture.create(url, schema: schema, options: ["lmdb.mapSize": "256K"])
@@ -177,7 +178,7 @@ import Testing
     }
 
     @Test func aRecordLargerThanTheEncodingBufferRoundTrips() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("lmdb-tests")
         let schema = try LMDBFixture.schema()
         let url = dir.path("large.lmdb")
         let store = try LMDBFixture.create(url, schema: schema)

@@ -2,12 +2,13 @@ import Foundation
 @testable import LMDBBackend
 import StoreAPI
 import Synchronization
+import StoreTestSupport
 import Testing
 
 /// Map growth, environment sharing inside the process, key allocation and history.
 @Suite struct LMDBEnvironmentTests {
     @Test func theMapGrowsFromATinyStartWithoutErrors() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("lmdb-tests")
         let schema = try LMDBFixture.schema()
         let url = dir.path("grow.lmdb")
         let store = try LMDBFixture.create(url, schema: schema, options: ["lmdb.mapSize": "64K"])
@@ -20,7 +21,7 @@ import Testing
         // One large save (8 MiB in one transaction), then many small ones: 24 MiB in all.
         var big: [Record] = []
         for i in 1...8 {
-            var r = try LMDBFixture.record(schema, "Sample", Int64(i), ["str": .string("big \(i)")])
+            var r = schema.record("Sample", Int64(i), ["str": .string("big \(i)")])
             r.attributes[blobIndex] = .binary(payload)
             big.append(r)
         }
@@ -30,7 +31,7 @@ import Testing
             var rs: [Record] = []
             for j in 0..<64 {
                 let pk = Int64(1000 + batch * 64 + j)
-                var r = try LMDBFixture.record(schema, "Sample", pk, ["str": .string(String(repeating: "s", count: 200))])
+                var r = schema.record("Sample", pk, ["str": .string(String(repeating: "s", count: 200))])
                 r.attributes[blobIndex] = .binary(payload.prefix(16 << 10))
                 rs.append(r)
             }
@@ -49,15 +50,15 @@ import Testing
     }
 
     @Test func storesOnOnePathShareOneEnvironment() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("lmdb-tests")
         let schema = try LMDBFixture.schema()
         let url = dir.path("shared.lmdb")
         let a = try LMDBFixture.create(url, schema: schema)
         // The same files under another spelling of the path.
         let b = try LMDBFixture.open(URL(fileURLWithPath: dir.url.path + "/./shared.lmdb/"))
-        try a.save(StoreChanges(inserted: [try LMDBFixture.record(schema, "Tag", 1, ["name": "one"])]))
+        try a.save(StoreChanges(inserted: [schema.record("Tag", 1, ["name": "one"])]))
         #expect(try b.fetch(FetchRequest(entity: "Tag")).count == 1)
-        try b.save(StoreChanges(inserted: [try LMDBFixture.record(schema, "Tag", 2, ["name": "two"])]))
+        try b.save(StoreChanges(inserted: [schema.record("Tag", 2, ["name": "two"])]))
         #expect(try a.count(FetchRequest(entity: "Tag")) == 2)
         var changed = a.metadata
         changed.custom["note"] = .string("set through b")
@@ -68,7 +69,7 @@ import Testing
         try a.close()
         #expect(throws: StoreError.self) { try a.fetch(FetchRequest(entity: "Tag")) }
         #expect(try b.count(FetchRequest(entity: "Tag")) == 2)
-        try b.save(StoreChanges(inserted: [try LMDBFixture.record(schema, "Tag", 3, ["name": "three"])]))
+        try b.save(StoreChanges(inserted: [schema.record("Tag", 3, ["name": "three"])]))
         try b.close()
         let c = try LMDBFixture.open(url)
         #expect(try c.count(FetchRequest(entity: "Tag")) == 3)
@@ -77,13 +78,13 @@ import Testing
     }
 
     @Test func metadataIsReadAndWrittenWithoutAFullOpen() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("lmdb-tests")
         let schema = try LMDBFixture.schema()
         let backend = LMDBFixture.backend
         let url = dir.path("meta.lmdb")
         let created = try LMDBFixture.create(url, schema: schema)
         let uuid = created.metadata.storeUUID
-        try created.save(StoreChanges(inserted: [try LMDBFixture.record(schema, "Tag", 1, ["name": "x"])]))
+        try created.save(StoreChanges(inserted: [schema.record("Tag", 1, ["name": "x"])]))
         try created.close()
 
         var metadata = try backend.readMetadata(at: url)
@@ -100,12 +101,12 @@ import Testing
         #expect(open.metadata.custom["sync"] == .string("changed while open"))
         #expect(try open.count(FetchRequest(entity: "Tag")) == 1, "records are untouched")
         try open.close()
-        #expect(storeError { try backend.writeMetadata(metadata, at: dir.path("absent.lmdb")) }?.kind == "storeNotFound")
+        #expect(storeError { try backend.writeMetadata(metadata, at: dir.path("absent.lmdb")) }?.caseName == "storeNotFound")
         #expect(!FileManager.default.fileExists(atPath: dir.path("absent.lmdb").path), "writing metadata never creates a store")
     }
 
     @Test func allocatedKeysNeverOverlap() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("lmdb-tests")
         let schema = try LMDBFixture.schema()
         let url = dir.path("keys.lmdb")
         let a = try LMDBFixture.create(url, schema: schema)
@@ -126,7 +127,7 @@ import Testing
         #expect(sorted.first?.0 == 1)
 
         // Keys saved from elsewhere (a transfer) push the allocator past them.
-        let far = try LMDBFixture.record(schema, "Book", 10_000, ["title": "far"])
+        let far = schema.record("Book", 10_000, ["title": "far"])
         try a.save(StoreChanges(inserted: [far]))
         #expect(try b.allocatePrimaryKeys(root: "Work", count: 1) == 10_001)
         #expect(try a.allocatePrimaryKeys(root: "Tag", count: 0) == 1, "a zero count reserves nothing")
@@ -142,11 +143,11 @@ import Testing
     }
 
     @Test func historyIsAppendedInTokenOrder() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("lmdb-tests")
         let schema = try LMDBFixture.schema()
         let url = dir.path("history.lmdb")
         let store = try LMDBFixture.create(url, schema: schema)
-        let tag = try LMDBFixture.record(schema, "Tag", 1, ["name": "t"])
+        let tag = schema.record("Tag", 1, ["name": "t"])
         let insert = HistoryChange(kind: .insert, entity: "Tag", primaryKey: 1, globalID: tag.globalID)
         let t0 = Date(timeIntervalSinceReferenceDate: 1000.5)
         try store.save(StoreChanges(inserted: [tag], history: [HistoryTransaction(token: HistoryTransaction.assignToken, timestamp: t0, author: "me", changes: [insert])]))
@@ -162,7 +163,7 @@ import Testing
         // A token that is not after the last one is refused with the rest of the save.
         let stale = HistoryTransaction(token: 5, timestamp: t0, author: nil, changes: [])
         #expect(throws: StoreError.self) {
-            try store.save(StoreChanges(inserted: [try LMDBFixture.record(schema, "Tag", 2)], history: [stale]))
+            try store.save(StoreChanges(inserted: [schema.record("Tag", 2)], history: [stale]))
         }
         #expect(try store.count(FetchRequest(entity: "Tag")) == 0)
         try store.close()

@@ -1,6 +1,7 @@
 import Foundation
 import LMDBBackend
 @_spi(BackendKit) import StoreAPI
+import StoreTestSupport
 import Testing
 
 /// Fetches, counts and scans return exactly what the reference ``MemoryStore`` returns for the same data — also
@@ -8,7 +9,6 @@ import Testing
 @Suite struct LMDBFetchParityTests {
     /// Deterministic data with nils, NaN, negative zero, duplicates and every work sub-entity.
     static func data(_ schema: Schema) throws -> [Record] {
-        let f = LMDBFixture.self
         var out: [Record] = []
         var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
         func next(_ n: Int) -> Int {
@@ -17,12 +17,12 @@ import Testing
         }
         let countries: [StoreValue] = ["UK", "FR", "JP", .null]
         for a in 1...40 {
-            out.append(try f.record(schema, "Author", Int64(a), [
+            out.append(schema.record("Author", Int64(a), [
                 "name": .string("author \(a % 25)"), "country": countries[a % 4],
                 "born": a % 7 == 0 ? .null : .integer16(Int16(1900 + next(120))),
             ], ["works": .toMany([])]))
         }
-        for t in 1...12 { out.append(try f.record(schema, "Tag", Int64(t), ["name": t == 12 ? .null : .string("tag-\(t)")])) }
+        for t in 1...12 { out.append(schema.record("Tag", Int64(t), ["name": t == 12 ? .null : .string("tag-\(t)")])) }
         let entities = ["Book", "Novel", "Article"]
         let ratings: [StoreValue] = [.double(.nan), .double(-0.0), .double(0.0), .null, .double(4.5), .double(-1.25), .double(3)]
         let titles = ["alpha", "Beta", "gamma", "délta", "Épsilon", "zeta", "", "alpha"]
@@ -39,7 +39,7 @@ import Testing
             if entity == "Article" { values["journal"] = next(2) == 0 ? .null : .string("J\(next(4))") }
             let tagCount = next(4)
             let tags = (0..<tagCount).map { _ in Int64(1 + next(12)) }
-            out.append(try f.record(schema, entity, Int64(1000 + w), values, [
+            out.append(schema.record(entity, Int64(1000 + w), values, [
                 "author": w % 10 == 0 ? .toOne(nil) : .toOne(Int64(1 + next(40))),
                 "tags": .toMany(Array(Set(tags)).sorted()),
             ]))
@@ -105,7 +105,7 @@ import Testing
     }
 
     @Test func fetchCountAndScanMatchTheMemoryStore() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("lmdb-tests")
         let schema = try LMDBFixture.schema()
         let data = try Self.data(schema)
         let reference = MemoryStore(url: nil, metadata: LMDBFixture.metadata(schema))

@@ -1,12 +1,13 @@
 import Foundation
 @testable import LMDBBackend
 @_spi(BackendKit) import StoreAPI
+import StoreTestSupport
 import Testing
 
 /// Sniffing, owned files, destroy, the file form and copies.
 @Suite struct LMDBFileTests {
     @Test func sniffTellsMissingGarbageForeignAndOwnApart() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("lmdb-tests")
         let backend = LMDBFixture.backend
         let schema = try LMDBFixture.schema()
         #expect(backend.sniff(dir.path("missing.lmdb")) == .none)
@@ -28,9 +29,9 @@ import Testing
             _ = try open("storeapi.other")
         }
         #expect(backend.sniff(foreign) == .foreign("LMDB environment, but not a store"))
-        #expect(storeError { _ = try backend.readMetadata(at: foreign) }?.kind == "unrecognizedStore")
-        #expect(storeError { _ = try backend.open(at: foreign, options: StoreOptions(), creating: LMDBFixture.metadata(schema)) }?.kind == "unrecognizedStore")
-        #expect(storeError { try backend.destroyStore(at: foreign) }?.kind == "unrecognizedStore")
+        #expect(storeError { _ = try backend.readMetadata(at: foreign) }?.caseName == "unrecognizedStore")
+        #expect(storeError { _ = try backend.open(at: foreign, options: StoreOptions(), creating: LMDBFixture.metadata(schema)) }?.caseName == "unrecognizedStore")
+        #expect(storeError { try backend.destroyStore(at: foreign) }?.caseName == "unrecognizedStore")
         #expect(FileManager.default.fileExists(atPath: foreign.appendingPathComponent("data.mdb").path))
 
         let ours = dir.path("ours.lmdb")
@@ -51,9 +52,9 @@ import Testing
         let bytes = try Data(contentsOf: corpus.appendingPathComponent("data.mdb"))
         #expect(backend.sniff(corpus) == .foreign("LMDB environment, but not a store"))
         #expect(backend.sniff(corpus.appendingPathComponent("data.mdb")) == .foreign("LMDB environment, but not a store"))
-        #expect(storeError { _ = try backend.readMetadata(at: corpus) }?.kind == "unrecognizedStore")
+        #expect(storeError { _ = try backend.readMetadata(at: corpus) }?.caseName == "unrecognizedStore")
         let opened = storeError { _ = try backend.open(at: corpus, options: StoreOptions(isReadOnly: true), creating: nil) }
-        #expect(opened?.kind == "unrecognizedStore")
+        #expect(opened?.caseName == "unrecognizedStore")
         #expect(opened?.description.contains(corpus.path) == true, "the error names the path")
         #expect(storeError { try backend.destroyStore(at: corpus) } != nil)
         #expect(try FileManager.default.contentsOfDirectory(atPath: corpus.path).sorted() == before, "no lock file appeared")
@@ -61,7 +62,7 @@ import Testing
     }
 
     @Test func destroyRemovesExactlyTheStoreAndLeavesTheDirectoryAsBefore() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("lmdb-tests")
         let backend = LMDBFixture.backend
         let schema = try LMDBFixture.schema()
         try Data("keep".utf8).write(to: dir.path("neighbour.txt"))
@@ -69,13 +70,13 @@ import Testing
 
         let url = dir.path("app.lmdb")
         let store = try LMDBFixture.create(url, schema: schema)
-        try store.save(StoreChanges(inserted: [try LMDBFixture.record(schema, "Tag", 1, ["name": "x"])]))
+        try store.save(StoreChanges(inserted: [schema.record("Tag", 1, ["name": "x"])]))
         #expect(backend.ownedFiles(ofStoreAt: url).map(\.lastPathComponent) == ["data.mdb", "lock.mdb", "app.lmdb"])
-        #expect(storeError { try backend.destroyStore(at: url) }?.kind == "locked", "an open store is not destroyed")
+        #expect(storeError { try backend.destroyStore(at: url) }?.caseName == "locked", "an open store is not destroyed")
         try store.close()
         try backend.destroyStore(at: url)
         #expect(dir.listing() == before)
-        #expect(storeError { try backend.destroyStore(at: url) }?.kind == "storeNotFound")
+        #expect(storeError { try backend.destroyStore(at: url) }?.caseName == "storeNotFound")
 
         // In a directory the store did not create, the directory stays (empty), as it was.
         let existing = dir.path("given")
@@ -95,7 +96,7 @@ import Testing
     }
 
     @Test func destroyKeepsWhatSomeonePutInTheStoresDirectory() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("lmdb-tests")
         let url = dir.path("app.lmdb")
         try LMDBFixture.create(url, schema: try LMDBFixture.schema()).close()
         try Data("mine".utf8).write(to: url.appendingPathComponent("notes.txt"))
@@ -106,28 +107,28 @@ import Testing
     }
 
     @Test func aDirectoryWithOtherFilesIsNotUsed() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("lmdb-tests")
         let schema = try LMDBFixture.schema()
         let busy = dir.path("busy")
         try FileManager.default.createDirectory(at: busy, withIntermediateDirectories: false)
         try Data("x".utf8).write(to: busy.appendingPathComponent("other.txt"))
         let error = storeError { _ = try LMDBFixture.create(busy, schema: schema) }
-        #expect(error?.kind == "directoryUnusable")
+        #expect(error?.caseName == "directoryUnusable")
         #expect(try FileManager.default.contentsOfDirectory(atPath: busy.path) == ["other.txt"], "nothing was written")
-        #expect(storeError { _ = try LMDBFixture.open(busy) }?.kind == "unrecognizedStore")
-        #expect(storeError { _ = try LMDBFixture.open(dir.path("none.lmdb")) }?.kind == "storeNotFound")
-        #expect(storeError { _ = try LMDBFixture.create(dir.path("no/such/dir.lmdb"), schema: schema) }?.kind == "directoryUnusable")
+        #expect(storeError { _ = try LMDBFixture.open(busy) }?.caseName == "unrecognizedStore")
+        #expect(storeError { _ = try LMDBFixture.open(dir.path("none.lmdb")) }?.caseName == "storeNotFound")
+        #expect(storeError { _ = try LMDBFixture.create(dir.path("no/such/dir.lmdb"), schema: schema) }?.caseName == "directoryUnusable")
         #expect(dir.listing() == ["busy"])
 
         // The data file of a directory store is not opened as a store of its own (a second lock file would follow).
         let store = dir.path("s.lmdb")
         try LMDBFixture.create(store, schema: schema).close()
-        #expect(storeError { _ = try LMDBFixture.open(store.appendingPathComponent("data.mdb")) }?.kind == "refused")
+        #expect(storeError { _ = try LMDBFixture.open(store.appendingPathComponent("data.mdb")) }?.caseName == "refused")
         #expect(try FileManager.default.contentsOfDirectory(atPath: store.path).sorted() == ["data.mdb", "lock.mdb"])
     }
 
     @Test func copyWhileWritingGivesAConsistentStore() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("lmdb-tests")
         let backend = LMDBFixture.backend
         let schema = try LMDBFixture.schema()
         let url = dir.path("live.lmdb")
@@ -140,7 +141,7 @@ import Testing
             defer { finished.signal() }
             for s in 0..<saves {
                 let rs = (0..<10).compactMap { i in
-                    try? LMDBFixture.record(schema, "Tag", Int64(s * 10 + i + 1), ["name": .string("tag \(s)-\(i)")])
+                    schema.record("Tag", Int64(s * 10 + i + 1), ["name": .string("tag \(s)-\(i)")])
                 }
                 try? store.save(StoreChanges(inserted: rs))
             }
@@ -174,8 +175,8 @@ import Testing
         try backend.destroyStore(at: copies[0])
         #expect(!FileManager.default.fileExists(atPath: copies[0].path))
 
-        #expect(storeError { try backend.copyStore(from: url, to: copies[1]) }?.kind == "storeExists")
-        #expect(storeError { try backend.copyStore(from: dir.path("nothing.lmdb"), to: dir.path("x.lmdb")) }?.kind == "storeNotFound")
+        #expect(storeError { try backend.copyStore(from: url, to: copies[1]) }?.caseName == "storeExists")
+        #expect(storeError { try backend.copyStore(from: dir.path("nothing.lmdb"), to: dir.path("x.lmdb")) }?.caseName == "storeNotFound")
         #expect(!dir.listing().contains { $0.hasPrefix(AtomicFile.stagingPrefix) }, "no staging leftovers")
     }
 }

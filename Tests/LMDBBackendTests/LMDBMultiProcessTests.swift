@@ -1,6 +1,7 @@
 import Foundation
 @testable import LMDBBackend
 import StoreAPI
+import StoreTestSupport
 import Testing
 
 /// Other processes: liblmdb's own tools read our stores, and a store another process holds open is not destroyed.
@@ -23,12 +24,12 @@ import Testing
     }
 
     @Test func liblmdbToolsReadAStoreWhileItIsOpen() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("lmdb-tests")
         let schema = try LMDBFixture.schema()
         let url = dir.path("tools.lmdb")
         let store = try LMDBFixture.create(url, schema: schema)
         defer { try? store.close() }
-        try store.save(StoreChanges(inserted: try (1...25).map { try LMDBFixture.record(schema, "Tag", Int64($0), ["name": .string("t\($0)")]) }))
+        try store.save(StoreChanges(inserted: (1...25).map { schema.record("Tag", Int64($0), ["name": .string("t\($0)")]) }))
         guard let stat = try Self.run("mdb_stat", ["-a", url.path]) else {
             Issue.record("mdb_stat (lmdb-utils) is not installed; the second-process check did not run")
             return
@@ -45,12 +46,12 @@ import Testing
     }
 
     @Test func aMapGrownByAnotherProcessIsAdopted() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("lmdb-tests")
         let schema = try LMDBFixture.schema()
         let url = dir.path("resized.lmdb")
         let store = try LMDBFixture.create(url, schema: schema, options: ["lmdb.mapSize": "1M"])
         defer { try? store.close() }
-        try store.save(StoreChanges(inserted: [try LMDBFixture.record(schema, "Tag", 1, ["name": "before"])]))
+        try store.save(StoreChanges(inserted: [schema.record("Tag", 1, ["name": "before"])]))
         let mapBefore = store.mapSize
         #expect(mapBefore < 4 << 20)
 
@@ -69,14 +70,14 @@ import Testing
 
         // Our next transactions meet MDB_MAP_RESIZED and adopt the new size instead of failing.
         #expect(try store.fetch(FetchRequest(entity: "Tag")).count == 1)
-        try store.save(StoreChanges(inserted: [try LMDBFixture.record(schema, "Tag", 2, ["name": "after"])]))
+        try store.save(StoreChanges(inserted: [schema.record("Tag", 2, ["name": "after"])]))
         #expect(try store.count(FetchRequest(entity: "Tag")) == 2)
         #expect(store.mapSize >= 256 << 20)
         #expect(try LMDBFixture.backend.checkIntegrity(at: url).isEmpty)
     }
 
     @Test func metadataChangedByAnotherProcessIsNeverOverwritten() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("lmdb-tests")
         let schema = try LMDBFixture.schema()
         let url = dir.path("shared-meta.lmdb")
         let store = try LMDBFixture.create(url, schema: schema)
@@ -99,10 +100,10 @@ import Testing
         // A metadata change based on the old metadata is refused, and the store now shows theirs.
         var mine = LMDBFixture.metadata(schema).withUUID(store.metadata.storeUUID)
         mine.custom["writer"] = .string("this process")
-        #expect(storeError { try store.save(StoreChanges(metadata: mine)) }?.kind == "modifiedOnDisk")
+        #expect(storeError { try store.save(StoreChanges(metadata: mine)) }?.caseName == "modifiedOnDisk")
         #expect(store.metadata.custom["writer"] == .string("the other process"))
         // Saving records is unaffected (and keeps their metadata).
-        try store.save(StoreChanges(inserted: [try LMDBFixture.record(schema, "Tag", 1, ["name": "x"])]))
+        try store.save(StoreChanges(inserted: [schema.record("Tag", 1, ["name": "x"])]))
         #expect(try LMDBFixture.backend.readMetadata(at: url).custom["writer"] == .string("the other process"))
         // Now based on the current metadata, a change goes through.
         var next = store.metadata
@@ -112,7 +113,7 @@ import Testing
     }
 
     @Test func aStoreOpenInAnotherProcessIsNotDestroyed() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("lmdb-tests")
         let schema = try LMDBFixture.schema()
         let url = dir.path("held.lmdb")
         try LMDBFixture.create(url, schema: schema).close()
@@ -143,7 +144,7 @@ import Testing
             return
         }
         let error = storeError { try LMDBFixture.backend.destroyStore(at: url) }
-        #expect(error?.kind == "locked" && error?.description.contains("pid \(holder.processIdentifier)") == true, "\(String(describing: error))")
+        #expect(error?.caseName == "locked" && error?.description.contains("pid \(holder.processIdentifier)") == true, "\(String(describing: error))")
         #expect(LMDBFixture.backend.sniff(url) == .store)
         try input.fileHandleForWriting.close()
         holder.waitUntilExit()

@@ -1,6 +1,7 @@
 import Foundation
 @testable import LMDBBackend
 import StoreAPI
+import StoreTestSupport
 import Testing
 
 /// Every relationship kind keeps both sides, and ordered to-many relationships keep their order.
@@ -8,24 +9,23 @@ import Testing
     /// A small graph: an author with ordered works of three sub-entities, tags (many-to-many), a sequel chain
     /// (self-referential one-to-one), an inverse-less to-many, a mentor (self-referential one-to-many) and an agent.
     static func graph(_ schema: Schema) throws -> [Record] {
-        let f = LMDBFixture.self
         return [
-            try f.record(schema, "Author", 1, ["name": "Ada", "country": "UK", "born": .integer16(1815)],
+            schema.record("Author", 1, ["name": "Ada", "country": "UK", "born": .integer16(1815)],
                 ["works": .toMany([12, 10, 11]), "agent": .toOne(1), "favorites": .toMany([2, 1]), "students": .toMany([2])]),
-            try f.record(schema, "Author", 2, ["name": "Bob"], ["mentor": .toOne(1), "works": .toMany([])]),
-            try f.record(schema, "Agent", 1, ["name": "Agnes"], ["client": .toOne(1)]),
-            try f.record(schema, "Book", 10, ["title": "First", "isbn": "isbn-10", "pages": .integer32(100)],
+            schema.record("Author", 2, ["name": "Bob"], ["mentor": .toOne(1), "works": .toMany([])]),
+            schema.record("Agent", 1, ["name": "Agnes"], ["client": .toOne(1)]),
+            schema.record("Book", 10, ["title": "First", "isbn": "isbn-10", "pages": .integer32(100)],
                 ["author": .toOne(1), "tags": .toMany([1, 2]), "sequel": .toOne(11)]),
-            try f.record(schema, "Novel", 11, ["title": "Second", "genre": "drama"],
+            schema.record("Novel", 11, ["title": "Second", "genre": "drama"],
                 ["author": .toOne(1), "tags": .toMany([2]), "prequel": .toOne(10)]),
-            try f.record(schema, "Article", 12, ["title": "Third", "journal": "J"], ["author": .toOne(1)]),
-            try f.record(schema, "Tag", 1, ["name": "red"], ["works": .toMany([10])]),
-            try f.record(schema, "Tag", 2, ["name": "blue"], ["works": .toMany([11, 10])]),
+            schema.record("Article", 12, ["title": "Third", "journal": "J"], ["author": .toOne(1)]),
+            schema.record("Tag", 1, ["name": "red"], ["works": .toMany([10])]),
+            schema.record("Tag", 2, ["name": "blue"], ["works": .toMany([11, 10])]),
         ]
     }
 
     @Test func bothSidesAndOrderSurviveReopen() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("lmdb-tests")
         let schema = try LMDBFixture.schema()
         let url = dir.path("graph.lmdb")
         let graph = try Self.graph(schema)
@@ -60,7 +60,7 @@ import Testing
     }
 
     @Test func globalIDsFindRecordsAndStayUnique() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("lmdb-tests")
         let schema = try LMDBFixture.schema()
         let graph = try Self.graph(schema)
         let store = try LMDBFixture.create(dir.path("gid.lmdb"), schema: schema)
@@ -69,7 +69,7 @@ import Testing
         for r in graph { #expect(try store.record(globalID: r.globalID) == r) }
         #expect(try store.record(globalID: UUID()) == nil)
         // Another record may not take an existing global ID.
-        var clash = try LMDBFixture.record(schema, "Tag", 3, ["name": "green"])
+        var clash = schema.record("Tag", 3, ["name": "green"])
         clash.globalID = graph[0].globalID
         #expect(storeError { try store.save(StoreChanges(inserted: [clash])) } != nil)
         // Once its owner is deleted, the global ID is free again.

@@ -1,6 +1,7 @@
 import Foundation
 import LMDBBackend
 import StoreAPI
+import StoreTestSupport
 import Testing
 
 /// A bulk write or scan does not leave the whole map resident in the process (where it counts as the process's
@@ -28,7 +29,7 @@ import Testing
 
     @Test func bulkWritesAndScansReleaseTheMap() throws {
         #if os(Linux)
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("lmdb-tests")
         let schema = try LMDBFixture.schema()
         let url = dir.path("resident.lmdb")
         let store = try LMDBFixture.create(url, schema: schema)
@@ -38,9 +39,9 @@ import Testing
         let blob = String(repeating: "r", count: 2_000)
         var key: Int64 = 0
         for _ in 0..<12 {
-            let batch = try (0..<1_000).map { _ in
+            let batch = (0..<1_000).map { _ in
                 key += 1
-                return try LMDBFixture.record(schema, "Tag", key, ["name": .string("\(key) " + blob)])
+                return schema.record("Tag", key, ["name": .string("\(key) " + blob)])
             }
             try store.save(StoreChanges(inserted: batch))
         }

@@ -1,31 +1,32 @@
 import Foundation
 @testable import LMDBBackend
 import StoreAPI
+import StoreTestSupport
 import Testing
 
 /// The store enforces uniqueness constraints itself, through its index databases, and answers equality fetches
 /// on unique attributes from them.
 @Suite struct LMDBUniquenessTests {
     @Test func duplicatesAreRefusedAndNothingIsWritten() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("lmdb-tests")
         let schema = try LMDBFixture.schema()
         let f = LMDBFixture.self
         let store = try f.create(dir.path("unique.lmdb"), schema: schema)
         defer { try? store.close() }
         try store.save(StoreChanges(inserted: [
-            try f.record(schema, "Tag", 1, ["name": "red"]),
-            try f.record(schema, "Tag", 2, ["name": .null]),
-            try f.record(schema, "Tag", 3, ["name": .null]),
-            try f.record(schema, "Author", 1, ["name": "Ada", "country": "UK"]),
-            try f.record(schema, "Author", 2, ["name": "Ada", "country": "FR"]),
-            try f.record(schema, "Author", 3, ["name": "Ada", "country": .null]),
-            try f.record(schema, "Author", 4, ["name": "Ada", "country": .null]),
-            try f.record(schema, "Book", 10, ["title": "t", "isbn": "x-1"]),
+            schema.record("Tag", 1, ["name": "red"]),
+            schema.record("Tag", 2, ["name": .null]),
+            schema.record("Tag", 3, ["name": .null]),
+            schema.record("Author", 1, ["name": "Ada", "country": "UK"]),
+            schema.record("Author", 2, ["name": "Ada", "country": "FR"]),
+            schema.record("Author", 3, ["name": "Ada", "country": .null]),
+            schema.record("Author", 4, ["name": "Ada", "country": .null]),
+            schema.record("Book", 10, ["title": "t", "isbn": "x-1"]),
         ]))
 
         // A single-attribute duplicate, with the existing record named.
-        let dup = try f.record(schema, "Tag", 4, ["name": "red"])
-        let other = try f.record(schema, "Tag", 5, ["name": "fresh"])
+        let dup = schema.record("Tag", 4, ["name": "red"])
+        let other = schema.record("Tag", 5, ["name": "fresh"])
         let error = storeError { try store.save(StoreChanges(inserted: [other, dup])) }
         guard case .uniquenessViolation(let entity, let attributes, let values, let existing)? = error else {
             Issue.record("expected a uniqueness violation, got \(String(describing: error))")
@@ -36,9 +37,9 @@ import Testing
         #expect(try store.count(FetchRequest(entity: "Tag")) == 3, "the failed save stored nothing, not even the valid record")
 
         // Compound constraint; a constraint spanning sub-entities (isbn is declared on Work).
-        let compound = try f.record(schema, "Author", 5, ["name": "Ada", "country": "FR"])
-        #expect(storeError { try store.save(StoreChanges(inserted: [compound])) }?.kind == "uniquenessViolation")
-        let article = try f.record(schema, "Article", 11, ["title": "a", "isbn": "x-1"])
+        let compound = schema.record("Author", 5, ["name": "Ada", "country": "FR"])
+        #expect(storeError { try store.save(StoreChanges(inserted: [compound])) }?.caseName == "uniquenessViolation")
+        let article = schema.record("Article", 11, ["title": "a", "isbn": "x-1"])
         guard case .uniquenessViolation(let owner, _, _, let holder)? = storeError({ try store.save(StoreChanges(inserted: [article])) }) else {
             Issue.record("an Article may not reuse a Book's isbn")
             return
@@ -48,24 +49,24 @@ import Testing
         // Updating into a used value is refused; the record keeps its old value.
         var tag3 = try #require(try store.records(withKeys: [3], root: "Tag").first)
         tag3.attributes[0] = "red"
-        #expect(storeError { try store.save(StoreChanges(updated: [tag3])) }?.kind == "uniquenessViolation")
+        #expect(storeError { try store.save(StoreChanges(updated: [tag3])) }?.caseName == "uniquenessViolation")
         #expect(try store.records(withKeys: [3], root: "Tag").first?.attributes[0] == .null)
     }
 
     @Test func valuesMayMoveWithinOneSave() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("lmdb-tests")
         let schema = try LMDBFixture.schema()
         let f = LMDBFixture.self
         let store = try f.create(dir.path("swap.lmdb"), schema: schema)
         defer { try? store.close() }
-        var a = try f.record(schema, "Tag", 1, ["name": "a"])
-        var b = try f.record(schema, "Tag", 2, ["name": "b"])
-        let c = try f.record(schema, "Tag", 3, ["name": "c"])
+        var a = schema.record("Tag", 1, ["name": "a"])
+        var b = schema.record("Tag", 2, ["name": "b"])
+        let c = schema.record("Tag", 3, ["name": "c"])
         try store.save(StoreChanges(inserted: [a, b, c]))
         // Swap a and b; delete c and give its name to a new record.
         a.attributes[0] = "b"
         b.attributes[0] = "a"
-        let d = try f.record(schema, "Tag", 4, ["name": "c"])
+        let d = schema.record("Tag", 4, ["name": "c"])
         try store.save(StoreChanges(inserted: [d], updated: [a, b], deleted: [c.key]))
         let byName = { (name: String) throws -> [Int64] in
             try store.fetch(FetchRequest(entity: "Tag", predicate: .comparison(.keyPath(["name"]), .equal, .constant(.string(name)), []))).map(\.primaryKey)
@@ -104,17 +105,17 @@ import Testing
     }
 
     @Test func longUniqueValuesAreIndexedByDigest() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("lmdb-tests")
         let schema = try LMDBFixture.schema()
         let f = LMDBFixture.self
         let store = try f.create(dir.path("long.lmdb"), schema: schema)
         defer { try? store.close() }
         let long = String(repeating: "x", count: 5000)
         try store.save(StoreChanges(inserted: [
-            try f.record(schema, "Tag", 1, ["name": .string(long)]),
-            try f.record(schema, "Tag", 2, ["name": .string(long + "y")]),
+            schema.record("Tag", 1, ["name": .string(long)]),
+            schema.record("Tag", 2, ["name": .string(long + "y")]),
         ]))
-        #expect(storeError { try store.save(StoreChanges(inserted: [try f.record(schema, "Tag", 3, ["name": .string(long)])])) }?.kind == "uniquenessViolation")
+        #expect(storeError { try store.save(StoreChanges(inserted: [schema.record("Tag", 3, ["name": .string(long)])])) }?.caseName == "uniquenessViolation")
         let found = try store.fetch(FetchRequest(entity: "Tag", predicate: .comparison(.keyPath(["name"]), .equal, .constant(.string(long + "y")), [])))
         #expect(found.map(\.primaryKey) == [2])
     }

@@ -1,6 +1,7 @@
 import Foundation
 import LMDBBackend
 import StoreAPI
+import StoreTestSupport
 import Testing
 
 /// Every attribute type round-trips exactly, through a save and through closing and reopening the store.
@@ -29,11 +30,11 @@ import Testing
             // Everything nil (and the defaults of label and count kept).
             [:],
         ]
-        return try rows.enumerated().map { i, values in try LMDBFixture.record(schema, "Sample", Int64(i + 1), values) }
+        return rows.enumerated().map { i, values in schema.record("Sample", Int64(i + 1), values) }
     }
 
     @Test func everyAttributeTypeRoundTripsBitExactly() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("lmdb-tests")
         let schema = try LMDBFixture.schema()
         let url = dir.path("values.lmdb")
         let records = try Self.samples(schema)
@@ -64,7 +65,7 @@ import Testing
     }
 
     @Test func updatesAndDeletesPersist() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("lmdb-tests")
         let schema = try LMDBFixture.schema()
         let url = dir.path("updates.lmdb")
         var records = try Self.samples(schema)
@@ -81,46 +82,46 @@ import Testing
         #expect(try reopened.fetch(FetchRequest(entity: "Sample")) == records)
         #expect(try reopened.count(FetchRequest(entity: "Sample")) == records.count)
         // Updating a record that is not stored is refused, and nothing of the save is kept.
-        let ghost = try LMDBFixture.record(schema, "Sample", 500)
-        let fresh = try LMDBFixture.record(schema, "Sample", 501)
+        let ghost = schema.record("Sample", 500)
+        let fresh = schema.record("Sample", 501)
         let error = storeError { try reopened.save(StoreChanges(inserted: [fresh], updated: [ghost])) }
-        #expect(error?.kind == "objectNotFound")
+        #expect(error?.caseName == "objectNotFound")
         #expect(try reopened.records(withKeys: [501], root: "Sample").isEmpty, "a failed save stores nothing")
         try reopened.close()
     }
 
     @Test func interleavedInsertsIntoOneHierarchyAllLand() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("lmdb-tests")
         let schema = try LMDBFixture.schema()
         let store = try LMDBFixture.create(dir.path("interleaved.lmdb"), schema: schema)
         defer { try? store.close() }
         let plan: [(String, Int64)] = [("Book", 1), ("Novel", 5), ("Book", 3), ("Article", 4), ("Novel", 2), ("Book", 9), ("Book", 7), ("Novel", 8), ("Article", 6)]
-        let records = try plan.map { try LMDBFixture.record(schema, $0.0, $0.1, ["title": .string("w\($0.1)")]) }
+        let records = plan.map { schema.record($0.0, $0.1, ["title": .string("w\($0.1)")]) }
         try store.save(StoreChanges(inserted: records))
         #expect(try store.fetch(FetchRequest(entity: "Work")) == records.sorted { $0.primaryKey < $1.primaryKey })
-        try store.save(StoreChanges(inserted: [try LMDBFixture.record(schema, "Novel", 10, ["title": "w10"]), try LMDBFixture.record(schema, "Book", 0, ["title": "w0"])]))
+        try store.save(StoreChanges(inserted: [schema.record("Novel", 10, ["title": "w10"]), schema.record("Book", 0, ["title": "w0"])]))
         #expect(try store.fetch(FetchRequest(entity: "Work")).map(\.primaryKey) == Array(0...10))
         #expect(try store.allocatePrimaryKeys(root: "Work", count: 1) == 11)
     }
 
     @Test func malformedRecordsAreRefusedBeforeWriting() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("lmdb-tests")
         let schema = try LMDBFixture.schema()
         let store = try LMDBFixture.create(dir.path("typed.lmdb"), schema: schema)
         defer { try? store.close() }
-        var wrongType = try LMDBFixture.record(schema, "Sample", 1)
+        var wrongType = schema.record("Sample", 1)
         wrongType.attributes[0] = .string("not a number")
-        #expect(storeError { try store.save(StoreChanges(inserted: [wrongType])) }?.kind == "typeMismatch")
-        var short = try LMDBFixture.record(schema, "Sample", 2)
+        #expect(storeError { try store.save(StoreChanges(inserted: [wrongType])) }?.caseName == "typeMismatch")
+        var short = schema.record("Sample", 2)
         short.attributes.removeLast()
         #expect(storeError { try store.save(StoreChanges(inserted: [short])) } != nil)
         let abstract = Record(entity: "Work", primaryKey: 3, globalID: UUID(), attributes: [], relationships: [])
-        #expect(storeError { try store.save(StoreChanges(inserted: [abstract])) }?.kind == "abstractEntity")
+        #expect(storeError { try store.save(StoreChanges(inserted: [abstract])) }?.caseName == "abstractEntity")
         #expect(try store.count(FetchRequest(entity: "Sample")) == 0)
         // The same primary key twice is refused too.
-        let a = try LMDBFixture.record(schema, "Sample", 7)
+        let a = schema.record("Sample", 7)
         try store.save(StoreChanges(inserted: [a]))
-        let b = try LMDBFixture.record(schema, "Sample", 7)
+        let b = schema.record("Sample", 7)
         #expect(storeError { try store.save(StoreChanges(inserted: [b])) } != nil)
         #expect(try store.fetch(FetchRequest(entity: "Sample")) == [a])
     }

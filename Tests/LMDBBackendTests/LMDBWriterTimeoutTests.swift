@@ -1,6 +1,7 @@
 import Foundation
 import LMDBBackend
 import StoreAPI
+import StoreTestSupport
 import Testing
 
 /// A writer kept waiting by another process's write transaction gives up after ``StoreOptions/timeout``.
@@ -75,21 +76,21 @@ import Testing
     }
 
     @Test func aSaveBlockedByAnotherProcessFailsWithLockedAfterTheTimeout() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("lmdb-tests")
         let schema = try LMDBFixture.schema()
         let url = dir.path("contended.lmdb")
         try LMDBFixture.create(url, schema: schema).close()
         let store = try LMDBFixture.open(url, options: StoreOptions(timeout: 0.3))
         defer { try? store.close() }
-        let tag = try LMDBFixture.record(schema, "Tag", 1, ["name": "first"])
+        let tag = schema.record("Tag", 1, ["name": "first"])
 
         guard let other = OtherWriter.start(url) else { return }
         let saveError = storeError { try store.save(StoreChanges(inserted: [tag])) }
-        #expect(saveError?.kind == "locked", "\(String(describing: saveError))")
+        #expect(saveError?.caseName == "locked", "\(String(describing: saveError))")
         #expect(saveError?.description.contains(url.path) == true, "the error names the store: \(String(describing: saveError))")
         #expect(saveError?.description.contains("0.3-second timeout") == true, "\(String(describing: saveError))")
         let keysError = storeError { _ = try store.allocatePrimaryKeys(root: "Tag", count: 10) }
-        #expect(keysError?.kind == "locked", "\(String(describing: keysError))")
+        #expect(keysError?.caseName == "locked", "\(String(describing: keysError))")
         // Readers never wait for writers, and the refused save stored nothing.
         #expect(try store.count(FetchRequest(entity: "Tag")) == 0)
         other.finish()
@@ -101,13 +102,13 @@ import Testing
     }
 
     @Test func aSaveWaitsForAnotherProcessWithinTheTimeout() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("lmdb-tests")
         let schema = try LMDBFixture.schema()
         let url = dir.path("queued.lmdb")
         try LMDBFixture.create(url, schema: schema).close()
         let store = try LMDBFixture.open(url, options: StoreOptions(timeout: 120))
         defer { try? store.close() }
-        let tag = try LMDBFixture.record(schema, "Tag", 1, ["name": "after the other writer"])
+        let tag = schema.record("Tag", 1, ["name": "after the other writer"])
 
         guard let other = OtherWriter.start(url) else { return }
         let outcome = SaveOutcome()

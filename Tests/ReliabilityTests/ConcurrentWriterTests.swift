@@ -1,5 +1,6 @@
 import Foundation
 import StoreAPI
+import StoreTestSupport
 import Testing
 
 /// Two processes writing one store: SQLite and LMDB interleave their transactions and lose nothing; XML lets one
@@ -13,7 +14,7 @@ struct ConcurrentWriterTests {
     }()
 
     /// Starts `writers` storestress save loops on `store`, waits until every one has opened it, then lets them go.
-    func race(_ store: URL, writers: [String], timeout: Double = 30, in scratch: Scratch) throws -> [Child] {
+    func race(_ store: URL, writers: [String], timeout: Double = 30, in scratch: TemporaryDirectory) throws -> [Child] {
         let go = scratch.path("go")
         let children = try writers.map { w in
             try Child.storestress(["saves", store.path, "--writer", w, "--count", "\(Self.saves)", "--history",
@@ -24,7 +25,7 @@ struct ConcurrentWriterTests {
 
     @Test("two processes saving into one store lose no update", arguments: ["sqlite", "lmdb"])
     func incrementalStores(_ type: String) throws {
-        let scratch = try Scratch("concurrent-\(type)")
+        let scratch = try TemporaryDirectory("reliability-concurrent-\(type)")
         defer { scratch.remove() }
         let store = scratch.path("shared.\(type)")
         try StoreBytes.copy(try Fixtures.empty(type), to: store)
@@ -43,7 +44,7 @@ struct ConcurrentWriterTests {
 
     @Test("a second XML writer waits for the first, then adds to its data")
     func xmlSecondWriterWaits() throws {
-        let scratch = try Scratch("concurrent-xml-wait")
+        let scratch = try TemporaryDirectory("reliability-concurrent-xml-wait")
         defer { scratch.remove() }
         let store = scratch.path("shared.xml")
         try StoreBytes.copy(try Fixtures.empty("xml"), to: store)
@@ -70,7 +71,7 @@ struct ConcurrentWriterTests {
 
     @Test("a second XML writer that cannot wait fails with a clear error and changes nothing")
     func xmlSecondWriterFails() throws {
-        let scratch = try Scratch("concurrent-xml-fail")
+        let scratch = try TemporaryDirectory("reliability-concurrent-xml-fail")
         defer { scratch.remove() }
         let store = scratch.path("shared.xml")
         try StoreBytes.copy(try Fixtures.other("xml"), to: store)

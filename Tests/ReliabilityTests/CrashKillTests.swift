@@ -1,4 +1,5 @@
 import Foundation
+import StoreTestSupport
 import Testing
 
 /// The crash harness: every write path is SIGKILLed at seeded random points and the store promises are checked
@@ -60,12 +61,12 @@ struct CrashKillTests {
 struct RelocateResumeTests {
     @Test("every mutation of the old path", .enabled(if: Syscalls.strace != nil, Syscalls.skipReason), arguments: Backends.types)
     func killedWhileRemovingOld(_ type: String) throws {
-        let scratch = try Scratch("resume-\(type)")
+        let scratch = try TemporaryDirectory("reliability-resume-\(type)")
         defer { scratch.remove() }
         let pristine = try Fixtures.library(type)
         let old = try scratch.directory("old").appendingPathComponent("library.\(type)")
         let new = try scratch.directory("new").appendingPathComponent("library.\(type)")
-        let command = [try Tools.require(Tools.storectl, "storectl").path, "relocate", old.path, new.path, "-q"]
+        let command = [try BuiltTools.require(BuiltTools.storectl, "storectl").path, "relocate", old.path, new.path, "-q"]
         func reset() throws {
             StoreBytes.removeAll(at: new)
             StoreBytes.removeAll(at: old)
@@ -101,12 +102,12 @@ struct RelocateResumeTests {
 struct DestroyKillTests {
     @Test("every mutation of the store's path", .enabled(if: Syscalls.strace != nil, Syscalls.skipReason), arguments: Backends.types)
     func killedWhileDestroying(_ type: String) throws {
-        let scratch = try Scratch("destroy-\(type)")
+        let scratch = try TemporaryDirectory("reliability-destroy-\(type)")
         defer { scratch.remove() }
         let pristine = try Fixtures.library(type)
         let directory = try scratch.directory("stores")
         let store = directory.appendingPathComponent("library.\(type)")
-        let command = [try Tools.require(Tools.storectl, "storectl").path, "destroy", store.path, "-q"]
+        let command = [try BuiltTools.require(BuiltTools.storectl, "storectl").path, "destroy", store.path, "-q"]
         try StoreBytes.copy(pristine, to: store)
         let (first, all) = try Syscalls.boundaries(of: command)
         #expect(first.status == 0, "\(first.summary)")

@@ -1,5 +1,6 @@
 import Foundation
 import StoreAPI
+import StoreTestSupport
 import Testing
 
 /// Destroy deletes only files the store owns: a store path or an owned file that is a symbolic link is refused
@@ -21,7 +22,7 @@ struct DestroySafetyTests {
 
     @Test("a store path that is a symbolic link is refused; the store it points to stays", arguments: Backends.types)
     func linkedStorePath(_ type: String) throws {
-        let scratch = try Scratch("symlink-path-\(type)")
+        let scratch = try TemporaryDirectory("reliability-symlink-path-\(type)")
         defer { scratch.remove() }
         let target = scratch.path("real/store.\(type)")
         try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
@@ -44,7 +45,7 @@ struct DestroySafetyTests {
           arguments: 0..<linkableFiles.count)
     func linkedOwnedFile(_ index: Int) throws {
         let (type, suffix) = Self.linkableFiles[index]
-        let scratch = try Scratch("symlink-owned-\(type)")
+        let scratch = try TemporaryDirectory("reliability-symlink-owned-\(type)")
         defer { scratch.remove() }
         let store = scratch.path("store.\(type)")
         try StoreBytes.copy(try Fixtures.other(type), to: store)
@@ -76,7 +77,7 @@ struct DestroySafetyTests {
     @Test("replacing a store through a symbolic link replaces the link, never the store it points to",
           arguments: Backends.types)
     func replaceThroughLink(_ type: String) throws {
-        let scratch = try Scratch("symlink-replace-\(type)")
+        let scratch = try TemporaryDirectory("reliability-symlink-replace-\(type)")
         defer { scratch.remove() }
         let target = scratch.path("real.\(type)")
         try StoreBytes.copy(try Fixtures.other(type), to: target)
@@ -100,7 +101,7 @@ struct DestroySafetyTests {
 
     @Test("a store in a directory reached through a symbolic link is destroyed normally", arguments: Backends.types)
     func linkedParentDirectory(_ type: String) throws {
-        let scratch = try Scratch("symlink-parent-\(type)")
+        let scratch = try TemporaryDirectory("reliability-symlink-parent-\(type)")
         defer { scratch.remove() }
         let real = try scratch.directory("real")
         try StoreBytes.copy(try Fixtures.other(type), to: real.appendingPathComponent("store.\(type)"))

@@ -1,5 +1,6 @@
 import Foundation
 @_spi(BackendKit) import StoreAPI
+import StoreTestSupport
 import Testing
 
 /// Destroy and replace refuse a store someone has open — in another process or through another connection in
@@ -7,7 +8,7 @@ import Testing
 @Suite("In-use protection")
 struct InUseProtectionTests {
     /// A small store of `type` at `name` in `scratch`.
-    func smallStore(_ type: String, _ name: String, in scratch: Scratch) throws -> URL {
+    func smallStore(_ type: String, _ name: String, in scratch: TemporaryDirectory) throws -> URL {
         let url = scratch.path("\(name).\(type)")
         try StoreBytes.copy(try Fixtures.other(type), to: url)
         return url
@@ -31,7 +32,7 @@ struct InUseProtectionTests {
 
     @Test("destroy and replace of a store another process holds open are refused; nothing changes", arguments: Backends.types)
     func refusedWhileHeld(_ type: String) throws {
-        let scratch = try Scratch("inuse-\(type)")
+        let scratch = try TemporaryDirectory("reliability-inuse-\(type)")
         defer { scratch.remove() }
         let store = try smallStore(type, "held", in: scratch)
         let replacement = try smallStore(type, "replacement", in: scratch)
@@ -74,7 +75,7 @@ struct InUseProtectionTests {
 
     @Test("--force replaces and destroys a store another process holds open", arguments: Backends.types)
     func forcedWhileHeld(_ type: String) throws {
-        let scratch = try Scratch("inuse-force-\(type)")
+        let scratch = try TemporaryDirectory("reliability-inuse-force-\(type)")
         defer { scratch.remove() }
         let store = try smallStore(type, "held", in: scratch)
         let library = try Fixtures.library(type)
@@ -97,7 +98,7 @@ struct InUseProtectionTests {
 
     @Test("a reader counts as a user (SQLite, LMDB)", arguments: ["sqlite", "lmdb"])
     func readerHolds(_ type: String) throws {
-        let scratch = try Scratch("inuse-reader-\(type)")
+        let scratch = try TemporaryDirectory("reliability-inuse-reader-\(type)")
         defer { scratch.remove() }
         let store = try smallStore(type, "read", in: scratch)
         let reader = try hold(store, readOnly: true)
@@ -110,7 +111,7 @@ struct InUseProtectionTests {
 
     @Test("a store open in this process is in use, and probing it keeps this process's locks", arguments: Backends.types)
     func probingDisturbsNoOne(_ type: String) throws {
-        let scratch = try Scratch("inuse-self-\(type)")
+        let scratch = try TemporaryDirectory("reliability-inuse-self-\(type)")
         defer { scratch.remove() }
         let url = try smallStore(type, "mine", in: scratch)
         let backend = try Backends.backend(type)
@@ -132,7 +133,7 @@ struct InUseProtectionTests {
 
     @Test("a coordinator destroys and replaces the stores it has loaded itself", arguments: Backends.types)
     func ownStoreIsNotInUse(_ type: String) throws {
-        let scratch = try Scratch("inuse-own-\(type)")
+        let scratch = try TemporaryDirectory("reliability-inuse-own-\(type)")
         defer { scratch.remove() }
         let url = try smallStore(type, "own", in: scratch)
         let library = try Fixtures.library(type)

@@ -1,5 +1,6 @@
 import Foundation
 import StoreAPI
+import StoreTestSupport
 import Testing
 
 /// SQLite's locks are per-process POSIX locks that any `close(2)` of the file drops. A process that inspects a
@@ -10,7 +11,7 @@ import Testing
 struct LockKeepingTests {
     @Test("inspecting an open SQLite store keeps this process's locks, so no process's commits are lost")
     func inspectingOwnStore() throws {
-        let scratch = try Scratch("locks-sqlite")
+        let scratch = try TemporaryDirectory("reliability-locks-sqlite")
         defer { scratch.remove() }
         let url = scratch.path("live.sqlite")
         try StoreBytes.copy(try Fixtures.other("sqlite"), to: url)

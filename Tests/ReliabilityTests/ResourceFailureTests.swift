@@ -1,5 +1,6 @@
 import Foundation
 import StoreAPI
+import StoreTestSupport
 import Testing
 
 /// A write operation under test, with the files it starts from.
@@ -36,7 +37,7 @@ struct WriteCase: CustomStringConvertible, Sendable {
 /// (absent, or the store that was there), nothing partial and nothing staged.
 struct ConstrainedWrite {
     let c: WriteCase
-    let scratch: Scratch
+    let scratch: TemporaryDirectory
     let sourceDirectory: URL
     let destinationDirectory: URL
     /// The store read from (convert, copy, replace, relocate's old path).
@@ -49,7 +50,7 @@ struct ConstrainedWrite {
 
     init(_ c: WriteCase) throws {
         self.c = c
-        scratch = try Scratch("resource-\(c.kind.rawValue)-\(c.destinationType)")
+        scratch = try TemporaryDirectory("reliability-resource-\(c.kind.rawValue)-\(c.destinationType)")
         sourceDirectory = try scratch.directory("src")
         destinationDirectory = try scratch.directory("dst")
         source = sourceDirectory.appendingPathComponent("library.\(c.sourceType)")
@@ -70,7 +71,7 @@ struct ConstrainedWrite {
 
     /// The command, its program first.
     func command() throws -> [String] {
-        let storectl = try Tools.require(Tools.storectl, "storectl").path
+        let storectl = try BuiltTools.require(BuiltTools.storectl, "storectl").path
         switch c.kind {
         case .convert: return [storectl, "convert", source.path, destination.path, "--to", c.destinationType, "-q"]
         case .copy: return [storectl, "copy", source.path, destination.path, "-q"]
@@ -78,7 +79,7 @@ struct ConstrainedWrite {
         case .relocate: return [storectl, "relocate", source.path, destination.path, "-q"]
         case .saves:
             // Far more saves than the constraint allows: the loop must fail before it gets there.
-            return [try Tools.require(Tools.storestress, "storestress").path, "saves", destination.path, "--writer", "w",
+            return [try BuiltTools.require(BuiltTools.storestress, "storestress").path, "saves", destination.path, "--writer", "w",
                     "--count", "5000", "--history"]
         }
     }
@@ -131,7 +132,7 @@ struct ResourceFailureTests {
             try? FileManager.default.attributesOfItem(atPath: $0.path)[.size] as? Int
         }.max() ?? 0
         let limit = c.kind == .saves ? largest + 40_000 : 300_000
-        let storestress = try Tools.require(Tools.storestress, "storestress").path
+        let storestress = try BuiltTools.require(BuiltTools.storestress, "storestress").path
         let child = try write.run([storestress, "limit-fsize", "\(limit)"] + write.command())
         write.expectCleanFailure(child, "a \(limit)-byte file-size limit")
     }
@@ -167,7 +168,7 @@ struct ResourceFailureTests {
     @Test("an SQLite store on read-only media reads whole with an empty -wal beside it, and refuses a -wal with data",
           .enabled(if: Mounts.available, Mounts.skipReason))
     func readOnlySQLiteWithLeftoverLog() throws {
-        let scratch = try Scratch("ro-wal")
+        let scratch = try TemporaryDirectory("reliability-ro-wal")
         defer { scratch.remove() }
         // A closed store with an empty -wal (what a reader that had it open leaves in a copy): nothing is lost by
         // reading the main file alone, so it must open.
@@ -232,7 +233,7 @@ struct ResourceFailureTests {
         try write.prepareDestination()
         try Mounts.readOnly(write.destinationDirectory)
         defer { Mounts.unmount(write.destinationDirectory) }
-        let child = try write.run([try Tools.require(Tools.storectl, "storectl").path, "destroy", write.destination.path])
+        let child = try write.run([try BuiltTools.require(BuiltTools.storectl, "storectl").path, "destroy", write.destination.path])
         #expect(child.status == 2, "\(child.summary)")
         #expect(child.stderr.contains(write.destinationDirectory.path), "\(child.summary)")
         #expect(StoreBytes.contents(of: write.destination) == write.destinationBytes)

@@ -1,5 +1,6 @@
 import Foundation
 @_spi(BackendKit) import StoreAPI
+import StoreTestSupport
 import Testing
 
 /// What a killed operation leaves under staging names is removed by the next operation on the same path — every
@@ -10,7 +11,7 @@ struct StagingCleanupTests {
 
     @Test("the next convert removes plain, sidecar, set-aside and nested staging of its destination", arguments: Backends.types)
     func nextOperationCleansUp(_ type: String) throws {
-        let scratch = try Scratch("staging-\(type)")
+        let scratch = try TemporaryDirectory("reliability-staging-\(type)")
         defer { scratch.remove() }
         let source = try Fixtures.other("sqlite")
         let directory = try scratch.directory("dst")
@@ -39,7 +40,7 @@ struct StagingCleanupTests {
 
     @Test("opening an XML store for writing removes the staging a killed save left")
     func xmlWriterCleansUp() throws {
-        let scratch = try Scratch("staging-xml-save")
+        let scratch = try TemporaryDirectory("reliability-staging-xml-save")
         defer { scratch.remove() }
         let store = scratch.path("store.xml")
         try StoreBytes.copy(try Fixtures.other("xml"), to: store)

@@ -1,6 +1,7 @@
 import CSQLite
 import Foundation
 @_spi(BackendKit) import StoreAPI
+import StoreTestSupport
 import Testing
 @testable import SQLiteBackend
 
@@ -27,37 +28,37 @@ import Testing
     }
 
     /// A source store with people (a unique email), authors, books (a unique ISBN), tags and chapters.
-    static func source(_ dir: TempDirectory, _ schema: Schema) throws -> any PersistentStore {
-        let store = try Fixture.open(dir.file("source.sqlite"), schema: schema)
+    static func source(_ dir: TemporaryDirectory, _ schema: Schema) throws -> any PersistentStore {
+        let store = try Fixture.open(dir.path("source.sqlite"), schema: schema)
         var records: [Record] = []
         for i in 1...40 {
-            records.append(Fixture.record(schema, "Author", Int64(i), ["name": .string("author \(i)"), "email": .string("a\(i)@example.org")]))
-            records.append(Fixture.record(schema, "Book", Int64(i), ["title": .string("book \(i)"), "isbn": .string("isbn-\(i)")],
+            records.append(schema.record("Author", Int64(i), ["name": .string("author \(i)"), "email": .string("a\(i)@example.org")]))
+            records.append(schema.record("Book", Int64(i), ["title": .string("book \(i)"), "isbn": .string("isbn-\(i)")],
                                           ["author": .toOne(Int64(i))]))
-            records.append(Fixture.record(schema, "Chapter", Int64(i), ["title": .string("chapter \(i)")], ["book": .toOne(Int64(i))]))
+            records.append(schema.record("Chapter", Int64(i), ["title": .string("chapter \(i)")], ["book": .toOne(Int64(i))]))
         }
         try store.save(StoreChanges(inserted: records))
         return store
     }
 
     @Test func transferRebuildsExactlyTheIndexesOfANewStore() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("sqlitestore-tests")
         let schema = try Fixture.schema()
         let source = try Self.source(dir, schema)
         defer { try? source.close() }
-        let fresh = try Fixture.open(dir.file("fresh.sqlite"), schema: schema)
+        let fresh = try Fixture.open(dir.path("fresh.sqlite"), schema: schema)
         try fresh.close()
-        let expected = try Self.indexes(dir.file("fresh.sqlite"))
+        let expected = try Self.indexes(dir.path("fresh.sqlite"))
         #expect(expected.keys.contains { $0.hasSuffix("._gid") }, "the layout indexes global IDs")
 
-        let destination = try Fixture.open(dir.file("copy.sqlite"), schema: schema)
+        let destination = try Fixture.open(dir.path("copy.sqlite"), schema: schema)
         try StoreTransfer(batchSize: 7).copy(from: source, to: destination)
         #expect(try destination.count(FetchRequest(entity: "Book")) == 40)
         // The uniqueness constraints hold again once the load is over.
-        let clash = Fixture.record(schema, "Book", 1_000, ["title": .string("clash"), "isbn": .string("isbn-3")])
+        let clash = schema.record("Book", 1_000, ["title": .string("clash"), "isbn": .string("isbn-3")])
         #expect(throws: StoreError.self) { try destination.save(StoreChanges(inserted: [clash])) }
         try destination.close()
-        #expect(try Self.indexes(dir.file("copy.sqlite")) == expected)
+        #expect(try Self.indexes(dir.path("copy.sqlite")) == expected)
     }
 
     /// Join and order rows written by a bulk load (upserted, without reading the rows first) read back exactly as
@@ -65,36 +66,36 @@ import Testing
     /// side is saved first; an inverse foreign key's order; a relationship without inverse; a key listed twice; an
     /// update in the middle of the load (which reads and rewrites join rows), and rows added after it.
     @Test func bulkLoadedJoinRowsReadBackAsOrdinarySaves() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("sqlitestore-tests")
         let schema = try Fixture.schema()
         // Tags first and in a save of their own, so the other side of each tag row comes later.
         let tagBooks: [[Int64]] = [[3, 1, 2], [2, 3], [1, 3], []]
         let tags: [Record] = tagBooks.enumerated().map { i, members in
-            Fixture.record(schema, "Tag", Int64(i + 1), ["name": .string("tag \(i + 1)")], ["books": .toMany(members)])
+            schema.record("Tag", Int64(i + 1), ["name": .string("tag \(i + 1)")], ["books": .toMany(members)])
         }
         let bookTags: [Int64: [Int64]] = [1: [3, 1], 2: [2, 1], 3: [1, 2, 3, 3]]
         let books: [Record] = (1...3).map { (b: Int64) -> Record in
             let relationships: [String: RelationshipValue] = [
                 "author": .toOne(10), "tags": .toMany(bookTags[b] ?? []), "related": .toMany(b == 1 ? [3, 2, 3] : []),
             ]
-            return Fixture.record(schema, "Book", b, ["title": .string("book \(b)"), "isbn": .string("isbn-\(b)")], relationships)
+            return schema.record("Book", b, ["title": .string("book \(b)"), "isbn": .string("isbn-\(b)")], relationships)
         }
-        let author = Fixture.record(schema, "Author", 10, ["name": .string("author"), "email": .string("a@example.org")],
+        let author = schema.record("Author", 10, ["name": .string("author"), "email": .string("a@example.org")],
                                     ["books": .toMany([3, 1, 2])])
-        let reader = Fixture.record(schema, "Reader", 11, ["name": .string("reader"), "email": .string("r@example.org")],
+        let reader = schema.record("Reader", 11, ["name": .string("reader"), "email": .string("r@example.org")],
                                     ["favorites": .toMany([2, 2, 1])])
         // An update in the middle of the load reads and rewrites join rows: the load's rows must be found.
         var changedBook = books[0]
         changedBook.relationships[try #require(schema.entity(named: "Book")?.relationshipIndex("tags"))] = .toMany([2, 4])
         let saves = [StoreChanges(inserted: tags), StoreChanges(inserted: books + [author, reader]),
                      StoreChanges(updated: [changedBook]), StoreChanges(inserted: [
-                         Fixture.record(schema, "Tag", 5, ["name": .string("tag 5")], ["books": .toMany([1, 2])]),
+                         schema.record("Tag", 5, ["name": .string("tag 5")], ["books": .toMany([1, 2])]),
                      ])]
 
-        let ordinary = try Fixture.open(dir.file("ordinary.sqlite"), schema: schema)
+        let ordinary = try Fixture.open(dir.path("ordinary.sqlite"), schema: schema)
         defer { try? ordinary.close() }
         for changes in saves { try ordinary.save(changes) }
-        let bulk = try Fixture.open(dir.file("bulk.sqlite"), schema: schema)
+        let bulk = try Fixture.open(dir.path("bulk.sqlite"), schema: schema)
         defer { try? bulk.close() }
         let loader = try #require(bulk as? any BulkLoadingStore)
         #expect(try loader.beginBulkLoad())
@@ -128,27 +129,27 @@ import Testing
     }
 
     @Test func onlyAnEmptyStoreIsBulkLoaded() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("sqlitestore-tests")
         let schema = try Fixture.schema()
         let store = try Self.source(dir, schema)
         let bulk = try #require(store as? any BulkLoadingStore)
         #expect(try bulk.beginBulkLoad() == false)
         try bulk.finishBulkLoad()  // nothing in progress: nothing to do
         try store.close()
-        let fresh = try Fixture.open(dir.file("fresh.sqlite"), schema: schema)
+        let fresh = try Fixture.open(dir.path("fresh.sqlite"), schema: schema)
         try fresh.close()
-        #expect(try Self.indexes(dir.file("source.sqlite")) == Self.indexes(dir.file("fresh.sqlite")))
+        #expect(try Self.indexes(dir.path("source.sqlite")) == Self.indexes(dir.path("fresh.sqlite")))
     }
 
     @Test func duplicateGlobalIDsFailWhenTheIndexIsBuilt() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("sqlitestore-tests")
         let schema = try Fixture.schema()
-        let store = try Fixture.open(dir.file("dup.sqlite"), schema: schema)
+        let store = try Fixture.open(dir.path("dup.sqlite"), schema: schema)
         defer { try? store.close() }
         let bulk = try #require(store as? any BulkLoadingStore)
         #expect(try bulk.beginBulkLoad())
-        let a = Fixture.record(schema, "Tag", 1, ["name": .string("a")])
-        var b = Fixture.record(schema, "Tag", 2, ["name": .string("b")])
+        let a = schema.record("Tag", 1, ["name": .string("a")])
+        var b = schema.record("Tag", 2, ["name": .string("b")])
         b = Record(entity: b.entity, primaryKey: b.primaryKey, globalID: a.globalID, attributes: b.attributes, relationships: b.relationships)
         try store.save(StoreChanges(inserted: [a, b]))
         let error = try #require(throws: StoreError.self) { try bulk.finishBulkLoad() }
@@ -160,13 +161,13 @@ import Testing
     /// side's rows and checks the other's against them when it finishes (or before an update reads the rows).
     /// Sides that disagree fail with an error naming both — after the indexes are rebuilt — and are never merged.
     @Test func disagreeingSidesOfAManyToManyFailTheLoad() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("sqlitestore-tests")
         let schema = try Fixture.schema()
         func book(_ pk: Int64, tags: [Int64]) -> Record {
-            Fixture.record(schema, "Book", pk, ["title": .string("book \(pk)"), "isbn": .string("isbn-\(pk)")], ["tags": .toMany(tags)])
+            schema.record("Book", pk, ["title": .string("book \(pk)"), "isbn": .string("isbn-\(pk)")], ["tags": .toMany(tags)])
         }
         func tag(_ pk: Int64, books: [Int64]) -> Record {
-            Fixture.record(schema, "Tag", pk, ["name": .string("tag \(pk)")], ["books": .toMany(books)])
+            schema.record("Tag", pk, ["name": .string("tag \(pk)")], ["books": .toMany(books)])
         }
         // Tag 2 says it has book 1; book 1 does not list tag 2 (as many links on each side, 3, but not the same).
         let cases: [(String, [StoreChanges])] = [
@@ -176,7 +177,7 @@ import Testing
             ("an extra link", [StoreChanges(inserted: [book(1, tags: [1, 1])]), StoreChanges(inserted: [tag(1, books: [])])]),
         ]
         for (name, saves) in cases {
-            let url = dir.file("\(name).sqlite")
+            let url = dir.path("\(name).sqlite")
             let store = try Fixture.open(url, schema: schema)
             defer { try? store.close() }
             let bulk = try #require(store as? any BulkLoadingStore)
@@ -193,7 +194,7 @@ import Testing
         }
 
         // An update before the other side is loaded reads rows that are not there yet: refused the same way.
-        let early = try Fixture.open(dir.file("early.sqlite"), schema: schema)
+        let early = try Fixture.open(dir.path("early.sqlite"), schema: schema)
         defer { try? early.close() }
         let bulk = try #require(early as? any BulkLoadingStore)
         #expect(try bulk.beginBulkLoad())

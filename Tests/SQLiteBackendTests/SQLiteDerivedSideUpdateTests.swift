@@ -1,5 +1,6 @@
 import Foundation
 import StoreAPI
+import StoreTestSupport
 import Testing
 import SQLiteBackend
 
@@ -27,8 +28,8 @@ import SQLiteBackend
     }
 
     @Test func linkingNewRecordsToStoredOnesKeepsBothSides() throws {
-        let dir = try TempDirectory()
-        let url = dir.file("library.sqlite")
+        let dir = try TemporaryDirectory("sqlitestore-tests")
+        let url = dir.path("library.sqlite")
         let schema = try Self.schema()
         var shelfID: ObjectID
         var labelIDs: [ObjectID]
@@ -74,8 +75,8 @@ import SQLiteBackend
     }
 
     @Test func aRecordDeletedElsewhereStillFailsTheSave() throws {
-        let dir = try TempDirectory()
-        let url = dir.file("library.sqlite")
+        let dir = try TemporaryDirectory("sqlitestore-tests")
+        let url = dir.path("library.sqlite")
         let coordinator = StoreCoordinator(schema: try Self.schema(), registry: Self.registry)
         try coordinator.addStore(StoreDescription(url: url, type: "sqlite"))
         let setup = coordinator.newContext()

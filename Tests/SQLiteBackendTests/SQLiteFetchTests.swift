@@ -1,5 +1,6 @@
 import Foundation
 @_spi(BackendKit) import StoreAPI
+import StoreTestSupport
 import Testing
 @testable import SQLiteBackend
 
@@ -167,9 +168,9 @@ import Testing
     }
 
     @Test func resultsEqualTheReferenceOnBothPaths() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("sqlitestore-tests")
         let schema = try Fixture.schema()
-        let store = try Fixture.open(dir.file("fetch.sqlite"), schema: schema)
+        let store = try Fixture.open(dir.path("fetch.sqlite"), schema: schema)
         defer { try? store.close() }
         let reference = MemoryStore(url: nil, metadata: Fixture.metadata(schema))
         let records = Self.dataset(schema)
@@ -207,9 +208,9 @@ import Testing
     }
 
     @Test func otherEntitiesAndKeyPathsEqualTheReference() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("sqlitestore-tests")
         let schema = try Fixture.schema()
-        let store = try Fixture.open(dir.file("fetch2.sqlite"), schema: schema)
+        let store = try Fixture.open(dir.path("fetch2.sqlite"), schema: schema)
         defer { try? store.close() }
         let reference = MemoryStore(url: nil, metadata: Fixture.metadata(schema))
         let records = Self.dataset(schema)
@@ -243,9 +244,9 @@ import Testing
     }
 
     @Test func predicatesBeyondSQLiteLimitsStillAnswer() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("sqlitestore-tests")
         let schema = try Fixture.schema()
-        let store = try Fixture.open(dir.file("limits.sqlite"), schema: schema)
+        let store = try Fixture.open(dir.path("limits.sqlite"), schema: schema)
         defer { try? store.close() }
         let reference = MemoryStore(url: nil, metadata: Fixture.metadata(schema))
         let records = Self.dataset(schema)
@@ -271,9 +272,9 @@ import Testing
     }
 
     @Test func invalidRequestsFailTheSameWayWhateverTheData() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("sqlitestore-tests")
         let schema = try Fixture.schema()
-        let store = try Fixture.open(dir.file("invalid.sqlite"), schema: schema)
+        let store = try Fixture.open(dir.path("invalid.sqlite"), schema: schema)
         defer { try? store.close() }
         let bad: [FetchRequest] = [
             FetchRequest(entity: "Nope"),

@@ -1,6 +1,7 @@
 import CSQLite
 import Foundation
 @_spi(BackendKit) import StoreAPI
+import StoreTestSupport
 import Testing
 @testable import SQLiteBackend
 
@@ -17,13 +18,13 @@ import Testing
     }
 
     @Test func sniffTellsStoresFromOtherFiles() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("sqlitestore-tests")
         let schema = try Fixture.schema()
-        let store = dir.file("mine.sqlite")
+        let store = dir.path("mine.sqlite")
         try Fixture.open(store, schema: schema).close()
         #expect(backend.sniff(store) == .store)
 
-        let foreign = dir.file("foreign.db")
+        let foreign = dir.path("foreign.db")
         try Self.makeForeignDatabase(foreign)
         guard case .foreign(let what) = backend.sniff(foreign) else {
             Issue.record("a plain SQLite database is foreign")
@@ -31,24 +32,24 @@ import Testing
         }
         #expect(what.contains("SQLite database, but not a store"))
 
-        let garbage = dir.file("garbage.sqlite")
+        let garbage = dir.path("garbage.sqlite")
         try Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }).write(to: garbage)
-        let empty = dir.file("empty.sqlite")
+        let empty = dir.path("empty.sqlite")
         try Data().write(to: empty)
-        let short = dir.file("short.sqlite")
+        let short = dir.path("short.sqlite")
         try Data("SQLite format 3\u{0}abc".utf8).write(to: short)
         var randomHeader = Data("SQLite format 3\u{0}".utf8)
         randomHeader += Data((0..<4080).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ 17) })
-        let random = dir.file("random.sqlite")
+        let random = dir.path("random.sqlite")
         try randomHeader.write(to: random)
         #expect(backend.sniff(garbage) == .none)
         #expect(backend.sniff(empty) == .none)
-        #expect(backend.sniff(dir.file("missing.sqlite")) == .none)
+        #expect(backend.sniff(dir.path("missing.sqlite")) == .none)
         #expect(backend.sniff(dir.url) == .none)
         #expect(backend.sniff(short) != .store)
         #expect(backend.sniff(random) != .store)
         // A FIFO would block a reader forever: it must be answered without opening it.
-        let fifo = dir.file("pipe.sqlite")
+        let fifo = dir.path("pipe.sqlite")
         #expect(mkfifo(fifo.path, 0o600) == 0)
         #expect(backend.sniff(fifo) == .none)
         #expect(backend.ownedFiles(ofStoreAt: dir.url).isEmpty, "a directory owns nothing")
@@ -78,13 +79,13 @@ import Testing
     }
 
     @Test func ownedFilesIncludeTheWALAndDestroyRemovesExactlyThem() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("sqlitestore-tests")
         let schema = try Fixture.schema()
-        let url = dir.file("owned.sqlite")
+        let url = dir.path("owned.sqlite")
         #expect(backend.ownedFiles(ofStoreAt: url).isEmpty)
         let store = try Fixture.open(url, schema: schema)
         try store.save(StoreChanges(inserted: SQLiteRelationshipTests.library(schema).all))
-        let bystander = dir.file("owned.sqlite.txt")
+        let bystander = dir.path("owned.sqlite.txt")
         try Data("keep me".utf8).write(to: bystander)
         let owned = backend.ownedFiles(ofStoreAt: url).map(\.lastPathComponent)
         #expect(owned == ["owned.sqlite", "owned.sqlite-wal", "owned.sqlite-shm"])
@@ -98,10 +99,10 @@ import Testing
     }
 
     @Test func destroyRefusesWhatIsNotAStore() throws {
-        let dir = try TempDirectory()
-        let foreign = dir.file("foreign.sqlite")
+        let dir = try TemporaryDirectory("sqlitestore-tests")
+        let foreign = dir.path("foreign.sqlite")
         try Self.makeForeignDatabase(foreign)
-        let text = dir.file("notes.sqlite")
+        let text = dir.path("notes.sqlite")
         try Data("hello".utf8).write(to: text)
         #expect(errorCase { try backend.destroyStore(at: foreign) } == "wrongStoreType")
         #expect(errorCase { try backend.destroyStore(at: text) } == "wrongStoreType")
@@ -110,9 +111,9 @@ import Testing
     }
 
     @Test func metadataReadsAndWritesWithoutAFullOpen() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("sqlitestore-tests")
         let schema = try Fixture.schema()
-        let url = dir.file("meta.sqlite")
+        let url = dir.path("meta.sqlite")
         let uuid = UUID()
         let store = try Fixture.open(url, schema: schema, uuid: uuid)
         defer { try? store.close() }
@@ -127,13 +128,13 @@ import Testing
         var incompatible = m
         incompatible.schema = try Schema(entities: [EntityDescription(name: "Other")])
         #expect(errorCase { try backend.writeMetadata(incompatible, at: url) } == "incompatibleSchema")
-        #expect(errorCase { _ = try backend.readMetadata(at: dir.file("none.sqlite")) } == "storeNotFound")
+        #expect(errorCase { _ = try backend.readMetadata(at: dir.path("none.sqlite")) } == "storeNotFound")
     }
 
     @Test func copyIncludesDataThatOnlyTheWALHolds() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("sqlitestore-tests")
         let schema = try Fixture.schema()
-        let source = dir.file("source.sqlite")
+        let source = dir.path("source.sqlite")
         let store = try Fixture.open(source, schema: schema)
         defer { try? store.close() }
         let records = SQLiteRelationshipTests.library(schema).all
@@ -141,13 +142,13 @@ import Testing
 
         // While the store is open, the records live in the -wal: the main file alone has none of them.
         #expect(FileManager.default.fileExists(atPath: source.path + "-wal"))
-        let mainOnly = dir.file("main-only.sqlite")
+        let mainOnly = dir.path("main-only.sqlite")
         try FileManager.default.copyItem(at: source, to: mainOnly)
         let bare = try SQLiteConnection.open(mainOnly, readOnly: true, timeout: 1)
         #expect(try bare.int64("SELECT count(*) FROM \"E_Book\"") == 0)
         bare.close()
 
-        let copy = dir.file("copy.sqlite")
+        let copy = dir.path("copy.sqlite")
         try backend.copyStore(from: source, to: copy)
         #expect(backend.sniff(copy) == .store)
         #expect(try backend.checkIntegrity(at: copy).isEmpty)
@@ -161,16 +162,16 @@ import Testing
         }
         #expect(!dir.listing().contains { $0.hasPrefix(AtomicFile.stagingPrefix) }, "no staging file is left")
         #expect(errorCase { try backend.copyStore(from: source, to: copy) } == "storeExists")
-        #expect(errorCase { try backend.copyStore(from: dir.file("none.sqlite"), to: dir.file("x.sqlite")) } == "storeNotFound")
+        #expect(errorCase { try backend.copyStore(from: dir.path("none.sqlite"), to: dir.path("x.sqlite")) } == "storeNotFound")
     }
 
     @Test func copyIsAConsistentSnapshotWhileAWriterKeepsGoing() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("sqlitestore-tests")
         let schema = try Fixture.schema()
-        let source = dir.file("busy.sqlite")
+        let source = dir.path("busy.sqlite")
         let store = try Fixture.open(source, schema: schema)
         defer { try? store.close() }
-        try store.save(StoreChanges(inserted: (1...100).map { Fixture.record(schema, "Tag", Int64($0)) }))
+        try store.save(StoreChanges(inserted: (1...100).map { schema.record("Tag", Int64($0)) }))
         let writer = try backend.open(at: source, options: StoreOptions(timeout: 30), creating: nil)
         defer { try? writer.close() }
         let failures = RangeCollector()
@@ -180,7 +181,7 @@ import Testing
             for batch in 0..<50 {
                 let first = 1000 + batch * 10
                 do {
-                    try writer.save(StoreChanges(inserted: (first..<(first + 10)).map { Fixture.record(schema, "Tag", Int64($0)) }))
+                    try writer.save(StoreChanges(inserted: (first..<(first + 10)).map { schema.record("Tag", Int64($0)) }))
                 } catch {
                     failures.fail("\(error)")
                 }
@@ -189,7 +190,7 @@ import Testing
         }
         var copies: [URL] = []
         for i in 0..<5 {
-            let copy = dir.file("snapshot\(i).sqlite")
+            let copy = dir.path("snapshot\(i).sqlite")
             try backend.copyStore(from: source, to: copy)
             copies.append(copy)
         }
@@ -204,9 +205,9 @@ import Testing
     }
 
     @Test func damagedFilesGiveTypedErrorsNeverACrash() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("sqlitestore-tests")
         let schema = try Fixture.schema()
-        let good = dir.file("good.sqlite")
+        let good = dir.path("good.sqlite")
         let store = try Fixture.open(good, schema: schema, options: StoreOptions(backend: ["sqlite.journal_mode": "DELETE"]))
         try store.save(StoreChanges(inserted: SQLiteRelationshipTests.library(schema).all))
         try store.close()
@@ -228,7 +229,7 @@ import Testing
         cases.append(("random-header", badHeader))
 
         for (name, data) in cases {
-            let url = dir.file("\(name).sqlite")
+            let url = dir.path("\(name).sqlite")
             try data.write(to: url)
             let openError = errorCase { _ = try backend.open(at: url, options: StoreOptions(), creating: nil) }
             let readError = errorCase { _ = try backend.readMetadata(at: url) }
@@ -256,14 +257,14 @@ import Testing
     }
 
     @Test func unusableDirectoriesAreRefusedAndNothingIsWritten() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("sqlitestore-tests")
         let schema = try Fixture.schema()
-        let missing = dir.file("no/such/dir/store.sqlite")
+        let missing = dir.path("no/such/dir/store.sqlite")
         #expect(errorCase { _ = try Fixture.open(missing, schema: schema) } == "directoryUnusable")
         #expect(dir.listing().isEmpty)
 
         // A stray -wal (left by a deleted store) would be replayed into a new database: refuse.
-        let url = dir.file("stray.sqlite")
+        let url = dir.path("stray.sqlite")
         try Data("not really a wal".utf8).write(to: URL(fileURLWithPath: url.path + "-wal"))
         #expect(errorCase { _ = try Fixture.open(url, schema: schema) } == "refused")
         #expect(dir.listing() == ["stray.sqlite-wal"])
@@ -272,7 +273,7 @@ import Testing
             print("skipping the read-only directory check: running as root, which ignores permissions")
             return
         }
-        let locked = dir.file("locked")
+        let locked = dir.path("locked")
         try FileManager.default.createDirectory(at: locked, withIntermediateDirectories: false)
         chmod(locked.path, 0o555)
         defer { chmod(locked.path, 0o755) }
@@ -281,9 +282,9 @@ import Testing
     }
 
     @Test func integrityCheckOfAHealthyStoreIsClean() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("sqlitestore-tests")
         let schema = try Fixture.schema()
-        let url = dir.file("healthy.sqlite")
+        let url = dir.path("healthy.sqlite")
         let store = try Fixture.open(url, schema: schema)
         try store.save(StoreChanges(inserted: SQLiteRelationshipTests.library(schema).all))
         #expect(try backend.checkIntegrity(at: url).isEmpty)

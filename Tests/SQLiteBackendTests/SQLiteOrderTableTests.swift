@@ -1,6 +1,7 @@
 import CSQLite
 import Foundation
 @_spi(BackendKit) import StoreAPI
+import StoreTestSupport
 import Testing
 @testable import SQLiteBackend
 
@@ -30,8 +31,8 @@ import Testing
     }
 
     @Test func positionsComeFromTheOrderTableAndMembershipFromForeignKeys() throws {
-        let dir = try TempDirectory()
-        let url = dir.file("order.sqlite")
+        let dir = try TemporaryDirectory("sqlitestore-tests")
+        let url = dir.path("order.sqlite")
         let schema = try Fixture.schema()
         do {
             let store = try Fixture.open(url, schema: schema)
@@ -63,8 +64,8 @@ import Testing
 
     @Test func newStoresIndexTheSharedJoinTablesOtherSideWithItsPositions() throws {
         // Reading the `dst` side of a many-to-many then never leaves the index.
-        let dir = try TempDirectory()
-        let url = dir.file("index.sqlite")
+        let dir = try TemporaryDirectory("sqlitestore-tests")
+        let url = dir.path("index.sqlite")
         let store = try Fixture.open(url, schema: try Fixture.schema())
         try store.close()
         let indexes = try SQLiteBulkLoadTests.indexes(url)
@@ -80,12 +81,12 @@ import Testing
     }
 
     @Test func pagesReadWhatScansRead() throws {
-        let dir = try TempDirectory()
-        let url = dir.file("pages.sqlite")
+        let dir = try TemporaryDirectory("sqlitestore-tests")
+        let url = dir.path("pages.sqlite")
         let schema = try Fixture.schema()
         do {
             let store = try Fixture.open(url, schema: schema)
-            let items = (1...4).map { Fixture.record(schema, "Item", Int64($0), ["str": .string("item \($0)"), "i16": .integer16(Int16($0))]) }
+            let items = (1...4).map { schema.record("Item", Int64($0), ["str": .string("item \($0)"), "i16": .integer16(Int16($0))]) }
             try store.save(StoreChanges(inserted: items))
             try store.close()
         }

@@ -1,5 +1,6 @@
 import Foundation
 @_spi(BackendKit) import StoreAPI
+import StoreTestSupport
 import Testing
 @testable import SQLiteBackend
 
@@ -65,9 +66,9 @@ import Testing
     }
 
     @Test func bothSidesOfEveryRelationshipComeBack() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("sqlitestore-tests")
         let schema = try Fixture.schema()
-        let url = dir.file("library.sqlite")
+        let url = dir.path("library.sqlite")
         let records = Self.library(schema).all
         var store = try Fixture.open(url, schema: schema)
         let reference = MemoryStore(url: nil, metadata: Fixture.metadata(schema))
@@ -90,9 +91,9 @@ import Testing
     }
 
     @Test func updatesAndDeletesKeepBothSidesInStep() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("sqlitestore-tests")
         let schema = try Fixture.schema()
-        let store = try Fixture.open(dir.file("changes.sqlite"), schema: schema)
+        let store = try Fixture.open(dir.path("changes.sqlite"), schema: schema)
         defer { try? store.close() }
         let reference = MemoryStore(url: nil, metadata: Fixture.metadata(schema))
         let g = Self.library(schema)
@@ -142,9 +143,9 @@ import Testing
     @Test func orderSurvivesSavingOwnersBeforeTheirMembers() throws {
         // A transfer writes one entity after another: authors (with their ordered books) before the books exist,
         // tags before the books that list them. Order and membership must come out exactly as in memory.
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("sqlitestore-tests")
         let schema = try Fixture.schema()
-        let store = try Fixture.open(dir.file("transfer.sqlite"), schema: schema)
+        let store = try Fixture.open(dir.path("transfer.sqlite"), schema: schema)
         defer { try? store.close() }
         let reference = MemoryStore(url: nil, metadata: Fixture.metadata(schema))
         let records = Self.library(schema).all
@@ -154,7 +155,7 @@ import Testing
         }
         try Self.expectSame(store, reference, schema, "after entity-by-entity inserts")
         // Reversed, members first.
-        let second = try Fixture.open(dir.file("reversed.sqlite"), schema: schema)
+        let second = try Fixture.open(dir.path("reversed.sqlite"), schema: schema)
         defer { try? second.close() }
         for entity in ["Book", "Cat", "Dog", "Chapter", "Tag", "Reader", "Author", "Person"] {
             try second.save(StoreChanges(inserted: records.filter { $0.entity == entity }))
@@ -163,9 +164,9 @@ import Testing
     }
 
     @Test func subEntitiesShareTheirHierarchyTable() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("sqlitestore-tests")
         let schema = try Fixture.schema()
-        let store = try Fixture.open(dir.file("hierarchy.sqlite"), schema: schema)
+        let store = try Fixture.open(dir.path("hierarchy.sqlite"), schema: schema)
         defer { try? store.close() }
         try store.save(StoreChanges(inserted: Self.library(schema).all))
         #expect(try store.fetch(FetchRequest(entity: "Person")).map(\.primaryKey) == [1, 2, 3, 4, 5])

@@ -1,5 +1,6 @@
 import Foundation
 import StoreAPI
+import StoreTestSupport
 import Testing
 @testable import SQLiteBackend
 
@@ -7,9 +8,9 @@ import Testing
 /// atomic saves and options.
 @Suite struct SQLiteStoreTests {
     @Test func dataAndMetadataPersistAcrossReopen() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("sqlitestore-tests")
         let schema = try Fixture.schema()
-        let url = dir.file("persist.sqlite")
+        let url = dir.path("persist.sqlite")
         let uuid = UUID()
         var store = try Fixture.open(url, schema: schema, uuid: uuid)
         let records = SQLiteRelationshipTests.library(schema).all
@@ -29,8 +30,8 @@ import Testing
     }
 
     @Test func missingStoreWithoutMetadataIsNotFound() throws {
-        let dir = try TempDirectory()
-        let url = dir.file("absent.sqlite")
+        let dir = try TemporaryDirectory("sqlitestore-tests")
+        let url = dir.path("absent.sqlite")
         #expect(errorCase { _ = try SQLiteStoreBackend().open(at: url, options: StoreOptions(), creating: nil) } == "storeNotFound")
         let schema = try Fixture.schema()
         let noCreate = StoreOptions(createIfMissing: false)
@@ -39,13 +40,13 @@ import Testing
     }
 
     @Test func historyAppendsAndReadsInTokenOrder() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("sqlitestore-tests")
         let schema = try Fixture.schema()
-        let url = dir.file("history.sqlite")
+        let url = dir.path("history.sqlite")
         var store = try Fixture.open(url, schema: schema)
         let change = HistoryChange(kind: .insert, entity: "Tag", primaryKey: 1, globalID: UUID())
         let t1 = HistoryTransaction(token: HistoryTransaction.assignToken, timestamp: Date(timeIntervalSinceReferenceDate: 1.5), author: "me", changes: [change])
-        try store.save(StoreChanges(inserted: [Fixture.record(schema, "Tag", 1)], history: [t1]))
+        try store.save(StoreChanges(inserted: [schema.record("Tag", 1)], history: [t1]))
         let t2 = HistoryTransaction(token: 10, timestamp: Date(timeIntervalSinceReferenceDate: 2), author: nil, changes: [])
         let t3 = HistoryTransaction(token: HistoryTransaction.assignToken, timestamp: Date(timeIntervalSinceReferenceDate: 3), author: "x", changes: [change])
         try store.save(StoreChanges(history: [t2, t3]))
@@ -58,7 +59,7 @@ import Testing
 
         // A token that does not increase fails the whole save, records included.
         let stale = HistoryTransaction(token: 5, timestamp: Date(), author: nil, changes: [])
-        #expect(errorCase { try store.save(StoreChanges(inserted: [Fixture.record(schema, "Tag", 2)], history: [stale])) } == "io")
+        #expect(errorCase { try store.save(StoreChanges(inserted: [schema.record("Tag", 2)], history: [stale])) } == "io")
         #expect(try store.fetch(FetchRequest(entity: "Tag")).map(\.primaryKey) == [1])
 
         try store.close()
@@ -69,9 +70,9 @@ import Testing
     }
 
     @Test func keyAllocationNeverOverlapsAcrossConnections() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("sqlitestore-tests")
         let schema = try Fixture.schema()
-        let url = dir.file("keys.sqlite")
+        let url = dir.path("keys.sqlite")
         let a = try Fixture.open(url, schema: schema)
         let b = try SQLiteStoreBackend().open(at: url, options: StoreOptions(timeout: 30), creating: nil)
         defer {
@@ -120,7 +121,7 @@ import Testing
         // Records inserted with their own keys (a transfer) push the allocator above them, in this connection
         // and in any other.
         let top = (singleKeys.max() ?? 0) + 10_000
-        try a.save(StoreChanges(inserted: [Fixture.record(schema, "Book", top)]))
+        try a.save(StoreChanges(inserted: [schema.record("Book", top)]))
         #expect(try a.allocatePrimaryKeys(root: "Book", count: 1) > top)
         let c = try SQLiteStoreBackend().open(at: url, options: StoreOptions(), creating: nil)
         defer { try? c.close() }
@@ -128,46 +129,46 @@ import Testing
         #expect(errorCase { _ = try a.allocatePrimaryKeys(root: "Nope", count: 1) } == "unknownEntity")
 
         // The very top of the key space is a clear error, not an overflow.
-        try a.save(StoreChanges(inserted: [Fixture.record(schema, "Tag", .max), Fixture.record(schema, "Tag", .min)]))
+        try a.save(StoreChanges(inserted: [schema.record("Tag", .max), schema.record("Tag", .min)]))
         #expect(errorCase { _ = try c.allocatePrimaryKeys(root: "Tag", count: 1) } == "io")
         #expect(try c.records(withKeys: [.max, .min], root: "Tag").count == 2)
     }
 
     @Test func readOnlyOpenReadsButNeverWrites() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("sqlitestore-tests")
         let schema = try Fixture.schema()
-        let url = dir.file("ro.sqlite")
+        let url = dir.path("ro.sqlite")
         let writer = try Fixture.open(url, schema: schema, options: StoreOptions(backend: ["sqlite.journal_mode": "DELETE"]))
-        try writer.save(StoreChanges(inserted: [Fixture.record(schema, "Tag", 1, ["name": "t"])]))
+        try writer.save(StoreChanges(inserted: [schema.record("Tag", 1, ["name": "t"])]))
         try writer.close()
         let before = try Data(contentsOf: url)
 
         let reader = try SQLiteStoreBackend().open(at: url, options: StoreOptions(isReadOnly: true), creating: nil)
         #expect(try reader.fetch(FetchRequest(entity: "Tag")).count == 1)
-        #expect(errorCase { try reader.save(StoreChanges(inserted: [Fixture.record(schema, "Tag", 2)])) } == "readOnly")
+        #expect(errorCase { try reader.save(StoreChanges(inserted: [schema.record("Tag", 2)])) } == "readOnly")
         #expect(errorCase { _ = try reader.allocatePrimaryKeys(root: "Tag", count: 1) } == "readOnly")
         try reader.close()
         #expect(try Data(contentsOf: url) == before)
 
         // A read-only open never creates a store.
-        let absent = dir.file("absent.sqlite")
+        let absent = dir.path("absent.sqlite")
         #expect(errorCase { _ = try Fixture.open(absent, schema: schema, options: StoreOptions(isReadOnly: true)) } == "readOnly")
         #expect(!FileManager.default.fileExists(atPath: absent.path))
     }
 
     @Test func uniquenessFollowsTheEvaluatorsNilAndNaNRules() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("sqlitestore-tests")
         let schema = try Fixture.schema()
-        let store = try Fixture.open(dir.file("unique.sqlite"), schema: schema)
+        let store = try Fixture.open(dir.path("unique.sqlite"), schema: schema)
         defer { try? store.close() }
         // nil never conflicts.
         try store.save(StoreChanges(inserted: [
-            Fixture.record(schema, "Book", 1, ["isbn": nil]), Fixture.record(schema, "Book", 2, ["isbn": nil]),
-            Fixture.record(schema, "Book", 3, ["isbn": "x"]),
+            schema.record("Book", 1, ["isbn": nil]), schema.record("Book", 2, ["isbn": nil]),
+            schema.record("Book", 3, ["isbn": "x"]),
         ]))
-        let duplicate = Fixture.record(schema, "Book", 4, ["isbn": "x"])
+        let duplicate = schema.record("Book", 4, ["isbn": "x"])
         do {
-            try store.save(StoreChanges(inserted: [Fixture.record(schema, "Book", 5, ["isbn": "y"]), duplicate]))
+            try store.save(StoreChanges(inserted: [schema.record("Book", 5, ["isbn": "y"]), duplicate]))
             Issue.record("a duplicate isbn was saved")
         } catch StoreError.uniquenessViolation(let entity, let attributes, let values, let existing) {
             #expect(entity == "Book" && attributes == ["isbn"] && values == ["x"])
@@ -176,9 +177,9 @@ import Testing
         #expect(try store.count(FetchRequest(entity: "Book")) == 3, "the failed save stored nothing")
 
         // Two records may swap values in one save.
-        try store.save(StoreChanges(inserted: [Fixture.record(schema, "Book", 6, ["isbn": "y"])]))
+        try store.save(StoreChanges(inserted: [schema.record("Book", 6, ["isbn": "y"])]))
         try store.save(StoreChanges(updated: [
-            Fixture.record(schema, "Book", 3, ["isbn": "y"]), Fixture.record(schema, "Book", 6, ["isbn": "x"]),
+            schema.record("Book", 3, ["isbn": "y"]), schema.record("Book", 6, ["isbn": "x"]),
         ]))
         let isbns = try store.fetch(FetchRequest(entity: "Book", predicate: .comparison(.keyPath(["isbn"]), .notEqual, .constant(nil), [])))
             .map { ($0.primaryKey, $0.attributes[schema.entity(named: "Book")!.attributeIndex("isbn")!]) }
@@ -186,34 +187,34 @@ import Testing
 
         // NaN equals nothing, so two NaNs coexist; 0.0 and -0.0 are equal numbers, so they conflict.
         try store.save(StoreChanges(inserted: [
-            Fixture.record(schema, "Measure", 1, ["value": .double(.nan)]),
-            Fixture.record(schema, "Measure", 2, ["value": .double(.nan)]),
-            Fixture.record(schema, "Measure", 3, ["value": .double(0.0)]),
+            schema.record("Measure", 1, ["value": .double(.nan)]),
+            schema.record("Measure", 2, ["value": .double(.nan)]),
+            schema.record("Measure", 3, ["value": .double(0.0)]),
         ]))
-        #expect(errorCase { try store.save(StoreChanges(inserted: [Fixture.record(schema, "Measure", 4, ["value": .double(-0.0)])])) } == "uniquenessViolation")
+        #expect(errorCase { try store.save(StoreChanges(inserted: [schema.record("Measure", 4, ["value": .double(-0.0)])])) } == "uniquenessViolation")
 
         // Uniqueness on a parent applies to the whole hierarchy (Person.email, shared by Author and Reader).
-        try store.save(StoreChanges(inserted: [Fixture.record(schema, "Author", 1, ["email": "a@x"])]))
-        #expect(errorCase { try store.save(StoreChanges(inserted: [Fixture.record(schema, "Reader", 2, ["email": "a@x"])])) } == "uniquenessViolation")
+        try store.save(StoreChanges(inserted: [schema.record("Author", 1, ["email": "a@x"])]))
+        #expect(errorCase { try store.save(StoreChanges(inserted: [schema.record("Reader", 2, ["email": "a@x"])])) } == "uniquenessViolation")
     }
 
     @Test func savesAreAllOrNothing() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("sqlitestore-tests")
         let schema = try Fixture.schema()
-        let store = try Fixture.open(dir.file("atomic.sqlite"), schema: schema)
+        let store = try Fixture.open(dir.path("atomic.sqlite"), schema: schema)
         defer { try? store.close() }
-        try store.save(StoreChanges(inserted: [Fixture.record(schema, "Tag", 1, ["name": "one"])]))
+        try store.save(StoreChanges(inserted: [schema.record("Tag", 1, ["name": "one"])]))
         // A duplicate key after a good insert, an update of a missing record, a delete: nothing may stick.
         #expect(errorCase {
-            try store.save(StoreChanges(inserted: [Fixture.record(schema, "Tag", 2), Fixture.record(schema, "Tag", 1)]))
+            try store.save(StoreChanges(inserted: [schema.record("Tag", 2), schema.record("Tag", 1)]))
         } == "io")
         #expect(errorCase {
             try store.save(StoreChanges(
-                updated: [Fixture.record(schema, "Tag", 99)], deleted: [RecordKey(entity: "Tag", primaryKey: 1)]))
+                updated: [schema.record("Tag", 99)], deleted: [RecordKey(entity: "Tag", primaryKey: 1)]))
         } == "objectNotFound")
         #expect(try store.fetch(FetchRequest(entity: "Tag")).map(\.primaryKey) == [1])
         // The same global ID twice is refused too.
-        var twin = Fixture.record(schema, "Tag", 3)
+        var twin = schema.record("Tag", 3)
         twin.globalID = try #require(try store.fetch(FetchRequest(entity: "Tag")).first).globalID
         #expect(errorCase { try store.save(StoreChanges(inserted: [twin])) } == "io")
         // Metadata saved with changes is stored; a schema that lays records out differently is refused.
@@ -227,11 +228,11 @@ import Testing
     }
 
     @Test func optionsChooseTheJournalAndAreValidated() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("sqlitestore-tests")
         let schema = try Fixture.schema()
-        let url = dir.file("journal.sqlite")
+        let url = dir.path("journal.sqlite")
         let store = try Fixture.open(url, schema: schema, options: StoreOptions(backend: ["sqlite.journal_mode": "delete", "sqlite.synchronous": "FULL"]))
-        try store.save(StoreChanges(inserted: [Fixture.record(schema, "Tag", 1)]))
+        try store.save(StoreChanges(inserted: [schema.record("Tag", 1)]))
         #expect(dir.listing() == ["journal.sqlite"], "no -wal in DELETE mode")
         try store.close()
         #expect(errorCase { _ = try Fixture.open(url, schema: schema, options: StoreOptions(backend: ["sqlite.journal_mode": "OFF; DROP TABLE x"])) } == "unsupported")

@@ -1,37 +1,12 @@
 import Foundation
 import StoreAPI
 @testable import SQLiteBackend
-
-/// A temporary directory a test creates and removes.
-final class TempDirectory {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("sqlitestore-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    func file(_ name: String) -> URL { url.appendingPathComponent(name) }
-
-    /// The names in the directory, sorted.
-    func listing() -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []).sorted()
-    }
-
-    deinit {
-        _ = chmod(url.path, 0o755)
-        try? FileManager.default.removeItem(at: url)
-    }
-}
+import StoreTestSupport
 
 /// The schema the backend tests use: every attribute type, inheritance with a name collision between siblings,
 /// every relationship kind, uniqueness constraints.
 enum Fixture {
-    static let attributeTypes: [(String, AttributeType)] = [
-        ("i16", .integer16), ("i32", .integer32), ("i64", .integer64), ("dec", .decimal), ("dbl", .double),
-        ("flt", .float), ("str", .string), ("flag", .boolean), ("when", .date), ("blob", .binary), ("ident", .uuid),
-        ("link", .uri), ("archived", .transformable),
-    ]
+    static let attributeTypes = TestSchemas.everyAttributeType
 
     static func schema() throws -> Schema {
         func attr(_ name: String, _ type: AttributeType) -> AttributeDescription {
@@ -104,31 +79,8 @@ enum Fixture {
         try SQLiteStoreBackend().open(at: url, options: options, creating: metadata(schema, uuid: uuid))
     }
 
-    /// A record of `entity` with the given attribute and relationship values by name.
-    static func record(
-        _ schema: Schema, _ entity: String, _ pk: Int64, _ attributes: [String: StoreValue] = [:],
-        _ relationships: [String: RelationshipValue] = [:]
-    ) -> Record {
-        guard let e = schema.entity(named: entity) else { preconditionFailure("fixture entity \(entity)") }
-        var r = e.newRecord(primaryKey: pk)
-        for (name, value) in attributes {
-            guard let i = e.attributeIndex(name) else { preconditionFailure("fixture attribute \(entity).\(name)") }
-            r.attributes[i] = value
-        }
-        for (name, value) in relationships {
-            guard let i = e.relationshipIndex(name) else { preconditionFailure("fixture relationship \(entity).\(name)") }
-            r.relationships[i] = value
-        }
-        return r
-    }
-
     /// The Core Data stores of the shared corpus (`../shared/corpus/stores` from the package root), or `nil`.
-    static var corpusStores: URL? {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        let stores = root.deletingLastPathComponent().appendingPathComponent("shared/corpus/stores")
-        return FileManager.default.fileExists(atPath: stores.path) ? stores : nil
-    }
+    static var corpusStores: URL? { PackagePaths.corpus("stores") }
 }
 
 /// A set of records whose relationships are kept consistent on both sides as links are added, the way the
@@ -146,7 +98,7 @@ struct Graph {
 
     mutating func add(_ entity: String, _ pk: Int64, _ attributes: [String: StoreValue] = [:]) {
         let k = key(root(of: entity), pk)
-        records[k] = Fixture.record(schema, entity, pk, attributes)
+        records[k] = schema.record(entity, pk, attributes)
         order.append(k)
     }
 
@@ -199,13 +151,6 @@ func firstDifference(_ a: [Record], _ b: [Record], _ schema: Schema) -> String {
         }
     }
     return "none"
-}
-
-extension StoreError {
-    /// The case name, for matching in tests.
-    var caseName: String {
-        Mirror(reflecting: self).children.first?.label ?? description
-    }
 }
 
 /// The case name of a thrown error (`"corruptStore"`, …), or the error's description for other errors.

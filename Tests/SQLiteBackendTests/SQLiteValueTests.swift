@@ -1,5 +1,6 @@
 import Foundation
 import StoreAPI
+import StoreTestSupport
 import Testing
 @testable import SQLiteBackend
 
@@ -53,16 +54,16 @@ import Testing
         for i in 0..<n {
             var attributes: [String: StoreValue] = [:]
             for (name, values) in edgeValues { attributes[name] = values[i % values.count] }
-            records.append(Fixture.record(schema, "Item", Int64(i + 1), attributes))
+            records.append(schema.record("Item", Int64(i + 1), attributes))
         }
-        records.append(Fixture.record(schema, "Item", Int64(n + 1)))
+        records.append(schema.record("Item", Int64(n + 1)))
         return records
     }
 
     @Test func everyTypeRoundTripsExactly() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("sqlitestore-tests")
         let schema = try Fixture.schema()
-        let url = dir.file("values.sqlite")
+        let url = dir.path("values.sqlite")
         let items = Self.items(schema)
         var store = try Fixture.open(url, schema: schema)
         try store.save(StoreChanges(inserted: items))
@@ -89,13 +90,13 @@ import Testing
     }
 
     @Test func nanAndNegativeZeroAreStoredAsDesigned() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("sqlitestore-tests")
         let schema = try Fixture.schema()
-        let url = dir.file("encoding.sqlite")
+        let url = dir.path("encoding.sqlite")
         let store = try Fixture.open(url, schema: schema)
         try store.save(StoreChanges(inserted: [
-            Fixture.record(schema, "Item", 1, ["dbl": .double(-0.0), "blob": .binary(Data()), "str": .string("")]),
-            Fixture.record(schema, "Item", 2, ["dbl": .double(.nan)]),
+            schema.record("Item", 1, ["dbl": .double(-0.0), "blob": .binary(Data()), "str": .string("")]),
+            schema.record("Item", 2, ["dbl": .double(.nan)]),
         ]))
         try store.close()
         // Look at the raw cells: -0.0 stays a REAL (no integer affinity), NaN is an 8-byte blob, the empty blob
@@ -109,12 +110,12 @@ import Testing
     }
 
     @Test func aValueOfTheWrongTypeFailsTheWholeSave() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("sqlitestore-tests")
         let schema = try Fixture.schema()
-        let store = try Fixture.open(dir.file("types.sqlite"), schema: schema)
+        let store = try Fixture.open(dir.path("types.sqlite"), schema: schema)
         defer { try? store.close() }
-        let good = Fixture.record(schema, "Item", 1, ["i16": .integer16(1)])
-        let bad = Fixture.record(schema, "Item", 2, ["i16": .string("not a number")])
+        let good = schema.record("Item", 1, ["i16": .integer16(1)])
+        let bad = schema.record("Item", 2, ["i16": .string("not a number")])
         let error = errorCase { try store.save(StoreChanges(inserted: [good, bad])) }
         #expect(error == "typeMismatch")
         #expect(try store.fetch(FetchRequest(entity: "Item")).isEmpty, "the good record must not be saved alone")
@@ -122,14 +123,14 @@ import Testing
 
     @Test func floatsReadBackAsTheSameFloat() throws {
         // Every float pattern class: normal, subnormal, integral, negative zero, infinities, NaNs with payloads.
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("sqlitestore-tests")
         let schema = try Fixture.schema()
-        let store = try Fixture.open(dir.file("floats.sqlite"), schema: schema)
+        let store = try Fixture.open(dir.path("floats.sqlite"), schema: schema)
         defer { try? store.close() }
         let patterns: [UInt32] = [0, 0x8000_0000, 1, 0x007F_FFFF, 0x3F80_0000, 0x7F7F_FFFF, 0x7F80_0000, 0xFF80_0000,
                                   0x7FC0_0000, 0x7F80_0001, 0xFFFF_FFFF, 0x3DCC_CCCD]
         let records = patterns.enumerated().map { i, bits in
-            Fixture.record(schema, "Item", Int64(i + 1), ["flt": .float(Float(bitPattern: bits))])
+            schema.record("Item", Int64(i + 1), ["flt": .float(Float(bitPattern: bits))])
         }
         try store.save(StoreChanges(inserted: records))
         let back = try store.fetch(FetchRequest(entity: "Item"))

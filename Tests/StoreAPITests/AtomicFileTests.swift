@@ -1,14 +1,14 @@
 import Foundation
 @_spi(BackendKit) import StoreAPI
+import StoreTestSupport
 import Testing
 
 @Suite struct AtomicFileTests {
     /// Leftovers of an interrupted operation on `a.sqlite` are removed; staging files of other targets in the same
     /// directory (even ones whose names end the same way) and the store itself are not.
     @Test func staleStagingIsRemovedForItsTargetOnly() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("atomicfile-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let tmp = try TemporaryDirectory("atomicfile")
+        let dir = tmp.url
         let p = AtomicFile.stagingPrefix
         let mine = ["\(p)\(UUID().uuidString)-a.sqlite", "\(p)\(UUID().uuidString)-a.sqlite-wal",
                     "\(p)\(UUID().uuidString)-a.sqlite.lock", "\(p)\(UUID().uuidString)-a.sqlite-old-a.sqlite"]
@@ -23,9 +23,8 @@ import Testing
     /// Names are read from the directory as bytes: a staging name for a target with non-ASCII letters (stored as
     /// its UTF-8) is found, and a name cut short inside the prefix is not taken for one.
     @Test func staleStagingOfNonASCIINamesIsFound() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("atomicfile-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let tmp = try TemporaryDirectory("atomicfile")
+        let dir = tmp.url
         let p = AtomicFile.stagingPrefix
         let mine = ["\(p)\(UUID().uuidString)-Bücher ✓.sqlite", "\(p)\(UUID().uuidString)-Bücher ✓.sqlite-shm"]
         let others = [String(p.dropLast()), "Bücher ✓.sqlite", "\(p)\(UUID().uuidString)-Bucher ✓.sqlite"]

@@ -1,5 +1,6 @@
 import Foundation
 @_spi(BackendKit) import StoreAPI
+import StoreTestSupport
 import Testing
 
 /// ``DecimalText`` must give exactly Foundation's text and values: stores written before it (and by Foundation
@@ -10,7 +11,7 @@ import Testing
     /// A deterministic spread of decimals: small and large significands, positive and negative exponents,
     /// trailing zeros, zero, both signs, and significands past 64 bits (the Foundation path).
     static func samples() -> [Decimal] {
-        var generator = SystemRandomNumberGeneratorSeeded(seed: 0x5EED)
+        var generator = SeededGenerator(seed: 0x5EED)
         var values: [Decimal] = [0, 1, -1, 10, 100, Decimal(UInt64.max), -Decimal(UInt64.max), Decimal(UInt64.max) + 1,
                                  Decimal(string: "123456789012345678901234567890.123", locale: posix)!,
                                  Decimal(string: "0.000000000000000000000000000001", locale: posix)!,
@@ -75,18 +76,5 @@ extension DecimalTextTests {
         #expect(read("+7").map { $0.0 == 7 && !$0.1 } == true)
         #expect(read("1e3").map { $0.0 == 1000 && !$0.1 } == true)
         #expect(read("12abc") == nil && read("") == nil)
-    }
-}
-
-/// A small seeded generator (SplitMix64), so the samples are the same on every run.
-struct SystemRandomNumberGeneratorSeeded: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

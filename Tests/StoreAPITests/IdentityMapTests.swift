@@ -1,5 +1,6 @@
 import Foundation
 import StoreAPI
+import StoreTestSupport
 import Testing
 
 /// A context's identity map: one object per record while someone holds it, released when nobody does, and objects
@@ -132,7 +133,7 @@ import Testing
 
         let context = coordinator.newContext()
         var held: [Int: ManagedObject] = [:]
-        var random = PredicateRandom(seed: 0x1D_E47)  // SplitMix64, so a failing sequence can be replayed
+        var random = SeededGenerator(seed: 0x1D_E47)  // SplitMix64, so a failing sequence can be replayed
         for step in 0..<20_000 {
             let i = Int(random.next() % UInt64(ids.count))
             if held[i] != nil, random.next() % 2 == 0 {

@@ -1,5 +1,6 @@
 import Foundation
 import StoreAPI
+import StoreTestSupport
 import Testing
 
 @Suite("Predicate description")
@@ -78,9 +79,9 @@ struct PredicateDescriptionTests {
 
 /// Builds random predicates of the shapes the parser produces.
 struct PredicateGenerator {
-    var rng: PredicateRandom
+    var rng: SeededGenerator
 
-    init(seed: UInt64) { rng = PredicateRandom(seed: seed) }
+    init(seed: UInt64) { rng = SeededGenerator(seed: seed) }
 
     mutating func pick<T>(_ items: [T]) -> T { items[Int(rng.next() % UInt64(items.count))] }
 

@@ -1,5 +1,6 @@
 import Foundation
 import StoreAPI
+import StoreTestSupport
 import Testing
 
 /// One malformed predicate: where the parser must point and what it must say.
@@ -143,7 +144,7 @@ struct PredicateSyntaxErrorTests {
 
     @Test("garbage of every byte never crashes")
     func garbage() {
-        var rng = PredicateRandom(seed: 7)
+        var rng = SeededGenerator(seed: 7)
         let alphabet = Array("ab.@#%'\"\\{}()[],=<>!&|-0123456789eExKd cANDORNOTINY日\u{301}")
         for _ in 0..<3000 {
             let length = Int(rng.next() % 24)
@@ -160,18 +161,5 @@ struct PredicateSyntaxErrorTests {
                 #expect(position >= 0 && position <= s.count, "\(s): \(position)")
             }
         }
-    }
-}
-
-/// A small deterministic generator, so fuzz-style tests are repeatable.
-struct PredicateRandom {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

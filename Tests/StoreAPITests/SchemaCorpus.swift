@@ -1,12 +1,11 @@
 import Foundation
+import StoreTestSupport
 import Testing
 @testable import StoreAPI
 
 /// The shared corpus of real Xcode models, read in place from `../shared/corpus` beside the package.
 enum SchemaCorpus {
-    static let root: URL = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("../shared/corpus").standardizedFileURL
+    static let root: URL = PackagePaths.root.appendingPathComponent("../shared/corpus").standardizedFileURL
     static let models = root.appendingPathComponent("models")
     static let features = models.appendingPathComponent("FEATURES.json")
 
@@ -82,17 +81,8 @@ extension DeleteRule {
     }
 }
 
-/// A temporary directory removed when the value goes away.
-final class SchemaTempDir {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("schema-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
-
+/// Xcode model files written for a test.
+extension TemporaryDirectory {
     /// Writes a `.xcdatamodel` directory whose `contents` holds `body` inside a `<model>` element.
     @discardableResult
     func model(_ name: String, in folder: URL? = nil, body: String) throws -> URL {

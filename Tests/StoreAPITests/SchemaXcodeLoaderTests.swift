@@ -1,4 +1,5 @@
 import Foundation
+import StoreTestSupport
 import Testing
 @testable import StoreAPI
 
@@ -6,14 +7,14 @@ import Testing
 struct SchemaXcodeLoaderTests {
     /// Loads `body` as a model and returns the error it must throw.
     private func loadError(_ body: String) throws -> (SchemaError, URL) {
-        let tmp = try SchemaTempDir()
+        let tmp = try TemporaryDirectory("schema-tests")
         let dir = try tmp.model("Bad.xcdatamodel", body: body)
         let error = try #require(throws: SchemaError.self) { try Schema(xcodeModelAt: dir) }
         return (error, dir.appendingPathComponent("contents"))
     }
 
     private func load(_ body: String) throws -> Schema {
-        let tmp = try SchemaTempDir()
+        let tmp = try TemporaryDirectory("schema-tests")
         return try Schema(xcodeModelAt: try tmp.model("M.xcdatamodel", body: body))
     }
 
@@ -202,7 +203,7 @@ struct SchemaXcodeLoaderTests {
     }
 
     @Test func hostileAndForeignXMLIsRefused() throws {
-        let tmp = try SchemaTempDir()
+        let tmp = try TemporaryDirectory("schema-tests")
         let secret = try tmp.file("secret.txt", "top secret")
         let documents = [
             // External entity (XXE).
@@ -231,7 +232,7 @@ struct SchemaXcodeLoaderTests {
     }
 
     @Test func pathsThatAreNotModels() throws {
-        let tmp = try SchemaTempDir()
+        let tmp = try TemporaryDirectory("schema-tests")
         let missing = tmp.url.appendingPathComponent("Missing.xcdatamodel")
         let e1 = try #require(throws: SchemaError.self) { try Schema(xcodeModelAt: missing) }
         #expect(e1 == .unreadableModel(file: missing.path, reason: "no such file or directory"))
@@ -249,7 +250,7 @@ struct SchemaXcodeLoaderTests {
     }
 
     @Test func bundleWithoutCurrentVersionTakesTheLastByName() throws {
-        let tmp = try SchemaTempDir()
+        let tmp = try TemporaryDirectory("schema-tests")
         let bundle = tmp.url.appendingPathComponent("M.xcdatamodeld")
         for (name, entity) in [("M", "One"), ("M 2", "Two"), ("M 10", "Ten"), ("M 9", "Nine")] {
             try tmp.model("\(name).xcdatamodel", in: bundle, body: "<entity name=\"\(entity)\"/>")
@@ -278,7 +279,7 @@ struct SchemaXcodeLoaderTests {
     }
 
     @Test func legacyBinaryVersionInsideABundleIsRefused() throws {
-        let tmp = try SchemaTempDir()
+        let tmp = try TemporaryDirectory("schema-tests")
         let version = tmp.url.appendingPathComponent("Old.xcdatamodeld/Old.xcdatamodel")
         try FileManager.default.createDirectory(at: version, withIntermediateDirectories: true)
         try Data("bplist00\u{0}\u{1}".utf8).write(to: version.appendingPathComponent("elements"))

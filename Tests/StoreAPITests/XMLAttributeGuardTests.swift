@@ -1,5 +1,6 @@
 import Foundation
 @_spi(BackendKit) import StoreAPI
+import StoreTestSupport
 import Testing
 
 /// The pre-parse attribute counter: counts only real attributes of start tags (not `=` in values, comments, CDATA,
@@ -109,37 +110,38 @@ import Testing
     /// `limit` or `limit + 1` attributes: the verdict is the generator's, and the line is the same at every
     /// buffer size.
     @Test func randomDocumentsGetTheGeneratorsVerdict() {
-        var random = SplitMix(seed: 0x5EED)
+        var generator = SeededGenerator(seed: 0x5EED)
+        func roll(_ bound: Int) -> Int { Int(generator.next() % UInt64(bound)) }
         let limit = XMLAttributeGuard.limit
         func pick(_ s: String, _ count: Int) -> String {
             let chars = Array(s)
-            return String((0..<count).map { _ in chars[random.next(chars.count)] })
+            return String((0..<count).map { _ in chars[roll(chars.count)] })
         }
         func element(_ attributes: Int) -> String {
-            var tag = "<e\(random.next(9))"
+            var tag = "<e\(roll(9))"
             for k in 0..<attributes {
-                let quote = random.next(2) == 0 ? "\"" : "'"
+                let quote = roll(2) == 0 ? "\"" : "'"
                 let other = quote == "\"" ? "'" : "\""
-                tag += (random.next(4) == 0 ? "\n" : " ") + "a\(k)" + (random.next(3) == 0 ? " = " : "=")
-                tag += quote + pick("v=>/\n" + other, random.next(12)) + quote
+                tag += (roll(4) == 0 ? "\n" : " ") + "a\(k)" + (roll(3) == 0 ? " = " : "=")
+                tag += quote + pick("v=>/\n" + other, roll(12)) + quote
             }
-            return tag + (random.next(2) == 0 ? "/>" : ">" + pick("t=>\n'\"", random.next(10)) + "</e>")
+            return tag + (roll(2) == 0 ? "/>" : ">" + pick("t=>\n'\"", roll(10)) + "</e>")
         }
         for round in 0..<60 {
             let refuse = round % 2 == 1
-            var text = random.next(2) == 0 ? "" : "<?xml version=\"1.0\"?>\n"
-            if random.next(2) == 0 {
+            var text = roll(2) == 0 ? "" : "<?xml version=\"1.0\"?>\n"
+            if roll(2) == 0 {
                 text += "<!DOCTYPE d [ <!-- a=\"1\" > --> <?p b='2'?> <!ATTLIST d x CDATA \"y=>z\"> ]>\n"
             }
             text += "<d>"
-            let big = random.next(8)
+            let big = roll(8)
             for part in 0..<8 {
-                switch random.next(5) {
+                switch roll(5) {
                 case 0: text += "<!-- <x a=\"1\" b=\"2\"> - " + pick("=>\n", 4) + " -->"
                 case 1: text += "<![CDATA[ <x a=\"1\"> ] " + pick("=>]\n", 4) + " ]]>"
                 case 2: text += "<?pi a=\"1\" " + pick("=>\n", 4) + "?>"
-                case 3: text += pick("t=>\n'\"", random.next(20))
-                default: text += element(random.next(20))
+                case 3: text += pick("t=>\n'\"", roll(20))
+                default: text += element(roll(20))
                 }
                 if part == big { text += element(refuse ? limit + 1 : limit) }
             }
@@ -152,18 +154,5 @@ import Testing
                 #expect(Self.scan(text, chunk: chunk) == whole, "round \(round), chunk \(chunk)")
             }
         }
-    }
-}
-
-/// A small deterministic generator, so a failing round can be replayed.
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next(_ bound: Int) -> Int {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return Int((z ^ (z >> 31)) % UInt64(bound))
     }
 }

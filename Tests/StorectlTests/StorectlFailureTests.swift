@@ -1,5 +1,6 @@
 import Foundation
 import StoreAPI
+import StoreTestSupport
 import Testing
 
 /// Bad input and refused operations: a clear message on standard error, exit code 2 (64 for usage), and nothing
@@ -17,7 +18,7 @@ struct StorectlFailureTests {
         return metadata
     }
 
-    func expectFailure(_ r: Storectl.Result, _ fragment: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    func expectFailure(_ r: Child, _ fragment: String, sourceLocation: SourceLocation = #_sourceLocation) {
         #expect(r.status == 2, "exit status \(r.status); stderr: \(r.stderr)", sourceLocation: sourceLocation)
         #expect(r.stderr.contains("error:"), sourceLocation: sourceLocation)
         #expect(r.stderr.contains(fragment), "stderr: \(r.stderr)", sourceLocation: sourceLocation)
@@ -27,7 +28,7 @@ struct StorectlFailureTests {
     /// converting it into SQLite, which keeps both sides in one table, fails naming the relationship — the links
     /// are not merged — and leaves no destination.
     @Test func disagreeingSidesOfAManyToManyAreRefused() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("storectl-tests")
         defer { dir.remove() }
         let schema = try Schema(entities: [
             EntityDescription(name: "Book", attributes: [AttributeDescription(name: "title", type: .string)],
@@ -54,7 +55,7 @@ struct StorectlFailureTests {
     }
 
     @Test func missingFile() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("storectl-tests")
         defer { dir.remove() }
         for verb in [["info", "nope.sqlite"], ["verify", "nope.sqlite"], ["export", "nope.sqlite"], ["convert", "nope.sqlite", "x.lmdb"],
                      ["copy", "nope.sqlite", "x.sqlite"], ["destroy", "nope.sqlite"], ["replace", "x.sqlite", "--with", "nope.sqlite"],
@@ -68,7 +69,7 @@ struct StorectlFailureTests {
     }
 
     @Test func garbageFile() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("storectl-tests")
         defer { dir.remove() }
         let garbage = Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 7919 &+ 13) })
         for name in ["garbage.sqlite", "garbage.xml", "garbage.bin"] { try garbage.write(to: dir.path(name)) }
@@ -86,7 +87,7 @@ struct StorectlFailureTests {
     }
 
     @Test func existingDestinationNeedsForce() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("storectl-tests")
         defer { dir.remove() }
         let source = try smallStore("a.sqlite", type: "sqlite", in: dir)
         let existing = try smallStore("b.lmdb", type: "lmdb", in: dir)
@@ -107,7 +108,7 @@ struct StorectlFailureTests {
     }
 
     @Test func wrongTypes() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("storectl-tests")
         defer { dir.remove() }
         _ = try smallStore("a.sqlite", type: "sqlite", in: dir)
         expectFailure(try Storectl.run(["convert", "a.sqlite", "b.lmdb", "--from", "xml"], in: dir), "expected a xml store, found a sqlite store")
@@ -122,7 +123,7 @@ struct StorectlFailureTests {
     }
 
     @Test func badNDJSONLineLeavesTheStoreUnchanged() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("storectl-tests")
         defer { dir.remove() }
         _ = try smallStore("a.sqlite", type: "sqlite", in: dir)
         let lines = [
@@ -140,7 +141,7 @@ struct StorectlFailureTests {
     }
 
     @Test func usageErrors() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("storectl-tests")
         defer { dir.remove() }
         #expect(try Storectl.run(["convert"], in: dir).status == 64)
         #expect(try Storectl.run(["frobnicate"], in: dir).status == 64)

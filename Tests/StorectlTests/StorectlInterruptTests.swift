@@ -1,5 +1,6 @@
 import Foundation
 @_spi(BackendKit) import StoreAPI
+import StoreTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -29,8 +30,8 @@ struct StorectlInterruptTests {
     }
 
     /// Starts a slow convert, waits until it is writing its staged copy, then sends `signal`.
-    func interruptedConvert(signal: Int32) throws -> (dir: TemporaryDirectory, result: Storectl.Result) {
-        let dir = try TemporaryDirectory()
+    func interruptedConvert(signal: Int32) throws -> (dir: TemporaryDirectory, result: Child) {
+        let dir = try TemporaryDirectory("storectl-tests")
         try largeStore(at: dir.path("big.sqlite"), records: 40_000)
         let running = try Storectl.start(["convert", "big.sqlite", "big.lmdb", "--batch-size", "10"], in: dir)
         let deadline = Date().addingTimeInterval(120)
@@ -46,14 +47,14 @@ struct StorectlInterruptTests {
         usleep(200_000)
         kill(running.process.processIdentifier, signal)
         running.process.waitUntilExit()
-        return (dir, running.result())
+        return (dir, running)
     }
 
     @Test("SIGKILL mid-convert leaves no destination and the source intact; a re-run succeeds")
     func killed() throws {
         let (dir, result) = try interruptedConvert(signal: SIGKILL)
         defer { dir.remove() }
-        #expect(result.terminatedBySignal)
+        #expect(result.killedBySignal)
         #expect(!FileManager.default.fileExists(atPath: dir.path("big.lmdb").path), "no partial destination")
         #expect((try? Backends.registry.detectBackend(at: dir.path("big.lmdb"))) == nil)
         let verify = try Storectl.run(["verify", "big.sqlite"], in: dir)
@@ -69,7 +70,7 @@ struct StorectlInterruptTests {
     func interrupted() throws {
         let (dir, result) = try interruptedConvert(signal: SIGINT)
         defer { dir.remove() }
-        #expect(!result.terminatedBySignal)
+        #expect(!result.killedBySignal)
         #expect(result.status == 130, "\(result.stderr)")
         #expect(result.stderr.contains("interrupted; nothing was left behind"))
         #expect(dir.entries() == ["big.sqlite"], "staged files were removed")

@@ -1,4 +1,5 @@
 import Foundation
+import StoreTestSupport
 import Testing
 
 /// storectl prints the framework's log lines on standard error at the level asked for, and nothing by default.

@@ -1,5 +1,6 @@
 import Foundation
 import StoreAPI
+import StoreTestSupport
 import Testing
 
 /// The built `storectl` binary, end to end, through every verb on the bundled sample.
@@ -39,7 +40,7 @@ struct StorectlWorkflowTests {
 
     @Test("create, info, export, convert sqlite → lmdb → xml → sqlite, diff and verify")
     func conversionChain() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("storectl-tests")
         defer { dir.remove() }
         let original = try sampleStore("library.sqlite", in: dir)
 
@@ -102,7 +103,7 @@ struct StorectlWorkflowTests {
 
     @Test("schema prints a summary and the JSON form; a store built from that JSON matches")
     func schemaAndRebuild() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("storectl-tests")
         defer { dir.remove() }
         let summary = try Storectl.run(["schema", PackagePaths.libraryModel.path], in: dir)
         #expect(summary.status == 0)
@@ -139,7 +140,7 @@ struct StorectlWorkflowTests {
 
     @Test("diff names the records and values that differ")
     func diffReportsDifferences() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("storectl-tests")
         defer { dir.remove() }
         _ = try sampleStore("a.sqlite", in: dir)
         #expect(try Storectl.run(["copy", "a.sqlite", "b.sqlite"], in: dir).status == 0)
@@ -176,7 +177,7 @@ struct StorectlWorkflowTests {
 
     @Test("copy, replace, relocate and destroy move whole stores and nothing else")
     func fileOperations() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("storectl-tests")
         defer { dir.remove() }
         _ = try sampleStore("a.lmdb", in: dir)
         try Data("keep me".utf8).write(to: dir.path("unrelated.txt"))
@@ -210,7 +211,7 @@ struct StorectlWorkflowTests {
 
     @Test("export --entity writes only that hierarchy")
     func exportSubset() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("storectl-tests")
         defer { dir.remove() }
         _ = try sampleStore("a.sqlite", in: dir)
         let r = try Storectl.run(["export", "a.sqlite", "--entity", "Publication", "--quiet"], in: dir)
@@ -223,7 +224,7 @@ struct StorectlWorkflowTests {
 
     @Test("verify lists a relationship to a missing record and exits with 1")
     func verifyFindsProblems() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("storectl-tests")
         defer { dir.remove() }
         let schema = try Schema(xcodeModelAt: PackagePaths.libraryModel)
         let store = try Backends.create("sqlite", at: dir.path("broken.sqlite"), schema: schema)
@@ -248,7 +249,7 @@ struct StorectlWorkflowTests {
 
     @Test("help for every verb has examples; completion scripts are generated")
     func help() throws {
-        let dir = try TemporaryDirectory()
+        let dir = try TemporaryDirectory("storectl-tests")
         defer { dir.remove() }
         let top = try Storectl.run(["--help"], in: dir)
         #expect(top.status == 0)

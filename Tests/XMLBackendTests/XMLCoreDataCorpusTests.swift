@@ -1,5 +1,6 @@
 import Foundation
 import StoreAPI
+import StoreTestSupport
 import Testing
 import XMLBackend
 
@@ -103,8 +104,8 @@ import XMLBackend
         let records = try allRecords(source)
         let metadata = source.metadata
         try source.close()
-        let dir = try TempDirectory()
-        let copy = dir.file("converted.xml")
+        let dir = try TemporaryDirectory("xmlstore-tests")
+        let copy = dir.path("converted.xml")
         let store = try openStore(copy, creating: metadata)
         try store.save(StoreChanges(inserted: Array(records.values)))
         try store.close()

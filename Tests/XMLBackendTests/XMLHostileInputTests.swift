@@ -1,5 +1,6 @@
 import Foundation
 import StoreAPI
+import StoreTestSupport
 import Testing
 import XMLBackend
 
@@ -41,13 +42,13 @@ func expectCorrupt(_ url: URL, _ fragments: [String] = [], sourceLocation: Sourc
 /// Bad input of every kind is a typed error naming the file and line; nothing hostile is ever followed.
 @Suite struct XMLHostileInputTests {
     @Test func everyTruncationOfAStoreIsReported() throws {
-        let dir = try TempDirectory()
-        let url = dir.file("full.xml")
+        let dir = try TemporaryDirectory("xmlstore-tests")
+        let url = dir.path("full.xml")
         let schema = try Fixture.schema()
         let store = try openStore(url, creating: Fixture.metadata(schema))
         try store.save(StoreChanges(inserted: [
-            Fixture.record(schema, "Author", 1, ["name": "Ann"], ["books": .toMany([2])]),
-            Fixture.record(schema, "Book", 2, ["title": "T\u{1}"], ["author": .toOne(1)]),
+            schema.record("Author", 1, ["name": "Ann"], ["books": .toMany([2])]),
+            schema.record("Book", 2, ["title": "T\u{1}"], ["author": .toOne(1)]),
         ], history: [HistoryTransaction(token: HistoryTransaction.assignToken, timestamp: Date(), author: "x", changes: [])]))
         try store.close()
         let data = try Data(contentsOf: url)
@@ -55,7 +56,7 @@ func expectCorrupt(_ url: URL, _ fragments: [String] = [], sourceLocation: Sourc
             Issue.record("no </database> in the written file")
             return
         }
-        let cut = dir.file("cut.xml")
+        let cut = dir.path("cut.xml")
         for length in stride(from: 0, to: end, by: 41) {
             try data.prefix(length).write(to: cut)
             expectCorrupt(cut)
@@ -69,7 +70,7 @@ func expectCorrupt(_ url: URL, _ fragments: [String] = [], sourceLocation: Sourc
     }
 
     @Test func malformedXMLIsReportedWithItsLine() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("xmlstore-tests")
         let url = try dir.write(coreDataDocument("""
             <object type="A" id="z1">
                 <attribute name="x" type="string">ok</attribute>
@@ -79,7 +80,7 @@ func expectCorrupt(_ url: URL, _ fragments: [String] = [], sourceLocation: Sourc
     }
 
     @Test func unknownAttributeTypeIsReported() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("xmlstore-tests")
         let url = try dir.write(coreDataDocument("""
             <object type="A" id="z1">
                 <attribute name="x" type="complex">1+2i</attribute>
@@ -89,7 +90,7 @@ func expectCorrupt(_ url: URL, _ fragments: [String] = [], sourceLocation: Sourc
     }
 
     @Test func invalidValuesAreReported() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("xmlstore-tests")
         for (type, text) in [("int16", "40000"), ("int32", "1.5"), ("bool", "maybe"), ("binary", "!!!"), ("double", "0x1p3"),
                              ("date", "yesterday"), ("decimal", "12,5"), ("uuid", "not-a-uuid")] {
             let url = try dir.write(coreDataDocument("""
@@ -102,7 +103,7 @@ func expectCorrupt(_ url: URL, _ fragments: [String] = [], sourceLocation: Sourc
     }
 
     @Test func danglingIDRefsAreReported() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("xmlstore-tests")
         let url = try dir.write(coreDataDocument("""
             <object type="A" id="z1">
                 <relationship name="b" type="0/0" destination="B" idrefs="z2 z99"></relationship>
@@ -122,7 +123,7 @@ func expectCorrupt(_ url: URL, _ fragments: [String] = [], sourceLocation: Sourc
     }
 
     @Test func wrongElementOrderIsReported() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("xmlstore-tests")
         let objectFirst = try dir.write("""
             <?xml version="1.0"?>
             <database>
@@ -134,9 +135,9 @@ func expectCorrupt(_ url: URL, _ fragments: [String] = [], sourceLocation: Sourc
 
         // In our own layout, objects after the history are refused.
         let schema = try Fixture.schema()
-        let store = dir.file("ours.xml")
+        let store = dir.path("ours.xml")
         let s = try openStore(store, creating: Fixture.metadata(schema))
-        try s.save(StoreChanges(inserted: [Fixture.record(schema, "Tag", 1)], history: [
+        try s.save(StoreChanges(inserted: [schema.record("Tag", 1)], history: [
             HistoryTransaction(token: HistoryTransaction.assignToken, timestamp: Date(), author: nil, changes: []),
         ]))
         try s.close()
@@ -155,14 +156,14 @@ func expectCorrupt(_ url: URL, _ fragments: [String] = [], sourceLocation: Sourc
     }
 
     @Test func damagedValuesInOurLayoutAreReported() throws {
-        let dir = try TempDirectory()
-        let url = dir.file("ours.xml")
+        let dir = try TemporaryDirectory("xmlstore-tests")
+        let url = dir.path("ours.xml")
         let schema = try Fixture.schema()
         let store = try openStore(url, creating: Fixture.metadata(schema))
         try store.save(StoreChanges(inserted: [
-            Fixture.record(schema, "Item", 1, ["i16": .integer16(5), "str": "plain", "ident": .uuid(UUID())]),
-            Fixture.record(schema, "Author", 2, [:], ["books": .toMany([3])]),
-            Fixture.record(schema, "Book", 3, [:], ["author": .toOne(2)]),
+            schema.record("Item", 1, ["i16": .integer16(5), "str": "plain", "ident": .uuid(UUID())]),
+            schema.record("Author", 2, [:], ["books": .toMany([3])]),
+            schema.record("Book", 3, [:], ["author": .toOne(2)]),
         ]))
         try store.close()
         let text = try String(contentsOf: url, encoding: .utf8)
@@ -206,7 +207,7 @@ func expectCorrupt(_ url: URL, _ fragments: [String] = [], sourceLocation: Sourc
     }
 
     @Test func externalEntitiesAreNeverRead() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("xmlstore-tests")
         let secret = "TOP-SECRET-\(UUID().uuidString)"
         let secretFile = try dir.write(secret, to: "secret.txt")
         let dtdFile = try dir.write("<!ENTITY leak \"\(secret)\">", to: "leak.dtd")
@@ -245,7 +246,7 @@ func expectCorrupt(_ url: URL, _ fragments: [String] = [], sourceLocation: Sourc
     }
 
     @Test func billionLaughsIsRefused() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("xmlstore-tests")
         var entities = ["<!ENTITY lol0 \"lollollollollollollollollollol\">"]
         for i in 1...12 {
             entities.append("<!ENTITY lol\(i) \"\(String(repeating: "&lol\(i - 1);", count: 10))\">")
@@ -266,7 +267,7 @@ func expectCorrupt(_ url: URL, _ fragments: [String] = [], sourceLocation: Sourc
     }
 
     @Test func deepNestingIsRefused() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("xmlstore-tests")
         let depth = 1_000_000
         var doc = "<database><databaseInfo></databaseInfo><object type=\"A\" id=\"z1\">"
         doc += String(repeating: "<a>", count: depth) + String(repeating: "</a>", count: depth)
@@ -282,7 +283,7 @@ func expectCorrupt(_ url: URL, _ fragments: [String] = [], sourceLocation: Sourc
     }
 
     @Test func entityDeclarationsAreRefusedWhereverTheyAreUsed() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("xmlstore-tests")
         let big = String(repeating: "x", count: 10_000)
         let cases: [(String, String, String)] = [
             // libxml2 substitutes small internal entities in attribute values even without XML_PARSE_NOENT.
@@ -306,7 +307,7 @@ func expectCorrupt(_ url: URL, _ fragments: [String] = [], sourceLocation: Sourc
     /// libxml2 2.9 checks every attribute name against all earlier ones of the element: 100,000 attributes (1 MB)
     /// would take it about half an hour. The reader stops at the 257th, before libxml2 sees the tag.
     @Test func manyAttributesAreRefusedBeforeLibxml2SeesThem() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("xmlstore-tests")
         let attributes = (0..<100_000).map { "a\($0)=\"x\"" }.joined(separator: " ")
         let url = try dir.write(coreDataDocument("<object type=\"A\" id=\"z1\"\n \(attributes)></object>"), to: "attributes.xml")
         expectCorrupt(url, ["more than 256 attributes", "line 11"])
@@ -327,12 +328,12 @@ func expectCorrupt(_ url: URL, _ fragments: [String] = [], sourceLocation: Sourc
     }
 
     @Test func invalidCharactersAreReportedWithTheirLine() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("xmlstore-tests")
         let object = "<object type=\"A\" id=\"z1\"><attribute name=\"x\" type=\"string\">VALUE</attribute></object>"
         let parts = coreDataDocument(object).components(separatedBy: "VALUE")
         let invalid: [[UInt8]] = [[0x00], [0xC3, 0x28, 0xFF], [0xED, 0xA0, 0x80], [0xEF, 0xBF, 0xBE], [0x01], [0xF8, 0x88, 0x80, 0x80, 0x80]]
         for (i, bad) in invalid.enumerated() {
-            let url = dir.file("chars\(i).xml")
+            let url = dir.path("chars\(i).xml")
             try (Data(parts[0].utf8) + Data(bad) + Data(parts[1].utf8)).write(to: url)
             expectCorrupt(url, ["line 10"])
         }
@@ -343,14 +344,14 @@ func expectCorrupt(_ url: URL, _ fragments: [String] = [], sourceLocation: Sourc
     }
 
     @Test func garbageAndWrongRootsAreReported() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("xmlstore-tests")
         expectCorrupt(try dir.write("", to: "empty.xml"))
         expectCorrupt(try dir.write("just text", to: "text.xml"))
         expectCorrupt(try dir.write("<root><database/></root>", to: "root.xml"), ["<root>"])
         expectCorrupt(try dir.write("<database/>", to: "bare.xml"), ["no <databaseInfo>"])
         var binary = Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 31) })
         binary[0] = UInt8(ascii: "<")
-        let garbage = dir.file("garbage.xml")
+        let garbage = dir.path("garbage.xml")
         try binary.write(to: garbage)
         expectCorrupt(garbage)
         // Our layout with a broken metadata document.
@@ -359,11 +360,11 @@ func expectCorrupt(_ url: URL, _ fragments: [String] = [], sourceLocation: Sourc
         expectCorrupt(badMeta, ["storeMetadata", "line"])
         let newer = try dir.write(coreDataDocument("", info: "<storeMetadata formatVersion=\"99\">{}</storeMetadata>"), to: "newer.xml")
         expectCorrupt(newer, ["format 99"])
-        #expect(throws: StoreError.self) { try XMLStoreBackend().readStore(at: dir.file("missing.xml")) { _ in } }
+        #expect(throws: StoreError.self) { try XMLStoreBackend().readStore(at: dir.path("missing.xml")) { _ in } }
     }
 
     @Test func libxml2PrintsNothing() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("xmlstore-tests")
         let files = [
             try dir.write("<database><databaseInfo></databaseInfo><object type=\"A\" id=\"z1\"></database>", to: "a.xml"),
             try dir.write(coreDataDocument("<object type=\"&e;\" id=\"z1\"/>", doctype: "<!DOCTYPE database [<!ENTITY e SYSTEM \"file:///nonexistent\">]>"), to: "b.xml"),
@@ -371,18 +372,18 @@ func expectCorrupt(_ url: URL, _ fragments: [String] = [], sourceLocation: Sourc
             try dir.write("<?xml version=\"1.0\" encoding=\"bogus-8\"?><database/>", to: "d.xml"),
             try dir.write(coreDataDocument("<object type=\"A\" id=\"z1\"/>").replacingOccurrences(of: "D1E2667A", with: "\u{FFFF}"), to: "e.xml"),
         ]
-        let invalidUTF8 = dir.file("f.xml")
+        let invalidUTF8 = dir.path("f.xml")
         try (Data("<database><databaseInfo/><object type=\"".utf8) + Data([0xC3, 0x28, 0xFF]) + Data("\" id=\"z1\"/></database>".utf8)).write(to: invalidUTF8)
         let schema = try Fixture.schema()
         let captured = try captureStandardError {
             for f in files + [invalidUTF8] { _ = try? XMLStoreBackend().readStore(at: f) { _ in } }
             for f in files + [invalidUTF8] { _ = XMLStoreBackend().sniff(f) }
             // Writing too: a whole store with every kind of value, then reading it back.
-            if let store = try? openStore(dir.file("w.xml"), creating: Fixture.metadata(schema)) {
-                _ = try? store.save(StoreChanges(inserted: [Fixture.record(schema, "Item", 1, ["str": "\u{0}x", "blob": .binary(Data([1]))])]))
+            if let store = try? openStore(dir.path("w.xml"), creating: Fixture.metadata(schema)) {
+                _ = try? store.save(StoreChanges(inserted: [schema.record("Item", 1, ["str": "\u{0}x", "blob": .binary(Data([1]))])]))
                 _ = try? store.close()
             }
-            _ = try? XMLStoreBackend().readStore(at: dir.file("w.xml")) { _ in }
+            _ = try? XMLStoreBackend().readStore(at: dir.path("w.xml")) { _ in }
         }
         #expect(captured.isEmpty, "libxml2 wrote to stderr: \(captured)")
     }
@@ -390,8 +391,8 @@ func expectCorrupt(_ url: URL, _ fragments: [String] = [], sourceLocation: Sourc
 
 /// Runs `body` with file descriptor 2 redirected to a temporary file and returns what was written there.
 func captureStandardError(_ body: () throws -> Void) throws -> String {
-    let dir = try TempDirectory()
-    let path = dir.file("stderr.txt").path
+    let dir = try TemporaryDirectory("xmlstore-tests")
+    let path = dir.path("stderr.txt").path
     fflush(nil)
     let saved = dup(2)
     let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)

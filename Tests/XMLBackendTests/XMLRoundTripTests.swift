@@ -1,5 +1,6 @@
 import Foundation
 import StoreAPI
+import StoreTestSupport
 import Testing
 import XMLBackend
 
@@ -42,16 +43,16 @@ import XMLBackend
     }
 
     @Test func everyAttributeTypeRoundTripsWithEdgeValues() throws {
-        let dir = try TempDirectory()
-        let url = dir.file("values.xml")
+        let dir = try TemporaryDirectory("xmlstore-tests")
+        let url = dir.path("values.xml")
         let schema = try Fixture.schema()
         let values = Self.edgeValues()
         let rows = values.values.map(\.count).max() ?? 0
-        var records = [Fixture.record(schema, "Item", 1)]  // every attribute nil
+        var records = [schema.record("Item", 1)]  // every attribute nil
         for row in 0..<rows {
             var attributes: [String: StoreValue] = [:]
             for (name, list) in values { attributes[name] = list[row % list.count] }
-            records.append(Fixture.record(schema, "Item", Int64(row + 2), attributes))
+            records.append(schema.record("Item", Int64(row + 2), attributes))
         }
         let store = try openStore(url, creating: Fixture.metadata(schema))
         try store.save(StoreChanges(inserted: records))
@@ -80,11 +81,11 @@ import XMLBackend
     }
 
     @Test func relationshipsOfEveryKindRoundTrip() throws {
-        let dir = try TempDirectory()
-        let url = dir.file("graph.storexml")
+        let dir = try TemporaryDirectory("xmlstore-tests")
+        let url = dir.path("graph.storexml")
         let schema = try Fixture.schema()
         let r = { (e: String, pk: Int64, a: [String: StoreValue], rel: [String: RelationshipValue]) in
-            Fixture.record(schema, e, pk, a, rel)
+            schema.record(e, pk, a, rel)
         }
         let records = [
             // One-to-many, ordered, in a deliberately unsorted order.
@@ -122,12 +123,12 @@ import XMLBackend
     }
 
     @Test func historyAndMetadataSurviveReopen() throws {
-        let dir = try TempDirectory()
-        let url = dir.file("history.xml")
+        let dir = try TemporaryDirectory("xmlstore-tests")
+        let url = dir.path("history.xml")
         let schema = try Fixture.schema()
         let metadata = Fixture.metadata(schema)
         let store = try openStore(url, creating: metadata)
-        let book = Fixture.record(schema, "Book", 1, ["title": "T"])
+        let book = schema.record("Book", 1, ["title": "T"])
         try store.save(StoreChanges(inserted: [book], history: [
             HistoryTransaction(token: HistoryTransaction.assignToken, timestamp: Date(timeIntervalSinceReferenceDate: 757_382_400.25),
                                author: "importer\u{0}\u{1}<&>", changes: [
@@ -156,11 +157,11 @@ import XMLBackend
     }
 
     @Test func writeMetadataKeepsRecordsAndHistory() throws {
-        let dir = try TempDirectory()
-        let url = dir.file("meta.xml")
+        let dir = try TemporaryDirectory("xmlstore-tests")
+        let url = dir.path("meta.xml")
         let schema = try Fixture.schema()
         let store = try openStore(url, creating: Fixture.metadata(schema))
-        let tag = Fixture.record(schema, "Tag", 7, ["label": "kept"])
+        let tag = schema.record("Tag", 7, ["label": "kept"])
         try store.save(StoreChanges(inserted: [tag], history: [
             HistoryTransaction(token: HistoryTransaction.assignToken, timestamp: Date(), author: "a", changes: []),
         ]))
@@ -178,13 +179,13 @@ import XMLBackend
     /// Document ids come from primary keys, so keys far apart (sparse), negative or huge still get unique ids,
     /// every `idrefs` names an object in the file, and the store reads back unchanged.
     @Test func sparseNegativeAndLargeKeysRoundTrip() throws {
-        let dir = try TempDirectory()
-        let url = dir.file("keys.xml")
+        let dir = try TemporaryDirectory("xmlstore-tests")
+        let url = dir.path("keys.xml")
         let schema = try Fixture.schema()
         let store = try openStore(url, creating: Fixture.metadata(schema))
         let authors: [Int64] = [-7, 1, 1 << 40]
-        var records = authors.map { Fixture.record(schema, "Author", $0, ["name": .string("a\($0)")], ["books": .toMany([4])]) }
-        records.append(Fixture.record(schema, "Book", 4, ["title": "T"], ["author": .toOne(1 << 40)]))
+        var records = authors.map { schema.record("Author", $0, ["name": .string("a\($0)")], ["books": .toMany([4])]) }
+        records.append(schema.record("Book", 4, ["title": "T"], ["author": .toOne(1 << 40)]))
         try store.save(StoreChanges(inserted: records))
         let before = try allRecords(store)
         try store.close()
@@ -203,13 +204,13 @@ import XMLBackend
     }
 
     @Test func writtenFileHasCoreDataLayout() throws {
-        let dir = try TempDirectory()
-        let url = dir.file("layout.xml")
+        let dir = try TemporaryDirectory("xmlstore-tests")
+        let url = dir.path("layout.xml")
         let schema = try Fixture.schema()
         let store = try openStore(url, creating: Fixture.metadata(schema))
         try store.save(StoreChanges(inserted: [
-            Fixture.record(schema, "Author", 3, ["name": "Ann"], ["books": .toMany([4])]),
-            Fixture.record(schema, "Book", 4, ["title": "T"], ["author": .toOne(3)]),
+            schema.record("Author", 3, ["name": "Ann"], ["books": .toMany([4])]),
+            schema.record("Book", 4, ["title": "T"], ["author": .toOne(3)]),
         ]))
         try store.close()
         let text = try String(contentsOf: url, encoding: .utf8)

@@ -1,30 +1,31 @@
 import Foundation
 import StoreAPI
+import StoreTestSupport
 import Testing
 import XMLBackend
 
 /// Saves never lose data: concurrent modification, a second writer and failed saves leave the file as it was.
 @Suite struct XMLSafetyTests {
-    private func makeStore(_ dir: TempDirectory) throws -> (URL, Schema, any PersistentStore) {
-        let url = dir.file("safe.xml")
+    private func makeStore(_ dir: TemporaryDirectory) throws -> (URL, Schema, any PersistentStore) {
+        let url = dir.path("safe.xml")
         let schema = try Fixture.schema()
         let store = try openStore(url, creating: Fixture.metadata(schema))
-        try store.save(StoreChanges(inserted: [Fixture.record(schema, "Tag", 1, ["label": "first"])]))
+        try store.save(StoreChanges(inserted: [schema.record("Tag", 1, ["label": "first"])]))
         return (url, schema, store)
     }
 
     @Test func saveOverAFileModifiedOnDiskFails() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("xmlstore-tests")
         let (url, schema, store) = try makeStore(dir)
         defer { try? store.close() }
         // Someone else rewrites the file (same bytes, new inode: what any atomic writer does).
-        let other = dir.file("other.xml")
+        let other = dir.path("other.xml")
         try FileManager.default.copyItem(at: url, to: other)
         try FileManager.default.removeItem(at: url)
         try FileManager.default.moveItem(at: other, to: url)
         let before = try Data(contentsOf: url)
         #expect {
-            try store.save(StoreChanges(inserted: [Fixture.record(schema, "Tag", 2, ["label": "second"])]))
+            try store.save(StoreChanges(inserted: [schema.record("Tag", 2, ["label": "second"])]))
         } throws: { error in
             guard case StoreError.modifiedOnDisk = error else { return false }
             return true
@@ -33,7 +34,7 @@ import XMLBackend
     }
 
     @Test func aSecondWriterIsLockedOut() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("xmlstore-tests")
         let (url, _, store) = try makeStore(dir)
         defer { try? store.close() }
         #expect {
@@ -52,14 +53,14 @@ import XMLBackend
     }
 
     @Test func aFailedSaveLeavesFileAndStoreUnchanged() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("xmlstore-tests")
         let (url, schema, store) = try makeStore(dir)
         defer { try? store.close() }
         let before = try Data(contentsOf: url)
         let listing = dir.listing()
         // A value of the wrong type cannot be written (it could not be read back): the save fails as a whole.
-        let bad = Fixture.record(schema, "Item", 1, ["i16": .string("not a number")])
-        let good = Fixture.record(schema, "Tag", 2, ["label": "second"])
+        let bad = schema.record("Item", 1, ["i16": .string("not a number")])
+        let good = schema.record("Tag", 2, ["label": "second"])
         #expect(throws: StoreError.self) { try store.save(StoreChanges(inserted: [good, bad])) }
         #expect(try Data(contentsOf: url) == before)
         #expect(dir.listing() == listing, "no staging file may be left behind")
@@ -75,20 +76,20 @@ import XMLBackend
     }
 
     @Test func aReadOnlyStoreRefusesSaves() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("xmlstore-tests")
         let (url, schema, store) = try makeStore(dir)
         try store.close()
         let before = try Data(contentsOf: url)
         let reader = try openStore(url, options: StoreOptions(isReadOnly: true))
         defer { try? reader.close() }
         #expect(throws: StoreError.self) {
-            try reader.save(StoreChanges(inserted: [Fixture.record(schema, "Tag", 9)]))
+            try reader.save(StoreChanges(inserted: [schema.record("Tag", 9)]))
         }
         #expect(try Data(contentsOf: url) == before)
     }
 
     @Test func integrityCheckReportsDamage() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("xmlstore-tests")
         let (url, _, store) = try makeStore(dir)
         try store.close()
         #expect(try XMLStoreBackend().checkIntegrity(at: url).isEmpty)
@@ -100,11 +101,11 @@ import XMLBackend
     }
 
     @Test func copyAndDestroyHandleExactlyTheStoreFiles() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("xmlstore-tests")
         let (url, _, store) = try makeStore(dir)
         try store.close()
         let neighbour = try dir.write("keep me", to: "notes.txt")
-        let copy = dir.file("copy.xml")
+        let copy = dir.path("copy.xml")
         try XMLStoreBackend().copyStore(from: url, to: copy)
         #expect(try Data(contentsOf: copy) == Data(contentsOf: url))
         #expect(throws: StoreError.self) { try XMLStoreBackend().copyStore(from: url, to: copy) }

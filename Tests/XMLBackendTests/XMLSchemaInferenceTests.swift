@@ -1,17 +1,18 @@
 import Foundation
 import StoreAPI
+import StoreTestSupport
 import Testing
 import XMLBackend
 
 /// Schema inference for files Core Data wrote: inheritance, inverses, identities and conflicts.
 @Suite struct XMLSchemaInferenceTests {
-    private func load(_ text: String, _ dir: TempDirectory, name: String = "cd.xml") throws -> (StoreMetadata, [Record]) {
+    private func load(_ text: String, _ dir: TemporaryDirectory, name: String = "cd.xml") throws -> (StoreMetadata, [Record]) {
         let url = try dir.write(text, to: name)
         return try XMLCoreDataCorpusTests.load(url)
     }
 
     @Test func subEntitiesAndAbstractParentsAreInferred() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("xmlstore-tests")
         let (metadata, records) = try load(coreDataDocument("""
             <object type="PERSON" id="z1">
                 <attribute name="name" type="string">Ann</attribute>
@@ -49,7 +50,7 @@ import XMLBackend
     }
 
     @Test func inversesArePairedOnlyWhenTheDataAgrees() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("xmlstore-tests")
         // parent/children on one entity: structurally ambiguous, the data decides.
         let (m1, _) = try load(coreDataDocument("""
             <object type="NODE" id="z1">
@@ -80,7 +81,7 @@ import XMLBackend
     }
 
     @Test func cardinalityComesFromMinMax() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("xmlstore-tests")
         let (metadata, _) = try load(coreDataDocument("""
             <object type="A" id="z1">
                 <relationship name="required" type="1/1" destination="B" idrefs="z2"></relationship>
@@ -99,7 +100,7 @@ import XMLBackend
     }
 
     @Test func identitiesAreStableWithoutAStoreUUID() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("xmlstore-tests")
         let text = coreDataDocument("""
             <object type="A" id="custom"><attribute name="x" type="int64">1</attribute></object>
             <object type="A" id="z7"></object>
@@ -113,7 +114,7 @@ import XMLBackend
     }
 
     @Test func anEmptyCoreDataStoreLoads() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("xmlstore-tests")
         let (metadata, records) = try load(coreDataDocument(""), dir)
         #expect(metadata.schema.entities.isEmpty)
         #expect(records.isEmpty)
@@ -121,7 +122,7 @@ import XMLBackend
     }
 
     @Test func contradictionsAreReported() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("xmlstore-tests")
         let conflictingTypes = try dir.write(coreDataDocument("""
             <object type="A" id="z1"><attribute name="x" type="int16">1</attribute></object>
             <object type="A" id="z2"><attribute name="x" type="string">1</attribute></object>

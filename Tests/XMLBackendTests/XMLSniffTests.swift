@@ -1,19 +1,20 @@
 import Foundation
 import StoreAPI
+import StoreTestSupport
 import Testing
 import XMLBackend
 
 /// `sniff` tells stores, other XML and everything else apart from the first few kilobytes, without throwing.
 @Suite struct XMLSniffTests {
     @Test func sniffClassifiesPaths() throws {
-        let dir = try TempDirectory()
+        let dir = try TemporaryDirectory("xmlstore-tests")
         let backend = XMLStoreBackend()
-        #expect(backend.sniff(dir.file("missing.xml")) == .none)
+        #expect(backend.sniff(dir.path("missing.xml")) == .none)
         #expect(backend.sniff(dir.url) == .none, "a directory")
         #expect(backend.sniff(try dir.write("", to: "empty.xml")) == .none)
         #expect(backend.sniff(try dir.write("hello, world", to: "text.xml")) == .none)
         #expect(backend.sniff(try dir.write("<unclosed", to: "broken.xml")) == .none)
-        let binary = dir.file("binary.sqlite")
+        let binary = dir.path("binary.sqlite")
         try Data("SQLite format 3\u{0}".utf8 + (0..<4000).map { UInt8(truncatingIfNeeded: $0) }).write(to: binary)
         #expect(backend.sniff(binary) == .none)
         #expect(backend.sniff(try dir.write("<?xml version=\"1.0\"?>\n<plist><dict/></plist>", to: "plist.xml"))
@@ -27,7 +28,7 @@ import XMLBackend
         let commented = try dir.write("<!-- \(String(repeating: "x", count: 2000)) -->\n<database/>", to: "commented.xml")
         #expect(backend.sniff(commented) == .store)
         // A UTF-16 document with a byte-order mark.
-        let utf16 = dir.file("utf16.xml")
+        let utf16 = dir.path("utf16.xml")
         var bytes: [UInt8] = [0xFF, 0xFE]
         for unit in "<?xml version=\"1.0\" encoding=\"UTF-16\"?><database></database>".utf16 {
             bytes.append(UInt8(unit & 0xFF)); bytes.append(UInt8(unit >> 8))
@@ -37,8 +38,8 @@ import XMLBackend
     }
 
     @Test func ownStoresSniffAsStores() throws {
-        let dir = try TempDirectory()
-        let url = dir.file("own.xml")
+        let dir = try TemporaryDirectory("xmlstore-tests")
+        let url = dir.path("own.xml")
         let store = try openStore(url, creating: Fixture.metadata(try Fixture.schema()))
         try store.close()
         #expect(XMLStoreBackend().sniff(url) == .store)

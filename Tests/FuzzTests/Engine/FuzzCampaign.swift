@@ -1,5 +1,6 @@
 import Foundation
 import StoreAPI
+import StoreTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -60,7 +61,7 @@ struct FuzzCampaign {
 
     /// The input with index `index`: the same for the same seed, wherever and whenever it is generated.
     func input(_ index: Int) -> [UInt8] {
-        var rng = FuzzRandom(seed: FuzzConfiguration.seed, target: target, index: index)
+        var rng = SeededGenerator(seed: FuzzConfiguration.seed, target: target, index: index)
         let base = rng.pick(corpus)
         if rng.percent(unmutatedPercent) { return base }
         return mutator.mutate(base, rng: &rng)

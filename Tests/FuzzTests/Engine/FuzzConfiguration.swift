@@ -1,4 +1,5 @@
 import Foundation
+import StoreTestSupport
 
 /// How big a fuzz run is, read from the environment so the same tests do the short CI run and the long run.
 ///
@@ -17,7 +18,7 @@ enum FuzzConfiguration {
     static let seed: UInt64 = {
         guard let text = environment["STORE_FUZZ_SEED"] else { return 0x5EED_0009 }
         if text.hasPrefix("0x"), let v = UInt64(text.dropFirst(2), radix: 16) { return v }
-        return UInt64(text) ?? FuzzRandom.fnv1a(text)
+        return UInt64(text) ?? SeededGenerator.fnv1a(text)
     }()
 
     /// Inputs to try for `target` (CI default `ciDefault`): `STORE_FUZZ_ITERATIONS_<TARGET>` (the target's name

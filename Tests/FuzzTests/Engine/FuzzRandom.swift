@@ -1,28 +1,12 @@
-/// A seedable random generator (SplitMix64) with helpers whose results do not depend on the standard library's
-/// sampling algorithms, so a seed and an input index name the same input on every machine and toolchain.
-struct FuzzRandom {
-    private var state: UInt64
+import StoreTestSupport
 
-    init(seed: UInt64) { state = seed }
-
+/// The fuzz engine's helpers on the shared SplitMix64 generator, whose results do not depend on the standard
+/// library's sampling algorithms, so a seed and an input index name the same input on every machine and toolchain.
+extension SeededGenerator {
     /// The generator for input `index` of `target`: every input can be regenerated on its own (replay).
     init(seed: UInt64, target: String, index: Int) {
         self.init(seed: seed ^ Self.fnv1a(target) ^ (UInt64(bitPattern: Int64(index)) &* 0x9E37_79B9_7F4A_7C15))
         _ = next()
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// A number in `0..<n` (`0` when `n <= 1`).
-    mutating func below(_ n: Int) -> Int {
-        guard n > 1 else { return 0 }
-        return Int(next().multipliedFullWidth(by: UInt64(n)).high)
     }
 
     /// A number in `range`.
@@ -32,9 +16,6 @@ struct FuzzRandom {
 
     /// `true` with probability `percent`/100.
     mutating func percent(_ percent: Int) -> Bool { below(100) < percent }
-
-    /// One element of a non-empty array.
-    mutating func pick<T>(_ items: [T]) -> T { items[below(items.count)] }
 
     /// A length biased towards small values (most mutations touch a few bytes; some touch many).
     mutating func length(max: Int) -> Int {

@@ -1,3 +1,5 @@
+import StoreTestSupport
+
 /// Values that tend to break parsers: boundaries of every integer width, numbers no type can hold, text no
 /// decoder expects.
 enum FuzzValues {
@@ -41,12 +43,12 @@ enum FuzzValues {
         [0xEF, 0xBB, 0xBF], [0xFE, 0xFF], [0xFF, 0xFE], [0xC3, 0x28], [0x00, 0x3C, 0x00],
     ]
 
-    static func randomBytes(_ n: Int, rng: inout FuzzRandom) -> [UInt8] {
+    static func randomBytes(_ n: Int, rng: inout SeededGenerator) -> [UInt8] {
         (0..<n).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
     }
 
     /// An interesting string or number, as text.
-    static func text(_ rng: inout FuzzRandom) -> String {
+    static func text(_ rng: inout SeededGenerator) -> String {
         rng.percent(40) ? rng.pick(numbers) : rng.pick(strings)
     }
 }

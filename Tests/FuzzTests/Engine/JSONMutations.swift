@@ -1,3 +1,5 @@
+import StoreTestSupport
+
 /// JSON- and NDJSON-aware mutations: values replaced by interesting values or values of another kind, values and
 /// keys swapped with others of the same input, members duplicated or removed, lines duplicated, dropped or
 /// swapped, and deep nesting.
@@ -28,7 +30,7 @@ enum JSONMutations {
         "\"\\u0000\"", "\"\\uD800\"", "\"\\ud83d\\ude00\"", "\"\\u00e9\"", "\"\\x\"", "\"\\u12\"", "1e400", "-0.0",
     ]
 
-    static func apply(_ d: inout [UInt8], rng: inout FuzzRandom, maxSize: Int) {
+    static func apply(_ d: inout [UInt8], rng: inout SeededGenerator, maxSize: Int) {
         let tokens = tokenize(d)
         let values = tokens.filter { $0.kind == .string || $0.kind == .number || $0.kind == .literal }
         switch rng.below(12) {
@@ -153,13 +155,13 @@ enum JSONMutations {
         return out
     }
 
-    private static func pick(_ tokens: [Token], _ kind: Kind, rng: inout FuzzRandom) -> Token? {
+    private static func pick(_ tokens: [Token], _ kind: Kind, rng: inout SeededGenerator) -> Token? {
         let matching = tokens.filter { $0.kind == kind }
         return matching.isEmpty ? nil : rng.pick(matching)
     }
 
     /// A string token followed by `:` (an object key).
-    private static func pickKey(_ d: [UInt8], tokens: [Token], rng: inout FuzzRandom) -> Token? {
+    private static func pickKey(_ d: [UInt8], tokens: [Token], rng: inout SeededGenerator) -> Token? {
         var keys: [Token] = []
         for (i, t) in tokens.enumerated() where t.kind == .string && i + 1 < tokens.count
             && tokens[i + 1].kind == .punctuation && d[tokens[i + 1].range.lowerBound] == UInt8(ascii: ":") {
@@ -169,7 +171,7 @@ enum JSONMutations {
     }
 
     /// The range of a whole value: a scalar token, or a container through its matching close.
-    static func randomValue(_ d: [UInt8], tokens: [Token], rng: inout FuzzRandom) -> Range<Int>? {
+    static func randomValue(_ d: [UInt8], tokens: [Token], rng: inout SeededGenerator) -> Range<Int>? {
         let starts = tokens.indices.filter { tokens[$0].kind != .close && tokens[$0].kind != .punctuation }
         guard !starts.isEmpty else { return nil }
         return valueRange(tokens, from: rng.pick(starts))
@@ -190,7 +192,7 @@ enum JSONMutations {
     }
 
     /// A `"key": value` member of an object.
-    private static func randomMember(_ d: [UInt8], tokens: [Token], rng: inout FuzzRandom) -> Range<Int>? {
+    private static func randomMember(_ d: [UInt8], tokens: [Token], rng: inout SeededGenerator) -> Range<Int>? {
         var starts: [Int] = []
         for (i, t) in tokens.enumerated() where t.kind == .string && i + 2 < tokens.count
             && tokens[i + 1].kind == .punctuation && d[tokens[i + 1].range.lowerBound] == UInt8(ascii: ":") {
@@ -202,7 +204,7 @@ enum JSONMutations {
         return tokens[i].range.lowerBound..<value.upperBound
     }
 
-    private static func lineMutation(_ d: inout [UInt8], rng: inout FuzzRandom) {
+    private static func lineMutation(_ d: inout [UInt8], rng: inout SeededGenerator) {
         var lines = d.split(separator: 0x0A, omittingEmptySubsequences: false).map(Array.init)
         guard !lines.isEmpty else { return }
         let i = rng.below(lines.count)

@@ -1,3 +1,5 @@
+import StoreTestSupport
+
 /// What kind of text (or not) an input is, so the mutator can also make the mistakes a person or a hostile file
 /// would make in that syntax, not only random bit damage.
 enum Dialect: Sendable {
@@ -31,7 +33,7 @@ struct Mutator: Sendable {
     }
 
     /// A mutated copy of `input`: one to a handful of stacked mutations (sometimes many).
-    func mutate(_ input: [UInt8], rng: inout FuzzRandom) -> [UInt8] {
+    func mutate(_ input: [UInt8], rng: inout SeededGenerator) -> [UInt8] {
         var data = input
         let rounds = gentle ? (rng.percent(80) ? 1 : 2) : rng.percent(10) ? rng.inRange(4...16) : rng.inRange(1...3)
         for _ in 0..<rounds {
@@ -47,7 +49,7 @@ struct Mutator: Sendable {
 
     // MARK: Byte level
 
-    func byteMutation(_ d: inout [UInt8], rng: inout FuzzRandom) {
+    func byteMutation(_ d: inout [UInt8], rng: inout SeededGenerator) {
         if d.isEmpty {
             d = rng.percent(50) ? Array(FuzzValues.randomBytes(rng.inRange(1...16), rng: &rng)) : rng.pick(corpus)
             return
@@ -121,7 +123,7 @@ struct Mutator: Sendable {
 
     // MARK: Dialects
 
-    private func dialectMutation(_ d: inout [UInt8], rng: inout FuzzRandom) {
+    private func dialectMutation(_ d: inout [UInt8], rng: inout SeededGenerator) {
         switch dialect {
         case .binary: byteMutation(&d, rng: &rng)
         case .xml: XMLMutations.apply(&d, rng: &rng, maxSize: maxSize)
@@ -134,7 +136,7 @@ struct Mutator: Sendable {
 /// Helpers for finding things in byte arrays.
 enum FuzzText {
     /// A maximal run of bytes matching `predicate` that contains a random position, if one is near it.
-    static func randomRun(in d: [UInt8], rng: inout FuzzRandom, where predicate: (UInt8) -> Bool) -> Range<Int>? {
+    static func randomRun(in d: [UInt8], rng: inout SeededGenerator, where predicate: (UInt8) -> Bool) -> Range<Int>? {
         guard !d.isEmpty else { return nil }
         var i = rng.below(d.count)
         var scanned = 0

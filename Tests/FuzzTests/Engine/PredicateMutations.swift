@@ -1,3 +1,5 @@
+import StoreTestSupport
+
 /// Predicate-aware mutations: tokens replaced, inserted, deleted or swapped with keywords, operators,
 /// placeholders and hostile literals; deep parentheses, long `NOT` and `AND` chains, long key paths.
 enum PredicateMutations {
@@ -15,7 +17,7 @@ enum PredicateMutations {
         "1.", "{1, 2, 3}", "{}", "{{1}}", "'*?[a-'", "'(a+)+$'", "'['", "'\\\\'", "\u{0}", "ı", "İN",
     ]
 
-    static func apply(_ d: inout [UInt8], rng: inout FuzzRandom, maxSize: Int) {
+    static func apply(_ d: inout [UInt8], rng: inout SeededGenerator, maxSize: Int) {
         // Inputs may start with `Entity|` (which entity to run them on): mutate the predicate, mostly.
         var prefix: [UInt8] = []
         if rng.percent(95), let bar = d.prefix(16).firstIndex(of: UInt8(ascii: "|")) {

@@ -1,3 +1,5 @@
+import StoreTestSupport
+
 /// XML-aware mutations: whole tags and elements duplicated, removed, moved or renamed; attribute values and text
 /// replaced with interesting values; DTDs, entity references, CDATA and deep nesting inserted.
 enum XMLMutations {
@@ -45,7 +47,7 @@ enum XMLMutations {
         "<plist version=\"1.0\"><dict><key>k</key></dict></plist>", "<key>k</key><integer>1e999</integer>",
     ]
 
-    static func apply(_ d: inout [UInt8], rng: inout FuzzRandom, maxSize: Int) {
+    static func apply(_ d: inout [UInt8], rng: inout SeededGenerator, maxSize: Int) {
         let tags = tagRanges(d)
         switch rng.below(13) {
         case 0 where !tags.isEmpty:  // remove a tag
@@ -166,7 +168,7 @@ enum XMLMutations {
     }
 
     /// The name of a random start or end tag.
-    static func randomTagName(_ d: [UInt8], rng: inout FuzzRandom) -> Range<Int>? {
+    static func randomTagName(_ d: [UInt8], rng: inout SeededGenerator) -> Range<Int>? {
         let tags = tagRanges(d).filter { d[$0.lowerBound + 1] != UInt8(ascii: "!") && d[$0.lowerBound + 1] != UInt8(ascii: "?") }
         guard !tags.isEmpty else { return nil }
         let t = rng.pick(tags)
@@ -178,7 +180,7 @@ enum XMLMutations {
     }
 
     /// A whole element: a start tag through its matching end tag (or an empty-element tag).
-    static func randomElement(_ d: [UInt8], rng: inout FuzzRandom) -> Range<Int>? {
+    static func randomElement(_ d: [UInt8], rng: inout SeededGenerator) -> Range<Int>? {
         let starts = tagRanges(d).filter {
             let c = d[$0.lowerBound + 1]
             return c != UInt8(ascii: "/") && c != UInt8(ascii: "!") && c != UInt8(ascii: "?")
@@ -209,7 +211,7 @@ enum XMLMutations {
     }
 
     /// The inside of a random `="…"` attribute value.
-    static func randomAttributeValue(_ d: [UInt8], rng: inout FuzzRandom) -> Range<Int>? {
+    static func randomAttributeValue(_ d: [UInt8], rng: inout SeededGenerator) -> Range<Int>? {
         var starts: [Int] = []
         var i = 0
         while i + 1 < d.count {
@@ -224,7 +226,7 @@ enum XMLMutations {
     }
 
     /// A whole ` name="value"` attribute inside the tag `t`.
-    static func randomAttribute(_ d: [UInt8], within t: Range<Int>, rng: inout FuzzRandom) -> Range<Int>? {
+    static func randomAttribute(_ d: [UInt8], within t: Range<Int>, rng: inout SeededGenerator) -> Range<Int>? {
         let tag = Array(d[t])
         var spans: [Range<Int>] = []
         var i = 0
@@ -246,7 +248,7 @@ enum XMLMutations {
     }
 
     /// Non-empty text between a `>` and the next `<`.
-    static func randomText(_ d: [UInt8], rng: inout FuzzRandom) -> Range<Int>? {
+    static func randomText(_ d: [UInt8], rng: inout SeededGenerator) -> Range<Int>? {
         var spans: [Range<Int>] = []
         var i = 0
         while i < d.count {

@@ -1,4 +1,5 @@
 import Foundation
+import StoreTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -68,33 +69,5 @@ enum ChildProcess {
             peakMemoryBytes: usage.ru_maxrss * 1024, seconds: seconds,
             stdout: (try? String(contentsOf: out, encoding: .utf8)) ?? "",
             stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
-    }
-}
-
-/// The built `storectl`, found as the storectl tests find it: `STORECTL`, or beside the test bundle.
-enum StorectlBinary {
-    static let url: URL? = {
-        let fm = FileManager.default
-        if let explicit = ProcessInfo.processInfo.environment["STORECTL"], fm.isExecutableFile(atPath: explicit) {
-            return URL(fileURLWithPath: explicit)
-        }
-        var candidates: [URL] = []
-        if let first = CommandLine.arguments.first {
-            let exe = URL(fileURLWithPath: first).resolvingSymlinksInPath()
-            candidates.append(exe.deletingLastPathComponent().appendingPathComponent("storectl"))
-            candidates.append(exe.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-                .deletingLastPathComponent().appendingPathComponent("storectl"))
-        }
-        for b in Bundle.allBundles {
-            candidates.append(b.bundleURL.deletingLastPathComponent().appendingPathComponent("storectl"))
-        }
-        candidates.append(FuzzPaths.packageRoot.appendingPathComponent(".build/debug/storectl"))
-        return candidates.first { fm.isExecutableFile(atPath: $0.path) }
-    }()
-
-    /// The binary, or a test issue saying how to provide it.
-    static func require(sourceLocation: SourceLocation = #_sourceLocation) throws -> URL {
-        try #require(url, "storectl binary not found next to the test bundle; build it (swift build) or set STORECTL",
-                     sourceLocation: sourceLocation)
     }
 }

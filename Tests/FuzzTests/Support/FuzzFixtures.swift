@@ -2,42 +2,12 @@ import Foundation
 import LMDBBackend
 import SQLiteBackend
 import StoreAPI
+import StoreTestSupport
 import Testing
 import XMLBackend
 
-/// A directory a test creates and removes.
-final class FuzzDirectory: @unchecked Sendable {
-    let url: URL
-
-    init(_ label: String = "fuzz") throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("storeapi-\(label)-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    func file(_ name: String) -> URL { url.appendingPathComponent(name) }
-
-    /// The entry names, sorted (hidden ones included).
-    func listing() -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []).sorted()
-    }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
-}
-
-/// Where the package and the shared corpus are.
+/// Files of the shared corpus.
 enum FuzzPaths {
-    static let packageRoot = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    static let samples = packageRoot.appendingPathComponent("Samples")
-    static let libraryModel = samples.appendingPathComponent("Library.xcdatamodeld")
-    static let libraryData = samples.appendingPathComponent("library.ndjson")
-
-    /// `../shared/corpus/<sub>` beside the package, or `nil` (tests then say they skip the corpus part).
-    static func corpus(_ sub: String) -> URL? {
-        let dir = packageRoot.appendingPathComponent("../shared/corpus").appendingPathComponent(sub).standardizedFileURL
-        return FileManager.default.fileExists(atPath: dir.path) ? dir : nil
-    }
-
     /// Every regular file under `dir` whose name satisfies `keep`, sorted by path (so the corpus order is stable).
     static func files(under dir: URL, _ keep: (String) -> Bool) -> [URL] {
         guard let e = FileManager.default.enumerator(at: dir, includingPropertiesForKeys: [.isRegularFileKey]) else { return [] }
@@ -51,24 +21,9 @@ enum FuzzPaths {
 
 /// Every backend, in a registry of the fuzz tests' own.
 enum FuzzBackends {
-    static let registry: BackendRegistry = {
-        let r = BackendRegistry(backends: [InMemoryBackend()])
-        r.register(SQLiteStoreBackend())
-        r.register(LMDBStoreBackend())
-        r.register(XMLStoreBackend())
-        return r
-    }()
+    static let registry = BackendRegistry(backends: [InMemoryBackend(), SQLiteStoreBackend(), LMDBStoreBackend(), XMLStoreBackend()])
 
     static let persistent: [any StoreBackend] = [SQLiteStoreBackend(), LMDBStoreBackend(), XMLStoreBackend()]
-
-    /// Every record of every concrete entity.
-    static func allRecords(_ store: any PersistentStore) throws -> [Record] {
-        var out: [Record] = []
-        for e in store.metadata.schema.entities where !e.isAbstract {
-            out += try store.fetch(FetchRequest(entity: e.name, includesSubentities: false))
-        }
-        return out
-    }
 }
 
 /// A deterministic store with every attribute type and relationship kind, and values at the edges (NaN payloads,
@@ -81,11 +36,7 @@ enum FuzzFixture {
         UUID(uuidString: "F0220000-0000-4000-8000-" + String(repeating: "0", count: 12 - String(n).count) + String(n)) ?? UUID()
     }
 
-    static let attributeTypes: [(String, AttributeType)] = [
-        ("i16", .integer16), ("i32", .integer32), ("i64", .integer64), ("dec", .decimal), ("dbl", .double),
-        ("flt", .float), ("str", .string), ("flag", .boolean), ("when", .date), ("blob", .binary), ("ident", .uuid),
-        ("link", .uri), ("archived", .transformable),
-    ]
+    static let attributeTypes = TestSchemas.everyAttributeType
 
     static func schema() throws -> Schema {
         try Schema(entities: [
@@ -121,13 +72,10 @@ enum FuzzFixture {
                       custom: ["app": .string("fuzz"), "n": .integer(3), "nested": .dictionary(["a": .array([.bool(true), .null, .double(0.5)])])])
     }
 
+    /// A record whose global ID follows from its entity and key, so every run writes the same store.
     static func record(_ schema: Schema, _ entity: String, _ pk: Int64, _ attributes: [String: StoreValue] = [:],
-                       _ relationships: [String: RelationshipValue] = [:]) throws -> Record {
-        let e = try #require(schema.entity(named: entity))
-        var r = e.newRecord(primaryKey: pk, globalID: gid(Int(pk) + 1000 * (e.name.utf8.first.map(Int.init) ?? 0)))
-        for (name, value) in attributes { r.attributes[try #require(e.attributeIndex(name))] = value }
-        for (name, value) in relationships { r.relationships[try #require(e.relationshipIndex(name))] = value }
-        return r
+                       _ relationships: [String: RelationshipValue] = [:]) -> Record {
+        schema.record(entity, pk, attributes, relationships, globalID: gid(Int(pk) + 1000 * (entity.utf8.first.map(Int.init) ?? 0)))
     }
 
     static let epoch = Date(timeIntervalSinceReferenceDate: 700_000_000.25)
@@ -135,36 +83,36 @@ enum FuzzFixture {
     static func records(_ s: Schema) throws -> [Record] {
         let payloadNaN = Double(bitPattern: 0x7FF8_0000_0000_1234)
         return [
-            try record(s, "Item", 1, [
+            record(s, "Item", 1, [
                 "i16": .integer16(5), "i32": .integer32(-7), "i64": .integer64(.max), "dec": .decimal(Decimal(string: "12.50") ?? 0),
                 "dbl": .double(-0.0), "flt": .float(Float(bitPattern: 0x7FC0_0123)), "str": "plain", "flag": .boolean(true),
                 "when": .date(Date(timeIntervalSinceReferenceDate: 0)), "blob": .binary(Data([0, 1, 2])),
                 "ident": .uuid(gid(77)), "link": .uri(URL(string: "https://example.com/a?b=c#d") ?? URL(fileURLWithPath: "/")),
                 "archived": .binary(Data()), "code": "A-1",
             ]),
-            try record(s, "Item", 2, [
+            record(s, "Item", 2, [
                 "i16": .integer16(.min), "i32": .integer32(.max), "i64": .integer64(.min), "dec": .decimal(Decimal(string: "-0.000001") ?? 0),
                 "dbl": .double(.infinity), "flt": .float(-.infinity), "str": .string("\u{0}\u{1}\r\n\t<>&\"'🙂 \u{FFFF}\\"),
                 "flag": .boolean(false), "when": .date(Date(timeIntervalSinceReferenceDate: -1e10)),
                 "blob": .binary(Data((0..<300).map { UInt8(truncatingIfNeeded: $0 &* 7) })),
                 "link": .uri(URL(string: "file:///tmp/x%20y") ?? URL(fileURLWithPath: "/")), "code": "B-2",
             ]),
-            try record(s, "Item", 3, ["code": "C-3"]),
-            try record(s, "Item", 4, ["dbl": .double(payloadNaN), "flt": .float(.nan), "str": "", "code": "D-4",
+            record(s, "Item", 3, ["code": "C-3"]),
+            record(s, "Item", 4, ["dbl": .double(payloadNaN), "flt": .float(.nan), "str": "", "code": "D-4",
                                       "when": .date(epoch)]),
-            try record(s, "Author", 1, ["name": "Ann"], ["books": .toMany([3, 1, 2])]),
-            try record(s, "Author", 2, ["name": "Bo"], ["books": .toMany([])]),
-            try record(s, "Book", 1, ["title": "One"], ["author": .toOne(1), "tags": .toMany([1, 2])]),
-            try record(s, "Book", 2, ["title": "Two"], ["author": .toOne(1), "tags": .toMany([2])]),
-            try record(s, "Book", 3, ["title": "Three\nlines"], ["author": .toOne(1)]),
-            try record(s, "Book", 4, ["title": "Orphan"]),
-            try record(s, "Tag", 1, ["label": "x"], ["books": .toMany([1])]),
-            try record(s, "Tag", 2, ["label": "y"], ["books": .toMany([1, 2])]),
-            try record(s, "Tag", 3, ["label": "unused"]),
-            try record(s, "Person", 1, ["name": "P"], ["spouse": .toOne(2), "pets": .toMany([1, 2])]),
-            try record(s, "Person", 2, ["name": "Q"], ["spouse": .toOne(1)]),
-            try record(s, "Dog", 1, ["name": "Rex", "barks": .boolean(true)], ["owner": .toOne(1)]),
-            try record(s, "Cat", 2, ["name": "Tom", "lives": .integer16(9)], ["owner": .toOne(1)]),
+            record(s, "Author", 1, ["name": "Ann"], ["books": .toMany([3, 1, 2])]),
+            record(s, "Author", 2, ["name": "Bo"], ["books": .toMany([])]),
+            record(s, "Book", 1, ["title": "One"], ["author": .toOne(1), "tags": .toMany([1, 2])]),
+            record(s, "Book", 2, ["title": "Two"], ["author": .toOne(1), "tags": .toMany([2])]),
+            record(s, "Book", 3, ["title": "Three\nlines"], ["author": .toOne(1)]),
+            record(s, "Book", 4, ["title": "Orphan"]),
+            record(s, "Tag", 1, ["label": "x"], ["books": .toMany([1])]),
+            record(s, "Tag", 2, ["label": "y"], ["books": .toMany([1, 2])]),
+            record(s, "Tag", 3, ["label": "unused"]),
+            record(s, "Person", 1, ["name": "P"], ["spouse": .toOne(2), "pets": .toMany([1, 2])]),
+            record(s, "Person", 2, ["name": "Q"], ["spouse": .toOne(1)]),
+            record(s, "Dog", 1, ["name": "Rex", "barks": .boolean(true)], ["owner": .toOne(1)]),
+            record(s, "Cat", 2, ["name": "Tom", "lives": .integer16(9)], ["owner": .toOne(1)]),
         ]
     }
 
@@ -199,18 +147,18 @@ enum FuzzFixture {
 /// A small, closed slice of the bundled sample (`Samples/library.ndjson`): lines picked deterministically, with
 /// references to records outside the slice removed, so the slice imports on its own.
 enum LibrarySample {
-    static func schema() throws -> Schema { try Schema(xcodeModelAt: FuzzPaths.libraryModel) }
+    static func schema() throws -> Schema { try Schema(xcodeModelAt: PackagePaths.libraryModel) }
 
     /// The sample's lines, unparsed.
     static let lines: [Data] = {
-        guard let data = try? Data(contentsOf: FuzzPaths.libraryData) else { return [] }
+        guard let data = try? Data(contentsOf: PackagePaths.libraryData) else { return [] }
         return data.split(separator: 0x0A).map { Data($0) }
     }()
 
     /// `count` lines picked with `seed`, as NDJSON.
     static func slice(count: Int, seed: UInt64) -> [UInt8] {
         guard !lines.isEmpty else { return [] }
-        var rng = FuzzRandom(seed: seed)
+        var rng = SeededGenerator(seed: seed)
         var picked: [[String: Any]] = []
         var taken = Set<Int>()
         while taken.count < min(count, lines.count) {

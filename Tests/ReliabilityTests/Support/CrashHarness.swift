@@ -1,5 +1,6 @@
 import Foundation
 import StoreAPI
+import StoreTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -76,7 +77,7 @@ enum KillPlan: String, Sendable, CustomStringConvertible {
     /// Timed points are fractions of a complete run's duration, turned into delays when they are used: on a shared
     /// machine the duration drifts with the load, so ``KillPoint/delay(_:)`` values are refreshed every few
     /// points by ``refreshDelays(_:from:command:)``.
-    func points(for command: [String], count: Int, random: inout SeededRandom) throws -> (calibration: Child, points: [KillPoint]) {
+    func points(for command: [String], count: Int, random: inout SeededGenerator) throws -> (calibration: Child, points: [KillPoint]) {
         switch self {
         case .timed:
             let (child, duration) = try Self.completeRun(command)
@@ -130,7 +131,7 @@ enum CrashHarness {
     /// logical comparison with the source); and the staging leftovers of one run are gone after the next.
     static func transferSeries(_ c: TransferCase, plan: KillPlan, points: Int) throws -> CrashTally {
         var tally = CrashTally(label: "\(c) (\(plan))")
-        let scratch = try Scratch("crash-\(c.operation.rawValue)-\(c.sourceType)-\(c.destinationType)")
+        let scratch = try TemporaryDirectory("reliability-crash-\(c.operation.rawValue)-\(c.sourceType)-\(c.destinationType)")
         defer { scratch.remove() }
         let pristine = try Fixtures.library(c.sourceType)
         let other = try Fixtures.other(c.destinationType)
@@ -141,14 +142,14 @@ enum CrashHarness {
         try StoreBytes.copy(pristine, to: source)
         let pristineBytes = StoreBytes.contents(of: pristine)
         let destination = destinationDirectory.appendingPathComponent("store.\(c.destinationType)")
-        let storectl = try Tools.require(Tools.storectl, "storectl")
+        let storectl = try BuiltTools.require(BuiltTools.storectl, "storectl")
         let arguments = c.arguments(source: source, destination: destination)
         let command = [storectl.path] + arguments
         if c.operation == .replace { try StoreBytes.copy(other, to: destination) }
 
         // One complete run first, timed or traced to choose the kill points (its result is checked like the
         // final run's, below).
-        var random = SeededRandom(series: "\(c) \(plan)")
+        var random = SeededGenerator(series: "\(c) \(plan)")
         let (first, killPoints) = try plan.points(for: command, count: points, random: &random)
         #expect(first.status == 0, "\(first.summary)")
         var complete: Set<[String]> = []
@@ -210,7 +211,7 @@ enum CrashHarness {
     /// relocate finishes the move (the series continues from whatever state the kill left).
     static func relocateSeries(_ type: String, plan: KillPlan, points: Int) throws -> CrashTally {
         var tally = CrashTally(label: "relocate \(type) (\(plan))")
-        let scratch = try Scratch("crash-relocate-\(type)")
+        let scratch = try TemporaryDirectory("reliability-crash-relocate-\(type)")
         defer { scratch.remove() }
         let pristine = try Fixtures.library(type)
         let pristineBytes = StoreBytes.contents(of: pristine)
@@ -218,7 +219,7 @@ enum CrashHarness {
         let newDirectory = try scratch.directory("new")
         let old = oldDirectory.appendingPathComponent("library.\(type)")
         let new = newDirectory.appendingPathComponent("library.\(type)")
-        let storectl = try Tools.require(Tools.storectl, "storectl")
+        let storectl = try BuiltTools.require(BuiltTools.storectl, "storectl")
         let command = [storectl.path, "relocate", old.path, new.path, "-q"]
 
         func reset() throws {
@@ -239,7 +240,7 @@ enum CrashHarness {
         }
 
         try reset()
-        var random = SeededRandom(series: "relocate \(type) \(plan)")
+        var random = SeededGenerator(series: "relocate \(type) \(plan)")
         let (first, killPoints) = try plan.points(for: command, count: points, random: &random)
         #expect(first.status == 0, "\(first.summary)")
         checkFinished("first complete run", compare: false)
@@ -306,13 +307,13 @@ enum CrashHarness {
     /// kill to the next. The loop resumes from the store's counter each time.
     static func saveSeries(_ type: String, plan: KillPlan, points: Int) throws -> CrashTally {
         var tally = CrashTally(label: "context saves \(type) (\(plan))")
-        let scratch = try Scratch("crash-saves-\(type)")
+        let scratch = try TemporaryDirectory("reliability-crash-saves-\(type)")
         defer { scratch.remove() }
         let store = scratch.path("saves.\(type)")
         try StoreBytes.copy(try Fixtures.empty(type), to: store)
-        let storestress = try Tools.require(Tools.storestress, "storestress").path
+        let storestress = try BuiltTools.require(BuiltTools.storestress, "storestress").path
         let loop = [storestress, "saves", store.path, "--writer", "w", "--history"]
-        var random = SeededRandom(series: "saves \(type) \(plan)")
+        var random = SeededGenerator(series: "saves \(type) \(plan)")
         // A complete run of five saves (timed or traced: each later run resumes the counter and repeats the pattern
         // of mutations, so a traced boundary falls at the same step of some save).
         let (first, killPoints) = try plan.points(for: loop + ["--count", "5"], count: points, random: &random)

@@ -2,6 +2,7 @@ import Foundation
 import LMDBBackend
 import SQLiteBackend
 @_spi(BackendKit) import StoreAPI
+import StoreTestSupport
 import Testing
 import XMLBackend
 #if canImport(Glibc)
@@ -12,13 +13,7 @@ import Darwin
 
 /// Every persistent backend, in a registry of the tests' own.
 enum Backends {
-    static let registry: BackendRegistry = {
-        let r = BackendRegistry(backends: [InMemoryBackend()])
-        r.register(SQLiteStoreBackend())
-        r.register(LMDBStoreBackend())
-        r.register(XMLStoreBackend())
-        return r
-    }()
+    static let registry = BackendRegistry(backends: [InMemoryBackend(), SQLiteStoreBackend(), LMDBStoreBackend(), XMLStoreBackend()])
 
     static let types = ["sqlite", "lmdb", "xml"]
 
@@ -38,26 +33,6 @@ enum Backends {
         let backend = try registry.detectBackend(at: url)
         return try backend.open(at: url, options: StoreOptions(isReadOnly: readOnly, createIfMissing: false), creating: nil)
     }
-}
-
-/// A directory under the system's temporary directory; the test removes it with ``remove()``.
-struct Scratch {
-    let url: URL
-
-    init(_ label: String) throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("reliability-\(label)-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    func path(_ name: String) -> URL { url.appendingPathComponent(name) }
-
-    func directory(_ name: String) throws -> URL {
-        let d = url.appendingPathComponent(name)
-        try FileManager.default.createDirectory(at: d, withIntermediateDirectories: true)
-        return d
-    }
-
-    func remove() { try? FileManager.default.removeItem(at: url) }
 }
 
 /// The stores the tests start from, built once per test process and never written afterwards (tests copy them).

@@ -1,4 +1,5 @@
 import Foundation
+import StoreTestSupport
 import Testing
 
 /// Where a run is killed: after a delay (real timing), or on entry to its k-th file-system mutation, delivered by
@@ -101,7 +102,7 @@ enum Syscalls {
     }
 
     /// Up to `count` boundaries, spread by `random` (all of them when there are no more than `count`).
-    static func sample(_ all: [Boundary], count: Int, using random: inout SeededRandom) -> [Boundary] {
+    static func sample(_ all: [Boundary], count: Int, using random: inout SeededGenerator) -> [Boundary] {
         guard all.count > count else { return all }
         return Array(all.shuffled(using: &random).prefix(count)).sorted { $0.index < $1.index }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import StoreTestSupport
 import Testing
 
 /// Small file systems for resource-failure tests: a size-limited tmpfs (a disk that fills up) and a read-only bind
@@ -6,7 +7,7 @@ import Testing
 /// containers may not grant: ``available`` probes once, and the tests that need a mount are skipped without it.
 enum Mounts {
     static let available: Bool = {
-        guard getuid() == 0, let scratch = try? Scratch("mount-probe") else { return false }
+        guard getuid() == 0, let scratch = try? TemporaryDirectory("reliability-mount-probe") else { return false }
         defer { scratch.remove() }
         let ok = run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", scratch.url.path]) == nil
         if ok { unmount(scratch.url) }

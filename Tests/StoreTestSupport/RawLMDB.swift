@@ -4,20 +4,20 @@ import StoreAPI
 
 /// Direct liblmdb access for tests that must build foreign environments or damage a store's contents the way
 /// another program could. Only used on stores that are closed in this process.
-enum RawLMDB {
-    struct Failure: Error, CustomStringConvertible {
-        let code: Int32
-        let what: String
-        var description: String { "\(what): \(String(cString: mdb_strerror(code)))" }
+public enum RawLMDB {
+    public struct Failure: Error, CustomStringConvertible {
+        public let code: Int32
+        public let what: String
+        public var description: String { "\(what): \(String(cString: mdb_strerror(code)))" }
     }
 
-    static func check(_ rc: Int32, _ what: String) throws {
+    public static func check(_ rc: Int32, _ what: String) throws {
         if rc != 0 { throw Failure(code: rc, what: what) }
     }
 
     /// Runs `body` in a write transaction on the environment at `path` (directory form unless `fileForm`), with a
     /// function that opens (creating) a named database, or the main one for `nil`.
-    static func write(
+    public static func write(
         _ path: URL, fileForm: Bool = false,
         _ body: (_ txn: OpaquePointer, _ open: (String?) throws -> MDB_dbi) throws -> Void
     ) throws {
@@ -42,7 +42,7 @@ enum RawLMDB {
         try check(mdb_txn_commit(txn), "commit")
     }
 
-    static func put(_ txn: OpaquePointer, _ dbi: MDB_dbi, _ key: [UInt8], _ value: [UInt8]) throws {
+    public static func put(_ txn: OpaquePointer, _ dbi: MDB_dbi, _ key: [UInt8], _ value: [UInt8]) throws {
         var k = key
         var v = value
         try k.withUnsafeMutableBytes { kb in
@@ -55,7 +55,7 @@ enum RawLMDB {
     }
 
     /// The 8-byte key the store uses for a primary key (big-endian with the sign bit flipped).
-    static func key(_ pk: Int64) -> [UInt8] {
+    public static func key(_ pk: Int64) -> [UInt8] {
         withUnsafeBytes(of: (UInt64(bitPattern: pk) ^ 0x8000_0000_0000_0000).bigEndian) { Array($0) }
     }
 }

@@ -1,15 +1,13 @@
 import Foundation
 @_spi(BackendKit) import StoreAPI
+import StoreTestSupport
 import Testing
 
 /// How the importer reads JSON text and values: strict JSON, exact numbers, the documented value forms.
 @Suite("NDJSON import values and JSON syntax")
 struct ImporterValueTests {
     func withStore(_ body: (any PersistentStore) throws -> Void) throws {
-        let dir = try TemporaryDirectory()
-        defer { dir.remove() }
-        let store = try Backends.create("sqlite", at: dir.path("v.sqlite"), schema: EdgeFixtures.schema)
-        defer { try? store.close() }
+        let store = try MemoryStores.create(schema: EdgeFixtures.schema)
         try body(store)
     }
 

@@ -4,8 +4,9 @@ import StoreAPI
 /// A schema with every attribute type and relationship kind, and records holding the values most likely to be
 /// bent on the way through text: NaN, negative zero, infinities, subnormals, integer limits, long decimals, dates at
 /// the ends of the calendar and between milliseconds, empty and binary data, control characters.
-enum EdgeFixtures {
-    static let schema: Schema = {
+public enum EdgeFixtures {
+    /// The schema: an abstract `Thing`, `Sample` (every attribute type), `Owner`, `Label` and `Note`.
+    public static let schema: Schema = {
         do {
             return try Schema(entities: [
                 EntityDescription(name: "Thing", isAbstract: true, attributes: [
@@ -52,7 +53,8 @@ enum EdgeFixtures {
     }()
 
     /// Attribute values of the samples, by attribute name.
-    static var sampleValues: [[String: StoreValue]] {
+    /// The attribute values of each `Sample` record.
+    public static var sampleValues: [[String: StoreValue]] {
         [
             ["name": "limits low", "i16": .integer16(.min), "i32": .integer32(.min), "i64": .integer64(.min),
              "dec": .decimal(Decimal(string: "-12345678901234567890.123456789")!), "dbl": .double(.nan), "flt": .float(.nan),
@@ -80,8 +82,8 @@ enum EdgeFixtures {
     /// Builds a store of `type` at `url` with samples, owners (ordered to-many), labels (many-to-many), a one-to-one
     /// chain, an ordered relationship without inverse, and notes (a default value). Returns the record count.
     @discardableResult
-    static func populate(type: String, at url: URL) throws -> Int {
-        let coordinator = StoreCoordinator(schema: schema, registry: Backends.registry)
+    public static func populate(type: String, at url: URL, registry: BackendRegistry) throws -> Int {
+        let coordinator = StoreCoordinator(schema: schema, registry: registry)
         let loaded = try coordinator.addStore(StoreDescription(url: url, type: type))
         let ctx = coordinator.newContext()
         var samples: [ManagedObject] = []

@@ -1,8 +1,10 @@
 import Foundation
 import StoreAPI
+import StoreTestSupport
 import Testing
 
-/// The importer's checks: every bad line is reported with its number, and a rejected file writes nothing.
+/// The importer's checks: every bad line is reported with its number, and a rejected file writes nothing (the
+/// importer saves through `PersistentStore.save` only, so an in-memory store is as good as any).
 @Suite("NDJSON import validation")
 struct ImporterValidationTests {
     static let schema: Schema? = try? Schema(xcodeModelAt: PackagePaths.libraryModel)
@@ -28,21 +30,18 @@ struct ImporterValidationTests {
 
     func withStore(_ body: (any PersistentStore) throws -> Void) throws {
         let schema = try #require(Self.schema, "the sample model at \(PackagePaths.libraryModel.path) must load")
-        let dir = try TemporaryDirectory()
-        defer { dir.remove() }
-        let store = try Backends.create("sqlite", at: dir.path("v.sqlite"), schema: schema)
-        defer { try? store.close() }
+        let store = try MemoryStores.create(schema: schema)
         try body(store)
     }
 
     /// Imports `lines` and returns the error; the store must be unchanged.
     func rejection(_ lines: [String], into store: any PersistentStore, sourceLocation: SourceLocation = #_sourceLocation) throws -> InterchangeError {
-        let before = try Backends.records(of: store)
+        let before = try recordsByID(store)
         let text = Data(lines.joined(separator: "\n").utf8)
         do {
             try NDJSONImporter().importRecords(from: text, named: "t.ndjson", into: store)
         } catch let error as InterchangeError {
-            #expect(try Backends.records(of: store) == before, "a rejected import must not change the store", sourceLocation: sourceLocation)
+            #expect(try recordsByID(store) == before, "a rejected import must not change the store", sourceLocation: sourceLocation)
             #expect(error.file == "t.ndjson", sourceLocation: sourceLocation)
             return error
         }
@@ -223,7 +222,7 @@ struct ImporterValidationTests {
             ].joined(separator: "\n").utf8), into: store)
             #expect(summary.inserted == 5)
             #expect(summary.insertedByEntity == ["Book": 2, "Author": 2, "Tag": 1])
-            let records = try Backends.records(of: store)
+            let records = try recordsByID(store)
             let schema = store.metadata.schema
             func rel(_ id: String, _ name: String) throws -> [UUID] {
                 let uuid = try #require(UUID(uuidString: id))
@@ -285,4 +284,9 @@ struct ImporterValidationTests {
             }
         }
     }
+}
+
+/// Every record of a store, by global ID.
+func recordsByID(_ store: any PersistentStore) throws -> [UUID: Record] {
+    Dictionary(try allRecords(of: store).map { ($0.globalID, $0) }, uniquingKeysWith: { _, last in last })
 }

@@ -14,23 +14,6 @@ import XMLBackend
     static let timeout = 120.0
     static let memoryBound = 400 << 20
 
-    /// A Core Data-style XML store around `objects`, with an optional DOCTYPE.
-    static func document(_ objects: String, doctype: String = "") -> String {
-        """
-        <?xml version="1.0" standalone="yes"?>
-        \(doctype)
-        <database>
-            <databaseInfo>
-                <version>134481920</version>
-                <UUID>D1E2667A-3268-45DB-8AA0-DF69A046A0F1</UUID>
-                <nextObjectID>10</nextObjectID>
-                <metadata></metadata>
-            </databaseInfo>
-        \(objects)
-        </database>
-        """
-    }
-
     static let laughs: String = {
         var entities = ["<!ENTITY lol0 \"lollollollollollollollollollol\">"]
         for i in 1...12 { entities.append("<!ENTITY lol\(i) \"\(String(repeating: "&lol\(i - 1);", count: 10))\">") }
@@ -83,7 +66,7 @@ import XMLBackend
         ]
         for (name, objects, doctype) in cases {
             let file = dir.path("xxe-\(name).xml")
-            try Data(Self.document(objects, doctype: doctype).utf8).write(to: file)
+            try Data(coreDataDocument(objects, doctype: doctype).utf8).write(to: file)
             try Self.expectRefused(file, ["entit"], secret: secret)
         }
     }
@@ -102,7 +85,7 @@ import XMLBackend
         ]
         for (name, objects, doctype) in cases {
             let file = dir.path("\(name).xml")
-            try Data(Self.document(objects, doctype: doctype).utf8).write(to: file)
+            try Data(coreDataDocument(objects, doctype: doctype).utf8).write(to: file)
             try Self.expectRefused(file, ["entit"])
         }
     }
@@ -112,7 +95,7 @@ import XMLBackend
         let depth = 1_000_000
         let file = dir.path("deep.xml")
         let objects = "<object type=\"A\" id=\"z1\">" + String(repeating: "<a>", count: depth) + String(repeating: "</a>", count: depth) + "</object>"
-        try Data(Self.document(objects).utf8).write(to: file)
+        try Data(coreDataDocument(objects).utf8).write(to: file)
         try Self.expectRefused(file, ["line"])
     }
 
@@ -127,7 +110,7 @@ import XMLBackend
                                repeating: "QUJD", bytes: size, after: "</attribute></object>")
         try Self.expectRefused(text, ["line"])
         let name = dir.path("huge-name.xml")
-        try Data(Self.document("<object type=\"A\" id=\"z1\"><" + String(repeating: "n", count: 1 << 20) + "/></object>").utf8).write(to: name)
+        try Data(coreDataDocument("<object type=\"A\" id=\"z1\"><" + String(repeating: "n", count: 1 << 20) + "/></object>").utf8).write(to: name)
         try Self.expectRefused(name, ["line"])
     }
 
@@ -135,7 +118,7 @@ import XMLBackend
         let dir = try TemporaryDirectory("hostile-attributes")
         let file = dir.path("attributes.xml")
         let attributes = (0..<1_000_000).map { "a\($0)=\"x\"" }.joined(separator: " ")
-        try Data(Self.document("<object type=\"A\" id=\"z1\" \(attributes)></object>").utf8).write(to: file)
+        try Data(coreDataDocument("<object type=\"A\" id=\"z1\" \(attributes)></object>").utf8).write(to: file)
         try Self.expectRefused(file, ["more than \(XMLAttributeGuard.limit) attributes"])
     }
 
@@ -145,11 +128,11 @@ import XMLBackend
         var cases: [(String, Data)] = []
         for (name, bad) in [("nul", Data([0])), ("invalid-utf8", Data([0xC3, 0x28, 0xFF])), ("surrogate", Data([0xED, 0xA0, 0x80])),
                             ("fffe", Data([0xEF, 0xBF, 0xBE])), ("control", Data([0x01]))] {
-            let parts = Self.document(object).components(separatedBy: "VALUE")
+            let parts = coreDataDocument(object).components(separatedBy: "VALUE")
             cases.append((name, Data(parts[0].utf8) + bad + Data(parts[1].utf8)))
         }
-        cases.append(("char-ref-nul", Data(Self.document(object.replacingOccurrences(of: "VALUE", with: "&#0;")).utf8)))
-        cases.append(("char-ref-beyond", Data(Self.document(object.replacingOccurrences(of: "VALUE", with: "&#x110000;")).utf8)))
+        cases.append(("char-ref-nul", Data(coreDataDocument(object.replacingOccurrences(of: "VALUE", with: "&#0;")).utf8)))
+        cases.append(("char-ref-beyond", Data(coreDataDocument(object.replacingOccurrences(of: "VALUE", with: "&#x110000;")).utf8)))
         for (name, data) in cases {
             let file = dir.path("chars-\(name).xml")
             try data.write(to: file)
@@ -166,7 +149,7 @@ import XMLBackend
         let schema = try FuzzFixture.schema()
         let store = try XMLStoreBackend().open(at: url, options: StoreOptions(), creating: FuzzFixture.metadata(schema, type: "xml"))
         let blob = Data((0..<(30 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) })
-        try store.save(StoreChanges(inserted: [try FuzzFixture.record(schema, "Item", 1, ["blob": .binary(blob), "code": "big"])]))
+        try store.save(StoreChanges(inserted: [FuzzFixture.record(schema, "Item", 1, ["blob": .binary(blob), "code": "big"])]))
         try store.close()
         let result = try ChildProcess.run(storectl, ["verify", url.path], timeout: Self.timeout)
         #expect(result.exitStatus == 0, "\(result)")
@@ -206,7 +189,7 @@ import XMLBackend
 
     /// Writes a document whose middle is `bytes` bytes of `repeating`, streamed (so the test itself stays small).
     static func writeDocument(to url: URL, before: String, repeating unit: String, bytes: Int, after: String) throws {
-        let parts = document("MIDDLE").components(separatedBy: "MIDDLE")
+        let parts = coreDataDocument("MIDDLE").components(separatedBy: "MIDDLE")
         guard FileManager.default.createFile(atPath: url.path, contents: nil) else {
             throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path])
         }

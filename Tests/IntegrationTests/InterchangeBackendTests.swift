@@ -9,13 +9,6 @@ import XMLBackend
 /// NDJSON between stores of every backend type: what each engine stores comes back bit for bit.
 @Suite("NDJSON export and import across backends")
 struct InterchangeBackendTests {
-    /// Exports a store to NDJSON text.
-    func export(_ store: any PersistentStore, batchSize: Int = 5_000) throws -> Data {
-        var out = Data()
-        try NDJSONExporter(batchSize: batchSize).export(store) { out.append($0) }
-        return out
-    }
-
     @Test("export → import into a fresh store of each type reproduces every record bit for bit",
           arguments: ["sqlite", "lmdb", "xml"], ["sqlite", "lmdb", "xml"])
     func roundTrip(sourceType: String, destinationType: String) throws {
@@ -26,7 +19,7 @@ struct InterchangeBackendTests {
         let source = try Backends.open(sourceURL, readOnly: true)
         defer { try? source.close() }
         // A small page size makes related keys cross page boundaries.
-        let text = try export(source, batchSize: 3)
+        let text = try ndjson(source, batchSize: 3)
         #expect(text.split(separator: UInt8(ascii: "\n")).count == total)
 
         let destination = try Backends.create(destinationType, at: dir.path("copy.\(destinationType)"), schema: EdgeFixtures.schema)
@@ -47,7 +40,7 @@ struct InterchangeBackendTests {
             #expect(after[id]?.attributes == record.attributes, "attributes of \(record.entity) \(id)")
         }
         // Exporting the copy gives the same bytes: the format is a faithful, canonical form.
-        #expect(try export(destination) == text)
+        #expect(try ndjson(destination) == text)
     }
 
     @Test("exporting pages through the store and resolves every related record", arguments: [1, 2, 1000])
@@ -58,7 +51,7 @@ struct InterchangeBackendTests {
         try EdgeFixtures.populate(type: "lmdb", at: url, registry: Backends.registry)
         let store = try Backends.open(url, readOnly: true)
         defer { try? store.close() }
-        #expect(try export(store, batchSize: batchSize) == (try export(store, batchSize: 5_000)))
+        #expect(try ndjson(store, batchSize: batchSize) == (try ndjson(store, batchSize: 5_000)))
     }
 
     @Test("the bundled sample imports, exports and re-imports identically in every backend", arguments: ["sqlite", "lmdb", "xml"])
@@ -74,7 +67,7 @@ struct InterchangeBackendTests {
         #expect(try StoreVerifier().verify(first) == [])
         let second = try Backends.create(type, at: dir.path("b.\(type)"), schema: schema)
         defer { try? second.close() }
-        try NDJSONImporter().importRecords(from: try export(first), into: second)
+        try NDJSONImporter().importRecords(from: try ndjson(first), into: second)
         let differences = try StoreComparison(comparesMetadata: false, comparesHistory: false).compare(first, second)
         #expect(differences.isIdentical, "\(differences.summary)")
     }

@@ -6,21 +6,19 @@ import Testing
 /// The NDJSON exporter and importer between in-memory stores (every backend type: IntegrationTests).
 @Suite("NDJSON export and import round trip")
 struct InterchangeRoundTripTests {
-    /// Exports a store to NDJSON text.
-    func export(_ store: any PersistentStore, batchSize: Int = 5_000) throws -> Data {
-        var out = Data()
-        try NDJSONExporter(batchSize: batchSize).export(store) { out.append($0) }
-        return out
+    /// A named in-memory store with ``EdgeFixtures``' records, and their number; the caller destroys it.
+    static func populated() throws -> (url: URL, count: Int) {
+        let url = MemoryStores.newURL("s")
+        return (url, try EdgeFixtures.populate(type: "memory", at: url, registry: MemoryStores.registry))
     }
 
     @Test("ordered relationships keep their order and unordered ones their members")
     func relationshipOrder() throws {
-        let url = MemoryStores.newURL("s")
+        let (url, _) = try Self.populated()
         defer { MemoryStores.destroy(url) }
-        try EdgeFixtures.populate(type: "memory", at: url, registry: MemoryStores.registry)
         let source = try MemoryStores.open(url, readOnly: true)
         let copy = try MemoryStores.create(schema: EdgeFixtures.schema)
-        try NDJSONImporter().importRecords(from: try export(source), into: copy)
+        try NDJSONImporter().importRecords(from: try ndjson(source), into: copy)
 
         func names(_ store: any PersistentStore, owner: String, relationship: String) throws -> [String] {
             let schema = store.metadata.schema
@@ -46,11 +44,10 @@ struct InterchangeRoundTripTests {
 
     @Test("the exporter writes every stored attribute, null included, in the documented JSON forms")
     func lineFormat() throws {
-        let url = MemoryStores.newURL("s")
+        let (url, _) = try Self.populated()
         defer { MemoryStores.destroy(url) }
-        try EdgeFixtures.populate(type: "memory", at: url, registry: MemoryStores.registry)
         let store = try MemoryStores.open(url, readOnly: true)
-        let lines = try export(store).split(separator: UInt8(ascii: "\n")).map { Data($0) }
+        let lines = try ndjson(store).split(separator: UInt8(ascii: "\n")).map { Data($0) }
         let objects = try lines.map { try #require(try JSONSerialization.jsonObject(with: $0) as? [String: Any]) }
         let samples = objects.filter { $0["entity"] as? String == "Sample" }
         #expect(samples.count == EdgeFixtures.sampleValues.count)
@@ -77,13 +74,12 @@ struct InterchangeRoundTripTests {
     @Test("the exporter's file output is atomic and complete")
     func exportToFile() throws {
         let dir = try TemporaryDirectory("ndjson-export")
-        let url = MemoryStores.newURL("s")
+        let (url, total) = try Self.populated()
         defer { MemoryStores.destroy(url) }
-        let total = try EdgeFixtures.populate(type: "memory", at: url, registry: MemoryStores.registry)
         let store = try MemoryStores.open(url, readOnly: true)
         let out = dir.path("out.ndjson")
         #expect(try NDJSONExporter().export(store, toFileAt: out) == total)
-        #expect(try Data(contentsOf: out) == (try export(store)))
+        #expect(try Data(contentsOf: out) == (try ndjson(store)))
         #expect(dir.listing() == ["out.ndjson"], "no staging file is left beside the output")
     }
 

@@ -41,6 +41,13 @@ public func allRecords(of store: any PersistentStore) throws -> [Record] {
     return out
 }
 
+/// `store` exported as NDJSON text, `batchSize` records a page.
+public func ndjson(_ store: any PersistentStore, batchSize: Int = 5_000) throws -> Data {
+    var out = Data()
+    try NDJSONExporter(batchSize: batchSize).export(store) { out.append($0) }
+    return out
+}
+
 extension StoreError {
     /// The case name (`"corruptStore"`, …), for matching thrown errors in tests.
     public var caseName: String {

@@ -4,23 +4,6 @@ import StoreTestSupport
 import Testing
 import XMLBackend
 
-/// A Core Data-style document around `objects`.
-func coreDataDocument(_ objects: String, doctype: String = "", info: String? = nil) -> String {
-    """
-    <?xml version="1.0" standalone="yes"?>
-    \(doctype)
-    <database>
-        <databaseInfo>
-            <version>134481920</version>
-            <UUID>D1E2667A-3268-45DB-8AA0-DF69A046A0F1</UUID>
-            <nextObjectID>10</nextObjectID>
-            <metadata></metadata>\(info ?? "")
-        </databaseInfo>
-    \(objects)
-    </database>
-    """
-}
-
 /// Reads `url` expecting ``StoreError/corruptStore(_:reason:)``; returns the reason.
 @discardableResult
 func expectCorrupt(_ url: URL, _ fragments: [String] = [], sourceLocation: SourceLocation = #_sourceLocation) -> String? {

@@ -11,16 +11,9 @@ import Testing
         guard let path = ["/usr/bin/", "/usr/local/bin/", "/bin/"].map({ $0 + program }).first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
             return nil
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let child = try Child(URL(fileURLWithPath: path), arguments)
+        child.wait()
+        return (child.status, child.stdout)
     }
 
     @Test func liblmdbToolsReadAStoreWhileItIsOpen() throws {

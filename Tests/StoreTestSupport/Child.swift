@@ -15,7 +15,7 @@ public enum BuiltTools {
 
     /// The executable `name`: the path in the environment variable `key` when it is executable, else the first
     /// executable of that name beside the test bundle or in `.build/debug`.
-    public static func find(_ name: String, environment key: String) -> URL? {
+    static func find(_ name: String, environment key: String) -> URL? {
         let fm = FileManager.default
         if let explicit = ProcessInfo.processInfo.environment[key], fm.isExecutableFile(atPath: explicit) {
             return URL(fileURLWithPath: explicit)
@@ -139,7 +139,7 @@ public final class Child {
 }
 
 /// Sends SIGKILL to `pid` (`kill` alone is shadowed by ``Child/kill()`` inside the class).
-public func killProcess(_ pid: Int32) {
+func killProcess(_ pid: Int32) {
     #if canImport(Glibc)
     _ = Glibc.kill(pid, SIGKILL)
     #else

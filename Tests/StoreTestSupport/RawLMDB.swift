@@ -1,17 +1,16 @@
 import CLMDB
 import Foundation
-import StoreAPI
 
 /// Direct liblmdb access for tests that must build foreign environments or damage a store's contents the way
 /// another program could. Only used on stores that are closed in this process.
 public enum RawLMDB {
-    public struct Failure: Error, CustomStringConvertible {
-        public let code: Int32
-        public let what: String
-        public var description: String { "\(what): \(String(cString: mdb_strerror(code)))" }
+    struct Failure: Error, CustomStringConvertible {
+        let code: Int32
+        let what: String
+        var description: String { "\(what): \(String(cString: mdb_strerror(code)))" }
     }
 
-    public static func check(_ rc: Int32, _ what: String) throws {
+    static func check(_ rc: Int32, _ what: String) throws {
         if rc != 0 { throw Failure(code: rc, what: what) }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 @_spi(BackendKit) import StoreAPI
+import StoreTestSupport
 import Synchronization
 import Testing
 
@@ -109,9 +110,8 @@ import Testing
 
     /// Removing staging an interrupted operation left behind is a recovery, logged at info with the path.
     @Test func removedStagingIsLoggedAsARecovery() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("logging-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let tmp = try TemporaryDirectory("logging")
+        let dir = tmp.url
         let leftover = dir.appendingPathComponent("\(AtomicFile.stagingPrefix)\(UUID().uuidString)-a.sqlite")
         try Data("x".utf8).write(to: leftover)
         let capture = Capture()

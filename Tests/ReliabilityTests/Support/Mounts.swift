@@ -19,18 +19,13 @@ enum Mounts {
     /// Runs a mount command; returns its error output when it fails.
     @discardableResult
     static func run(_ arguments: [String]) -> String? {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        do { try process.run() } catch { return "\(error)" }
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            return String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        do {
+            let child = try Child(URL(fileURLWithPath: "/usr/bin/env"), arguments)
+            child.wait()
+            return child.status == 0 ? nil : child.stderr
+        } catch {
+            return "\(error)"
         }
-        return nil
     }
 
     /// Mounts a tmpfs of `bytes` (rounded up to pages) on the empty directory `directory`.

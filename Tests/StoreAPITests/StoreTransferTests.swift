@@ -57,13 +57,9 @@ import Testing
         let differences = try StoreComparison().compare(source, destination)
         #expect(differences.isIdentical, "\(differences.summary)")
         #expect(before.values.allSatisfy { $0.primaryKey < deletedKey || $0.entity != "Sample" })
-        // The key of the deleted record is not handed out again in the copy. The in-memory store does not report
-        // its key counters in its metadata (only its atomic-backend snapshots carry them), so the transfer has
-        // nothing to carry over and the deleted key comes back.
+        // The key of the deleted record is not handed out again in the copy.
         let next = try destination.allocatePrimaryKeys(root: "Thing", count: 1)
-        withKnownIssue("MemoryStore.metadata.primaryKeyCounters is nil: a copy of an in-memory store reuses deleted keys") {
-            #expect(next > deletedKey)
-        }
+        #expect(next > deletedKey)
     }
 
     @Test(arguments: [1, 2, 3, 100])

@@ -44,7 +44,15 @@ import Synchronization
         self.onClose = onClose
     }
 
-    public var metadata: StoreMetadata { storage.state.withLock { $0.metadata } }
+    /// The store's metadata, with its key counters as they are now (as the SQLite and LMDB stores report theirs), so
+    /// a copy does not hand out again the keys of records deleted here.
+    public var metadata: StoreMetadata {
+        storage.state.withLock { s in
+            var metadata = s.metadata
+            if !s.nextKey.isEmpty { metadata.primaryKeyCounters = s.nextKey }
+            return metadata
+        }
+    }
 
     private var schema: Schema { metadata.schema }
 

@@ -26,10 +26,11 @@ let package = Package(
         // It depends on no backend and no C library; it logs through swift-log.
         .target(name: "StoreAPI", dependencies: [.product(name: "Logging", package: "swift-log")]),
 
-        // One backend each, written against StoreAPI's public backend protocols only.
+        // One backend each, written against StoreAPI's public backend protocols and its backend kit
+        // (`@_spi(BackendKit) import StoreAPI`) only.
         .target(name: "SQLiteBackend", dependencies: ["StoreAPI", "CSQLite", .product(name: "Logging", package: "swift-log")]),
         .target(name: "LMDBBackend", dependencies: ["StoreAPI", "CLMDB", .product(name: "Logging", package: "swift-log")]),
-        .target(name: "XMLBackend", dependencies: ["StoreAPI", "CLibXML2", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "XMLBackend", dependencies: ["StoreAPI", "CLibXML2"]),
 
         // The published conformance suite every backend runs (built-in and third-party).
         .target(name: "StoreConformance", dependencies: ["StoreAPI"]),
@@ -66,7 +67,11 @@ let package = Package(
 
         // What the test targets share: the seeded generator, temporary directories, record and schema builders,
         // child processes of the built tools, and raw liblmdb access. No backend, so StoreAPITests stays without one.
-        .target(name: "StoreTestSupport", dependencies: ["StoreAPI", "CLMDB"], path: "Tests/StoreTestSupport"),
+        .target(
+            name: "StoreTestSupport",
+            dependencies: ["StoreAPI", "CLMDB", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/StoreTestSupport"
+        ),
 
         .testTarget(
             name: "StoreAPITests",
@@ -74,7 +79,10 @@ let package = Package(
         ),
         .testTarget(
             name: "SQLiteBackendTests",
-            dependencies: ["StoreAPI", "SQLiteBackend", "StoreConformance", "CSQLite", "conformance-worker", "StoreTestSupport"]
+            dependencies: [
+                "StoreAPI", "SQLiteBackend", "StoreConformance", "CSQLite", "conformance-worker", "StoreTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "LMDBBackendTests",

@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import Logging
 @_spi(BackendKit) import StoreAPI
 #if canImport(Glibc)
 import Glibc
@@ -145,6 +146,14 @@ public struct SQLiteStoreBackend: StoreBackend {
         return try body(c)
     }
 
+    /// The size of a non-empty `-wal` that no connection has open: one left by a process that crashed or was
+    /// killed (the last connection to close checkpoints and removes it). Zero when there is none or it is in use.
+    static func walLeftByAnEndedConnection(_ url: URL) -> Int64 {
+        var info = stat()
+        guard stat(sidecar(url, "-wal").path, &info) == 0, info.st_size > 0 else { return 0 }
+        return (try? SQLiteStoreBackend().isInUse(at: url)) == false ? Int64(info.st_size) : 0
+    }
+
     static func hasWALSidecars(_ url: URL) -> Bool {
         ["-wal", "-shm"].contains { FileManager.default.fileExists(atPath: sidecar(url, $0).path) }
     }
@@ -217,6 +226,7 @@ public struct SQLiteStoreBackend: StoreBackend {
     private func openExisting(_ url: URL, options: StoreOptions, settings: ConnectionSettings) throws -> SQLitePersistentStore {
         try requireStore(url)
         let hadSidecars = Self.hasWALSidecars(url)
+        let recoveredWALBytes = !options.isReadOnly && hadSidecars ? Self.walLeftByAnEndedConnection(url) : 0
         let c = options.isReadOnly
             ? try openForReading(url, timeout: options.timeout)
             : try SQLiteConnection.open(url, readOnly: false, timeout: options.timeout)
@@ -238,6 +248,13 @@ public struct SQLiteStoreBackend: StoreBackend {
                 url: url, connection: c, metadata: metadata, metadataJSON: json, layout: layout,
                 cleansSidecarsOnClose: options.isReadOnly && !hadSidecars)
             OpenStores.register(store)
+            if recoveredWALBytes > 0 {
+                // SQLite rebuilt its index of the log on the first read above; the committed transactions in it are
+                // part of the store, and the next checkpoint moves them into the database file.
+                Logger.current.info("recovered the -wal of a connection that ended without closing", metadata: [
+                    "store": .string(url.path), "wal_bytes": "\(recoveredWALBytes)",
+                ])
+            }
             return store
         } catch {
             c.close()

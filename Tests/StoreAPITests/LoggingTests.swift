@@ -2,47 +2,11 @@ import Foundation
 import Logging
 @_spi(BackendKit) import StoreAPI
 import StoreTestSupport
-import Synchronization
 import Testing
 
 /// The framework logs what an operator needs through the logger it is given (or `Logger.current`): operations with
 /// their durations, stores opened and closed, recoveries — and never a record's values.
 @Suite struct LoggingTests {
-    /// One log line as a handler received it.
-    struct Line: Sendable {
-        let level: Logger.Level
-        let message: String
-        let metadata: [String: String]
-    }
-
-    /// A log handler that keeps every line, so a test can read what was logged.
-    final class Capture: Sendable {
-        private let lines = Mutex<[Line]>([])
-        var all: [Line] { lines.withLock { $0 } }
-
-        func logger(level: Logger.Level = .trace) -> Logger {
-            var logger = Logger(label: "test") { _ in Handler(capture: self) }
-            logger.logLevel = level
-            return logger
-        }
-
-        fileprivate func append(_ line: Line) { lines.withLock { $0.append(line) } }
-    }
-
-    struct Handler: LogHandler {
-        let capture: Capture
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-        func log(event: LogEvent) {
-            let merged = metadata.merging(event.metadata ?? [:]) { $1 }
-            capture.append(Line(level: event.level, message: "\(event.message)", metadata: merged.mapValues { "\($0)" }))
-        }
-    }
-
     static let schema: Schema = {
         do {
             return try Schema(entities: [
@@ -58,7 +22,7 @@ import Testing
     /// A coordinator given a logger logs the store it created and the migration, with where to and how long it took;
     /// the secret in a record's value never appears in any line.
     @Test func coordinatorLogsOperationsToTheGivenLogger() throws {
-        let capture = Capture()
+        let capture = LogCapture()
         let coordinator = StoreCoordinator(schema: Self.schema, logger: capture.logger())
         let source = Self.memoryURL(), destination = Self.memoryURL()
         let store = try coordinator.addStore(StoreDescription(url: source, type: InMemoryBackend.typeIdentifier))
@@ -84,7 +48,7 @@ import Testing
 
     /// A failed operation logs why, naming the path, and still throws the same error.
     @Test func failedOperationIsLoggedAndThrown() throws {
-        let capture = Capture()
+        let capture = LogCapture()
         let operations = StoreOperations(logger: capture.logger())
         let missing = Self.memoryURL()
         #expect(throws: StoreError.self) {
@@ -97,7 +61,7 @@ import Testing
 
     /// Without a logger of its own, the framework logs to the caller's task-local `Logger.current`.
     @Test func operationsWithoutALoggerUseLoggerCurrent() throws {
-        let capture = Capture()
+        let capture = LogCapture()
         let url = Self.memoryURL()
         try withLogger(capture.logger()) { _ in
             let coordinator = StoreCoordinator(schema: Self.schema)
@@ -114,7 +78,7 @@ import Testing
         let dir = tmp.url
         let leftover = dir.appendingPathComponent("\(AtomicFile.stagingPrefix)\(UUID().uuidString)-a.sqlite")
         try Data("x".utf8).write(to: leftover)
-        let capture = Capture()
+        let capture = LogCapture()
         withLogger(capture.logger(level: .info)) { _ in
             AtomicFile.removeStaleStaging(near: dir.appendingPathComponent("a.sqlite"))
         }

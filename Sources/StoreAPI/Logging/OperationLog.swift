@@ -11,7 +11,8 @@ import Logging
 /// which read `Logger.current`, log to it too.
 ///
 /// - `debug`: an operation started and finished, with its counts and duration; a store opened, created or closed.
-/// - `info`: the framework recovered from an earlier failure (staging an interrupted operation left behind removed).
+/// - `info`: the framework recovered from an earlier failure (staging an interrupted operation left behind removed,
+///   a `-wal` of a crashed connection recovered, reader slots of dead processes cleared).
 /// - never: record values, metadata values, credentials, or anything per record.
 struct OperationLog {
     private let logger: Logger

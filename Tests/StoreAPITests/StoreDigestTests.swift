@@ -26,6 +26,23 @@ struct StoreDigestTests {
         #expect(digest.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined() == hex)
     }
 
+    /// SHA-512 computes Core Data's model digest (`NSStoreModelVersionHashesDigest`). The first three are FIPS
+    /// 180-4's examples; the 111- and 112-byte messages sit on either side of the point where the padding needs a
+    /// second block, and 1000 bytes spans several blocks.
+    @Test("FIPS 180-4 SHA-512 test vectors", arguments: [
+        ("", "cf83e1357eefb8bdf1542850d66d8007d620e4050b5715dc83f4a921d36ce9ce47d0d13c5d85f2b0ff8318d2877eec2f63b931bd47417a81a538327af927da3e"),
+        ("abc", "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f"),
+        ("abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu", "8e959b75dae313da8cf4f72814fc143f8f7779c6eb9f7fa17299aeadb6889018501d289e4900f7e4331b99dec4b5433ac7d329eeb6dd26545e96e55b874be909"),
+        (String(repeating: "a", count: 111), "fa9121c7b32b9e01733d034cfc78cbf67f926c7ed83e82200ef86818196921760b4beff48404df811b953828274461673c68d04e297b0eb7b2b4d60fc6b566a2"),
+        (String(repeating: "a", count: 112), "c01d080efd492776a1c43bd23dd99d0a2e626d481e16782e75d54c2503b5dc32bd05f0f1ba33e568b88fd2d970929b719ecbb152f58f130a407c8830604b70ca"),
+        (String(repeating: "a", count: 1000), "67ba5535a46e3f86dbfbed8cbbaf0125c76ed549ff8b0b9e03e0c88cf90fa634fa7b12b47d77b694de488ace8d9a65967dc96df599727d3292a8d9d447709c97"),
+    ])
+    func sha512Vectors(_ message: String, _ hex: String) {
+        let digest = StoreDigest.sha512(Array(message.utf8))
+        #expect(digest.count == 64)
+        #expect(digest.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined() == hex)
+    }
+
     /// The hash of the benchmark dataset's `Tag` entity, as stores written before this test existed carry it.
     @Test func versionHashesOfAFixedEntityDoNotChange() throws {
         let schema = try Schema(entities: [

@@ -28,11 +28,31 @@ public struct AttributeDescription: Sendable, Hashable {
     public var valueTransformerName: String?
     /// Free-form key/value pairs from the schema author.
     public var userInfo: [String: String]
+    /// Changes the property's Core Data version hash without changing its structure (Core Data's per-property
+    /// `versionHashModifier`). Not part of ``Entity/versionHash``.
+    public var versionHashModifier: String?
+    /// Core Data's read-only flag (`NSPropertyDescription.isReadOnly`): part of the Core Data version hash, not
+    /// enforced here.
+    public var isReadOnly: Bool
+    /// Core Data may keep large values of this binary attribute in files beside the store
+    /// (`allowsExternalBinaryDataStorage`).
+    public var allowsExternalBinaryDataStorage: Bool
+    /// Core Data keeps the value in the persistent history's tombstone when the record is deleted
+    /// (`preservesValueInHistoryOnDeletion`; Xcode's "preserve after deletion").
+    public var preservesValueInHistoryOnDeletion: Bool
+    /// The renaming identifier a migration uses to match this attribute with one of an earlier model version
+    /// (Xcode's `elementID`, Core Data's `renamingIdentifier`).
+    public var renamingIdentifier: String?
+    /// For a derived attribute (kept in ``EntityDescription/derivedAttributes``): how Core Data computes it.
+    public var derivation: AttributeDerivation?
 
     /// Creates an attribute description.
     public init(
         name: String, type: AttributeType, isOptional: Bool = true, defaultValue: StoreValue? = nil,
-        isTransient: Bool = false, valueTransformerName: String? = nil, userInfo: [String: String] = [:]
+        isTransient: Bool = false, valueTransformerName: String? = nil, userInfo: [String: String] = [:],
+        versionHashModifier: String? = nil, isReadOnly: Bool = false, allowsExternalBinaryDataStorage: Bool = false,
+        preservesValueInHistoryOnDeletion: Bool = false, renamingIdentifier: String? = nil,
+        derivation: AttributeDerivation? = nil
     ) {
         self.name = name
         self.type = type
@@ -41,6 +61,27 @@ public struct AttributeDescription: Sendable, Hashable {
         self.isTransient = isTransient
         self.valueTransformerName = valueTransformerName
         self.userInfo = userInfo
+        self.versionHashModifier = versionHashModifier
+        self.isReadOnly = isReadOnly
+        self.allowsExternalBinaryDataStorage = allowsExternalBinaryDataStorage
+        self.preservesValueInHistoryOnDeletion = preservesValueInHistoryOnDeletion
+        self.renamingIdentifier = renamingIdentifier
+        self.derivation = derivation
+    }
+}
+
+/// How Core Data computes a derived attribute (`NSDerivedAttributeDescription`): the framework keeps the
+/// description so that Core Data's version hash and store layout can be reproduced; it never computes the value.
+public struct AttributeDerivation: Sendable, Hashable {
+    /// The derivation expression as the model writes it, e.g. `pages.@count` or `title.lowercase:`.
+    public var expression: String
+    /// The filtering predicate's format, when the derivation has one.
+    public var filteringPredicate: String?
+
+    /// Creates a derivation.
+    public init(expression: String, filteringPredicate: String? = nil) {
+        self.expression = expression
+        self.filteringPredicate = filteringPredicate
     }
 }
 
@@ -68,12 +109,30 @@ public struct RelationshipDescription: Sendable, Hashable {
     public var isTransient: Bool
     /// Free-form key/value pairs from the schema author.
     public var userInfo: [String: String]
+    /// Changes the property's Core Data version hash without changing its structure (Core Data's per-property
+    /// `versionHashModifier`). Not part of ``Entity/versionHash``.
+    public var versionHashModifier: String?
+    /// Core Data's read-only flag (`NSPropertyDescription.isReadOnly`): part of the Core Data version hash, not
+    /// enforced here.
+    public var isReadOnly: Bool
+    /// The renaming identifier a migration uses to match this relationship with one of an earlier model version
+    /// (Xcode's `elementID`, Core Data's `renamingIdentifier`).
+    public var renamingIdentifier: String?
+    /// The minimum count exactly as the model file wrote it (Xcode's `minCount`), `nil` when it wrote none.
+    /// ``minCount`` is normalised (a to-one's is always 0); Core Data's version hash covers the written value.
+    public var declaredMinCount: Int?
+    /// The maximum count exactly as the model file wrote it (Xcode's `maxCount`; `-1` in old models), `nil` when it
+    /// wrote none. ``maxCount`` is normalised (0 for an unbounded to-many); Core Data's version hash covers the
+    /// written value.
+    public var declaredMaxCount: Int?
 
     /// Creates a relationship description.
     public init(
         name: String, destination: String, inverse: String? = nil, isToMany: Bool = false, isOrdered: Bool = false,
         deleteRule: DeleteRule = .nullify, isOptional: Bool = true, minCount: Int = 0, maxCount: Int? = nil,
-        isTransient: Bool = false, userInfo: [String: String] = [:]
+        isTransient: Bool = false, userInfo: [String: String] = [:], versionHashModifier: String? = nil,
+        isReadOnly: Bool = false, renamingIdentifier: String? = nil, declaredMinCount: Int? = nil,
+        declaredMaxCount: Int? = nil
     ) {
         self.name = name
         self.destination = destination
@@ -86,6 +145,11 @@ public struct RelationshipDescription: Sendable, Hashable {
         self.maxCount = maxCount ?? (isToMany ? 0 : 1)
         self.isTransient = isTransient
         self.userInfo = userInfo
+        self.versionHashModifier = versionHashModifier
+        self.isReadOnly = isReadOnly
+        self.renamingIdentifier = renamingIdentifier
+        self.declaredMinCount = declaredMinCount
+        self.declaredMaxCount = declaredMaxCount
     }
 
     /// `true` for a to-many relationship whose inverse is also to-many (the caller passes the inverse).
@@ -116,12 +180,20 @@ public struct EntityDescription: Sendable, Hashable {
     public var versionHashModifier: String?
     /// The class name the app uses for the entity, when it differs from the entity name (kept, never used).
     public var representedClassName: String?
+    /// Attributes Core Data computes from other properties (each with a ``AttributeDescription/derivation``).
+    /// Records never hold them and ``Entity/attributes`` leaves them out; they are kept because Core Data's version
+    /// hash and store layout include them.
+    public var derivedAttributes: [AttributeDescription]
+    /// The renaming identifier a migration uses to match this entity with one of an earlier model version
+    /// (Xcode's `elementID`, Core Data's `renamingIdentifier`).
+    public var renamingIdentifier: String?
 
     /// Creates an entity description.
     public init(
         name: String, parent: String? = nil, isAbstract: Bool = false, attributes: [AttributeDescription] = [],
         relationships: [RelationshipDescription] = [], uniquenessConstraints: [[String]] = [],
-        userInfo: [String: String] = [:], versionHashModifier: String? = nil, representedClassName: String? = nil
+        userInfo: [String: String] = [:], versionHashModifier: String? = nil, representedClassName: String? = nil,
+        derivedAttributes: [AttributeDescription] = [], renamingIdentifier: String? = nil
     ) {
         self.name = name
         self.parent = parent
@@ -132,5 +204,7 @@ public struct EntityDescription: Sendable, Hashable {
         self.userInfo = userInfo
         self.versionHashModifier = versionHashModifier
         self.representedClassName = representedClassName
+        self.derivedAttributes = derivedAttributes
+        self.renamingIdentifier = renamingIdentifier
     }
 }

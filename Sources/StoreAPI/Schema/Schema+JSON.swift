@@ -20,11 +20,17 @@ import Foundation
 /// ```
 ///
 /// Attribute keys: `name`, `type` (an ``AttributeType`` raw value), `optional` (true), `default` (absent; in the
-/// JSON form of the type, see ``StoreValue/jsonObject``), `transient` (false), `valueTransformer`, `userInfo`.
+/// JSON form of the type, see ``StoreValue/jsonObject``), `transient` (false), `valueTransformer`, `userInfo`,
+/// `versionHashModifier`, `readOnly` (false), `allowsExternalBinaryDataStorage` (false),
+/// `preservesValueInHistoryOnDeletion` (false), `renamingIdentifier`, `derivation` (an object: `expression`,
+/// `filteringPredicate`).
 /// Relationship keys: `name`, `destination`, `inverse`, `toMany` (false), `ordered` (false), `deleteRule`
 /// (`nullify`; also `cascade`, `deny`, `noAction`), `optional` (true), `minCount` (0), `maxCount` (1 for to-one,
-/// 0 = unbounded for to-many), `transient` (false), `userInfo`. Entity keys: `name`, `parent`, `abstract` (false),
-/// `attributes`, `relationships`, `uniquenessConstraints`, `userInfo`, `versionHashModifier`, `className`.
+/// 0 = unbounded for to-many), `transient` (false), `userInfo`, `versionHashModifier`, `readOnly` (false),
+/// `renamingIdentifier`, `declaredMinCount`, `declaredMaxCount` (the counts as a model file wrote them).
+/// Entity keys: `name`, `parent`, `abstract` (false), `attributes`, `relationships`, `uniquenessConstraints`,
+/// `userInfo`, `versionHashModifier`, `className`, `derivedAttributes` (attributes with a `derivation`),
+/// `renamingIdentifier`. Keys added later are optional, so documents written before them still read.
 extension Schema: Codable {
     private enum CodingKeys: String, CodingKey { case entities, configurations }
 
@@ -71,15 +77,17 @@ extension Schema: Codable {
 extension EntityDescription: Codable {
     private enum CodingKeys: String, CodingKey {
         case name, parent, abstract, attributes, relationships, uniquenessConstraints, userInfo, versionHashModifier
-        case className
+        case className, derivedAttributes, renamingIdentifier
     }
 
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         let name = try c.decode(String.self, forKey: .name)
         let attributes: [AttributeDescription]
+        let derivedAttributes: [AttributeDescription]
         do {
             attributes = try c.decodeIfPresent([AttributeDescription].self, forKey: .attributes) ?? []
+            derivedAttributes = try c.decodeIfPresent([AttributeDescription].self, forKey: .derivedAttributes) ?? []
         } catch let e as SchemaError {
             // An attribute's decoder cannot see the entity's name; put it in place of the coding path.
             switch e {
@@ -97,7 +105,9 @@ extension EntityDescription: Codable {
             uniquenessConstraints: try c.decodeIfPresent([[String]].self, forKey: .uniquenessConstraints) ?? [],
             userInfo: try c.decodeIfPresent([String: String].self, forKey: .userInfo) ?? [:],
             versionHashModifier: try c.decodeIfPresent(String.self, forKey: .versionHashModifier),
-            representedClassName: try c.decodeIfPresent(String.self, forKey: .className))
+            representedClassName: try c.decodeIfPresent(String.self, forKey: .className),
+            derivedAttributes: derivedAttributes,
+            renamingIdentifier: try c.decodeIfPresent(String.self, forKey: .renamingIdentifier))
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -111,12 +121,16 @@ extension EntityDescription: Codable {
         if !userInfo.isEmpty { try c.encode(userInfo, forKey: .userInfo) }
         try c.encodeIfPresent(versionHashModifier, forKey: .versionHashModifier)
         try c.encodeIfPresent(representedClassName, forKey: .className)
+        if !derivedAttributes.isEmpty { try c.encode(derivedAttributes, forKey: .derivedAttributes) }
+        try c.encodeIfPresent(renamingIdentifier, forKey: .renamingIdentifier)
     }
 }
 
 extension AttributeDescription: Codable {
     private enum CodingKeys: String, CodingKey {
         case name, type, optional, `default`, transient, valueTransformer, userInfo
+        case versionHashModifier, readOnly, allowsExternalBinaryDataStorage, preservesValueInHistoryOnDeletion
+        case renamingIdentifier, derivation
     }
 
     public init(from decoder: Decoder) throws {
@@ -137,7 +151,13 @@ extension AttributeDescription: Codable {
             name: name, type: type, isOptional: try c.decodeIfPresent(Bool.self, forKey: .optional) ?? true,
             defaultValue: defaultValue, isTransient: try c.decodeIfPresent(Bool.self, forKey: .transient) ?? false,
             valueTransformerName: try c.decodeIfPresent(String.self, forKey: .valueTransformer),
-            userInfo: try c.decodeIfPresent([String: String].self, forKey: .userInfo) ?? [:])
+            userInfo: try c.decodeIfPresent([String: String].self, forKey: .userInfo) ?? [:],
+            versionHashModifier: try c.decodeIfPresent(String.self, forKey: .versionHashModifier),
+            isReadOnly: try c.decodeIfPresent(Bool.self, forKey: .readOnly) ?? false,
+            allowsExternalBinaryDataStorage: try c.decodeIfPresent(Bool.self, forKey: .allowsExternalBinaryDataStorage) ?? false,
+            preservesValueInHistoryOnDeletion: try c.decodeIfPresent(Bool.self, forKey: .preservesValueInHistoryOnDeletion) ?? false,
+            renamingIdentifier: try c.decodeIfPresent(String.self, forKey: .renamingIdentifier),
+            derivation: try c.decodeIfPresent(AttributeDerivation.self, forKey: .derivation))
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -149,6 +169,12 @@ extension AttributeDescription: Codable {
         if isTransient { try c.encode(true, forKey: .transient) }
         try c.encodeIfPresent(valueTransformerName, forKey: .valueTransformer)
         if !userInfo.isEmpty { try c.encode(userInfo, forKey: .userInfo) }
+        try c.encodeIfPresent(versionHashModifier, forKey: .versionHashModifier)
+        if isReadOnly { try c.encode(true, forKey: .readOnly) }
+        if allowsExternalBinaryDataStorage { try c.encode(true, forKey: .allowsExternalBinaryDataStorage) }
+        if preservesValueInHistoryOnDeletion { try c.encode(true, forKey: .preservesValueInHistoryOnDeletion) }
+        try c.encodeIfPresent(renamingIdentifier, forKey: .renamingIdentifier)
+        try c.encodeIfPresent(derivation, forKey: .derivation)
     }
 
     /// Decoding errors name the entity; its name is not in reach of a nested decoder, so use the coding path.
@@ -160,6 +186,7 @@ extension AttributeDescription: Codable {
 extension RelationshipDescription: Codable {
     private enum CodingKeys: String, CodingKey {
         case name, destination, inverse, toMany, ordered, deleteRule, optional, minCount, maxCount, transient, userInfo
+        case versionHashModifier, readOnly, renamingIdentifier, declaredMinCount, declaredMaxCount
     }
 
     public init(from decoder: Decoder) throws {
@@ -176,7 +203,12 @@ extension RelationshipDescription: Codable {
             minCount: try c.decodeIfPresent(Int.self, forKey: .minCount) ?? 0,
             maxCount: try c.decodeIfPresent(Int.self, forKey: .maxCount),
             isTransient: try c.decodeIfPresent(Bool.self, forKey: .transient) ?? false,
-            userInfo: try c.decodeIfPresent([String: String].self, forKey: .userInfo) ?? [:])
+            userInfo: try c.decodeIfPresent([String: String].self, forKey: .userInfo) ?? [:],
+            versionHashModifier: try c.decodeIfPresent(String.self, forKey: .versionHashModifier),
+            isReadOnly: try c.decodeIfPresent(Bool.self, forKey: .readOnly) ?? false,
+            renamingIdentifier: try c.decodeIfPresent(String.self, forKey: .renamingIdentifier),
+            declaredMinCount: try c.decodeIfPresent(Int.self, forKey: .declaredMinCount),
+            declaredMaxCount: try c.decodeIfPresent(Int.self, forKey: .declaredMaxCount))
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -192,6 +224,28 @@ extension RelationshipDescription: Codable {
         if maxCount != (isToMany ? 0 : 1) { try c.encode(maxCount, forKey: .maxCount) }
         if isTransient { try c.encode(true, forKey: .transient) }
         if !userInfo.isEmpty { try c.encode(userInfo, forKey: .userInfo) }
+        try c.encodeIfPresent(versionHashModifier, forKey: .versionHashModifier)
+        if isReadOnly { try c.encode(true, forKey: .readOnly) }
+        try c.encodeIfPresent(renamingIdentifier, forKey: .renamingIdentifier)
+        try c.encodeIfPresent(declaredMinCount, forKey: .declaredMinCount)
+        try c.encodeIfPresent(declaredMaxCount, forKey: .declaredMaxCount)
+    }
+}
+
+extension AttributeDerivation: Codable {
+    private enum CodingKeys: String, CodingKey { case expression, filteringPredicate }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            expression: try c.decode(String.self, forKey: .expression),
+            filteringPredicate: try c.decodeIfPresent(String.self, forKey: .filteringPredicate))
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(expression, forKey: .expression)
+        try c.encodeIfPresent(filteringPredicate, forKey: .filteringPredicate)
     }
 }
 

@@ -33,6 +33,10 @@ extension EntityDescription {
         for element in try object.array("relationships") {
             relationships.append(try RelationshipDescription(json: try JSONObjectReader(element.value, path: element.path)))
         }
+        var derivedAttributes: [AttributeDescription] = []
+        for element in try object.array("derivedAttributes") {
+            derivedAttributes.append(try AttributeDescription(json: try JSONObjectReader(element.value, path: element.path), entity: name))
+        }
         var constraints: [[String]] = []
         for element in try object.array("uniquenessConstraints") {
             constraints.append(try JSONObjectReader.strings(element.value, path: element.path))
@@ -46,7 +50,9 @@ extension EntityDescription {
             uniquenessConstraints: constraints,
             userInfo: try object.stringDictionary("userInfo"),
             versionHashModifier: try object.optionalString("versionHashModifier"),
-            representedClassName: try object.optionalString("className"))
+            representedClassName: try object.optionalString("className"),
+            derivedAttributes: derivedAttributes,
+            renamingIdentifier: try object.optionalString("renamingIdentifier"))
     }
 }
 
@@ -66,11 +72,22 @@ extension AttributeDescription {
             }
             defaultValue = v.isNull ? nil : v
         }
+        var derivation: AttributeDerivation?
+        if let d = try object.optionalObject("derivation") {
+            derivation = AttributeDerivation(
+                expression: try d.string("expression"), filteringPredicate: try d.optionalString("filteringPredicate"))
+        }
         self.init(
             name: name, type: type, isOptional: try object.bool("optional", default: true),
             defaultValue: defaultValue, isTransient: try object.bool("transient", default: false),
             valueTransformerName: try object.optionalString("valueTransformer"),
-            userInfo: try object.stringDictionary("userInfo"))
+            userInfo: try object.stringDictionary("userInfo"),
+            versionHashModifier: try object.optionalString("versionHashModifier"),
+            isReadOnly: try object.bool("readOnly", default: false),
+            allowsExternalBinaryDataStorage: try object.bool("allowsExternalBinaryDataStorage", default: false),
+            preservesValueInHistoryOnDeletion: try object.bool("preservesValueInHistoryOnDeletion", default: false),
+            renamingIdentifier: try object.optionalString("renamingIdentifier"),
+            derivation: derivation)
     }
 }
 
@@ -94,6 +111,11 @@ extension RelationshipDescription {
             minCount: try object.optionalInt("minCount") ?? 0,
             maxCount: try object.optionalInt("maxCount"),
             isTransient: try object.bool("transient", default: false),
-            userInfo: try object.stringDictionary("userInfo"))
+            userInfo: try object.stringDictionary("userInfo"),
+            versionHashModifier: try object.optionalString("versionHashModifier"),
+            isReadOnly: try object.bool("readOnly", default: false),
+            renamingIdentifier: try object.optionalString("renamingIdentifier"),
+            declaredMinCount: try object.optionalInt("declaredMinCount"),
+            declaredMaxCount: try object.optionalInt("declaredMaxCount"))
     }
 }

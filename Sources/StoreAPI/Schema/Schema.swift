@@ -125,6 +125,11 @@ struct SchemaResolver {
                     guard seen.insert(r.name).inserted else { throw .duplicateProperty(entity: d.name, property: r.name) }
                     if !r.isTransient { rels.append(r) }
                 }
+                // Derived attributes share the property namespace but are computed by Core Data, never stored.
+                for a in level.derivedAttributes {
+                    guard !a.name.isEmpty else { throw .invalidName(entity: d.name, property: a.name) }
+                    guard seen.insert(a.name).inserted else { throw .duplicateProperty(entity: d.name, property: a.name) }
+                }
                 constraints += level.uniquenessConstraints
             }
             for c in d.uniquenessConstraints {

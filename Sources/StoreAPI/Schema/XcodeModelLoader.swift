@@ -7,9 +7,11 @@ extension Schema {
     /// is chosen), one `.xcdatamodel` version directory, or that directory's `contents` file itself.
     ///
     /// The model is read as Xcode 4 and later write it: the `contents` XML. Entities, attributes, relationships,
-    /// uniqueness constraints, user info and configurations are kept; derived attributes, fetched properties, fetch
-    /// request templates, fetch and compound indexes, validation rules, renaming identifiers and layout are not part
-    /// of a ``Schema`` and are skipped (derived attributes are computed by Core Data and never stored). A to-one
+    /// uniqueness constraints, user info, configurations, renaming identifiers and what Core Data's version hash
+    /// covers (per-property version-hash modifiers, external-storage and preserve-after-deletion flags, counts as
+    /// written) are kept; derived attributes are kept apart in ``EntityDescription/derivedAttributes`` (Core Data
+    /// computes them; records never hold them). Fetched properties, fetch request templates, fetch and compound
+    /// indexes, validation rules and layout are not part of a ``Schema`` and are skipped. A to-one
     /// relationship's bounds are carried by its optionality (`minCount` 0, `maxCount` 1); a to-many `maxCount` of
     /// `-1` means unbounded. Xcode's `Undefined` type is accepted only on transient attributes, where it becomes
     /// ``AttributeType/transformable``.

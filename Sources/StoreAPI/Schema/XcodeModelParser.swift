@@ -5,13 +5,16 @@ import FoundationXML
 
 /// Reads the XML `contents` file of one `.xcdatamodel` into entity definitions and configurations.
 ///
-/// What is kept: entities (name, parent, abstract, class name, version-hash modifier, user info, uniqueness
-/// constraints), attributes (type, optional, default, transient, value-transformer name, user info), relationships
-/// (destination, inverse, to-many, ordered, counts, delete rule, optional, transient, user info) and configurations.
-/// What is deliberately dropped, because it does not decide what a store holds: derived attributes (Core Data
-/// computes them), fetched properties, fetch request templates, fetch indexes, compound indexes, `indexed` flags,
-/// validation rules (min/max value, regular expressions), renaming identifiers, external-storage hints, custom class
-/// names, per-property version-hash modifiers and the diagram layout.
+/// What is kept: entities (name, parent, abstract, class name, version-hash modifier, renaming identifier, user
+/// info, uniqueness constraints), attributes (type, optional, default, transient, value-transformer name,
+/// version-hash modifier, renaming identifier, external-storage and preserve-after-deletion flags, user info),
+/// derived attributes (apart, in ``EntityDescription/derivedAttributes``, with their derivation expression),
+/// relationships (destination, inverse, to-many, ordered, counts both normalised and as written, delete rule,
+/// optional, transient, version-hash modifier, renaming identifier, user info) and configurations. Core Data's
+/// version hash needs the renaming-free part of this; migrations need the renaming identifiers.
+/// What is deliberately dropped, because it decides neither what a store holds nor Core Data's version hash:
+/// fetched properties, fetch request templates, fetch indexes, compound indexes, `indexed` flags, validation rules
+/// (min/max value, regular expressions), custom class names and the diagram layout.
 final class XcodeModelParser: NSObject, XMLParserDelegate {
     private let file: String
     private(set) var entities: [EntityDescription] = []
@@ -146,7 +149,10 @@ final class XcodeModelParser: NSObject, XMLParserDelegate {
             if let entity { entities.append(entity) }
             entity = nil
         case "attribute":
-            if let attribute { entity?.attributes.append(attribute) }
+            if let attribute {
+                if attribute.derivation != nil { entity?.derivedAttributes.append(attribute) }
+                else { entity?.attributes.append(attribute) }
+            }
             attribute = nil
         case "relationship":
             if let relationship { entity?.relationships.append(relationship) }
@@ -169,17 +175,14 @@ final class XcodeModelParser: NSObject, XMLParserDelegate {
         entity = EntityDescription(
             name: name, parent: nonEmpty(attrs["parentEntity"]), isAbstract: XcodeModelValues.flag(attrs["isAbstract"]),
             versionHashModifier: nonEmpty(attrs["versionHashModifier"]),
-            representedClassName: nonEmpty(attrs["representedClassName"]))
+            representedClassName: nonEmpty(attrs["representedClassName"]),
+            renamingIdentifier: nonEmpty(attrs["elementID"]))
     }
 
     private func startAttribute(_ parser: XMLParser, _ attrs: [String: String]) {
         let entityName = entity?.name ?? "?"
         guard let name = attrs["name"], !name.isEmpty else {
             return fail(parser, "entity '\(entityName)' has an <attribute> without a name")
-        }
-        if XcodeModelValues.flag(attrs["derived"]) {
-            skipDepth = stack.count  // computed by Core Data from other properties; never stored
-            return
         }
         let isTransient = XcodeModelValues.flag(attrs["transient"])
         let typeName = attrs["attributeType"] ?? "Undefined"
@@ -207,9 +210,18 @@ final class XcodeModelParser: NSObject, XMLParserDelegate {
                 return fail(.defaultValueMismatch(entity: entityName, attribute: name, type: type), parser)
             }
         }
+        // A derived attribute is computed by Core Data from other properties and never written by the app; it is
+        // kept apart (see didEndElement) for Core Data's version hash and store layout. Xcode writes the expression
+        // in the key-path form (`pages.@count`).
+        let derivation = XcodeModelValues.flag(attrs["derived"])
+            ? AttributeDerivation(expression: attrs["derivationExpression"] ?? "") : nil
         attribute = AttributeDescription(
             name: name, type: type, isOptional: XcodeModelValues.flag(attrs["optional"]), defaultValue: defaultValue,
-            isTransient: isTransient, valueTransformerName: nonEmpty(attrs["valueTransformerName"]))
+            isTransient: isTransient, valueTransformerName: nonEmpty(attrs["valueTransformerName"]),
+            versionHashModifier: nonEmpty(attrs["versionHashModifier"]),
+            allowsExternalBinaryDataStorage: XcodeModelValues.flag(attrs["allowsExternalBinaryDataStorage"]),
+            preservesValueInHistoryOnDeletion: XcodeModelValues.flag(attrs["preserveAfterDeletion"]),
+            renamingIdentifier: nonEmpty(attrs["elementID"]), derivation: derivation)
     }
 
     private func startRelationship(_ parser: XMLParser, _ attrs: [String: String]) {
@@ -251,7 +263,9 @@ final class XcodeModelParser: NSObject, XMLParserDelegate {
         relationship = RelationshipDescription(
             name: name, destination: destination, inverse: nonEmpty(attrs["inverseName"]), isToMany: isToMany,
             isOrdered: XcodeModelValues.flag(attrs["ordered"]), deleteRule: rule, isOptional: isOptional,
-            minCount: minCount, maxCount: maxCount, isTransient: XcodeModelValues.flag(attrs["transient"]))
+            minCount: minCount, maxCount: maxCount, isTransient: XcodeModelValues.flag(attrs["transient"]),
+            versionHashModifier: nonEmpty(attrs["versionHashModifier"]), renamingIdentifier: nonEmpty(attrs["elementID"]),
+            declaredMinCount: counts["minCount"], declaredMaxCount: counts["maxCount"])
     }
 
     private func addUserInfo(key: String, value: String, owner: String) {

@@ -28,7 +28,8 @@ struct SchemaXcodeCorpusTests {
         #expect(defs.flatMap(\.uniquenessConstraints).count == f["uniquenessConstraints"] as? Int)
         #expect(schema.configurations.keys.sorted() == (f["configurations"] as? [String])?.sorted())
 
-        // Attribute types. Derived attributes are not stored, so the loader drops them: they are the difference.
+        // Attribute types. Derived attributes are not stored, so the loader keeps them apart (derivedAttributes): they
+        // are the difference.
         var typeCounts: [String: Int] = [:]
         for a in attributes { typeCounts[a.type.xcodeName, default: 0] += 1 }
         let expectedTypes = try #require(f["attributeTypes"] as? [String: Int])

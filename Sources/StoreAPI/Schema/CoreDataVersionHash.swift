@@ -28,8 +28,9 @@ extension Schema {
     ///
     /// The algorithm (`reference/coredata-sqlite-format.md` §4) reproduces the hashes of real Core Data stores and
     /// compiled models. Parts no real store has confirmed are isolated in one place (`CoreDataVersionHash`, for
-    /// backends) and documented there: non-ASCII names, derivation expressions other than a key path or `@count`, filtering predicates, and
-    /// the counts of relationships built in code rather than read from a model file.
+    /// backends) and documented there: non-ASCII names, derivation expressions other than a key path or `@count`,
+    /// filtering predicates, external binary storage, and the counts of relationships built in code rather than
+    /// read from a model file.
     public var coreDataVersionHashes: CoreDataVersionHashes {
         var hashes: [String: Data] = [:]
         var hasher = CoreDataVersionHash(schema: self)
@@ -81,6 +82,7 @@ extension Schema {
 ///   ``RelationshipDescription/maxCount`` (to-one 0…1, unbounded to-many 0). Core Data's own models built in code
 ///   hashed an unbounded to-many as `-1`, so such a model's hashes differ from the same model read from a file;
 /// - read-only properties (``AttributeDescription/isReadOnly``): Xcode writes no such flag;
+/// - external binary storage: the only corpus model that uses it has no recorded hash;
 /// - composite attributes (type code 2100) and object-ID attributes (2000): the schema has neither.
 @_spi(BackendKit) public struct CoreDataVersionHash {
     private let schema: Schema

@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "SQLiteBackend", targets: ["SQLiteBackend"]),
         .library(name: "LMDBBackend", targets: ["LMDBBackend"]),
         .library(name: "XMLBackend", targets: ["XMLBackend"]),
+        .library(name: "CoreDataBackend", targets: ["CoreDataBackend"]),
         .library(name: "StoreConformance", targets: ["StoreConformance"]),
         .executable(name: "storectl", targets: ["storectl"]),
     ],
@@ -21,6 +22,7 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]),
         .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"]), .brew(["lmdb"])]),
         .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"]), .brew(["libxml2"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]),
 
         // The framework: schema, records, descriptions, the backend protocols, coordinator, context and operations.
         // It depends on no backend and no C library; it logs through swift-log.
@@ -31,6 +33,8 @@ let package = Package(
         .target(name: "SQLiteBackend", dependencies: ["StoreAPI", "CSQLite", .product(name: "Logging", package: "swift-log")]),
         .target(name: "LMDBBackend", dependencies: ["StoreAPI", "CLMDB", .product(name: "Logging", package: "swift-log")]),
         .target(name: "XMLBackend", dependencies: ["StoreAPI", "CLibXML2"]),
+        // Core Data's own SQLite stores (issue 23): zlib for the compressed model cache (`Z_MODELCACHE`).
+        .target(name: "CoreDataBackend", dependencies: ["StoreAPI", "CSQLite", "CZlib"]),
 
         // The published conformance suite every backend runs (built-in and third-party).
         .target(name: "StoreConformance", dependencies: ["StoreAPI"]),
@@ -89,6 +93,7 @@ let package = Package(
             dependencies: ["StoreAPI", "LMDBBackend", "StoreConformance", "CLMDB", "conformance-worker", "StoreTestSupport"]
         ),
         .testTarget(name: "XMLBackendTests", dependencies: ["StoreAPI", "XMLBackend", "StoreConformance", "StoreTestSupport"]),
+        .testTarget(name: "CoreDataBackendTests", dependencies: ["StoreAPI", "CoreDataBackend", "CSQLite", "StoreTestSupport"]),
         // Every backend together: the operations matrix across types, NDJSON and the verifier on every type.
         .testTarget(
             name: "IntegrationTests",
@@ -107,7 +112,7 @@ let package = Package(
         // Seeded mutation fuzzing of every reader of untrusted input (a short deterministic run; longer by env var).
         .testTarget(
             name: "FuzzTests",
-            dependencies: ["StoreAPI", "SQLiteBackend", "LMDBBackend", "XMLBackend", "StoreTestSupport"]
+            dependencies: ["StoreAPI", "SQLiteBackend", "LMDBBackend", "XMLBackend", "CoreDataBackend", "StoreTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,167 @@
+import Foundation
+@_spi(BackendKit) import StoreAPI
+
+/// A compiled Core Data model as a store's `Z_MODELCACHE` holds it: every entity and property with all that Core Data
+/// records about it, including what `Schema` has no field for yet (property version-hash modifiers,
+/// external storage, derivations, renaming identifiers, raw counts and type codes).
+///
+/// Decode one with ``CoreDataModelCache/decode(_:)``; turn it into the framework's schema with ``schema()``.
+@_spi(BackendKit) public struct CoreDataModel: Sendable, Hashable {
+    /// The entities, in the model's order (Core Data keeps them sorted by name).
+    public var entities: [Entity]
+    /// Configuration name → the names of its entities.
+    public var configurations: [String: [String]]
+    /// The model's version identifiers.
+    public var versionIdentifiers: [String]
+
+    /// An entity of the compiled model.
+    public struct Entity: Sendable, Hashable {
+        public var name: String
+        /// The parent entity's name, for sub-entities.
+        public var parent: String?
+        public var isAbstract: Bool
+        /// The class name the app uses (`NSClassNameForEntity`).
+        public var className: String?
+        public var versionHashModifier: String?
+        /// The entity's name before a rename (`NSRenamingIdentifier`); a migrated store's `Z_PRIMARYKEY` may still
+        /// carry it.
+        public var renamingIdentifier: String?
+        public var userInfo: [String: String]
+        /// The properties declared on this entity (inherited ones are on the ancestors).
+        public var attributes: [Attribute]
+        public var relationships: [Relationship]
+        /// Fetched properties: never stored, kept by name only.
+        public var fetchedPropertyNames: [String]
+        /// The uniqueness constraints declared on this entity (not inherited ones), as property names.
+        public var uniquenessConstraints: [[String]]
+    }
+
+    /// An attribute of the compiled model.
+    public struct Attribute: Sendable, Hashable {
+        public var name: String
+        /// `NSAttributeType`: 100 Int16 … 1800 Transformable, 2000 object ID, 2100 composite, 0 undefined.
+        public var typeCode: Int
+        /// The framework's type for ``typeCode``, or `nil` for the codes it has no type for (undefined, object ID,
+        /// composite), which Core Data only allows on transient attributes.
+        public var type: AttributeType?
+        public var isOptional: Bool
+        public var isTransient: Bool
+        public var isReadOnly: Bool
+        /// The default value, when the model has one the framework can hold (a transformable's default is an object
+        /// of the app's class and is not carried).
+        public var defaultValue: StoreValue?
+        /// `NSAttributeValueClassName`.
+        public var valueClassName: String?
+        /// For transformable attributes: the value transformer's name.
+        public var valueTransformerName: String?
+        public var versionHashModifier: String?
+        public var renamingIdentifier: String?
+        /// `NSFlagsKey` 0x4: the value may live in a file beside the store.
+        public var allowsExternalBinaryDataStorage: Bool
+        /// `NSFlagsKey` 0x10: persistent history keeps the value in a tombstone on delete.
+        public var preservesValueInHistoryOnDeletion: Bool
+        /// A derived attribute (`NSDerivedAttributeDescription`), maintained by triggers.
+        public var isDerived: Bool
+        /// A derived attribute's expression in predicate-format text (`count:(pages)`), when it is of a form this
+        /// decoder renders (key paths, functions, constants, variables).
+        public var derivationExpression: String?
+        public var userInfo: [String: String]
+    }
+
+    /// A relationship of the compiled model.
+    public struct Relationship: Sendable, Hashable {
+        public var name: String
+        public var destination: String
+        public var inverse: String?
+        /// `NSMinCount` as stored.
+        public var minCount: Int
+        /// `NSMaxCount` as stored: 1 for to-one; 0 (Xcode) or −1 (a model built in code) for an unbounded to-many.
+        public var maxCount: Int
+        public var deleteRule: DeleteRule
+        public var isOrdered: Bool
+        public var isOptional: Bool
+        public var isTransient: Bool
+        public var versionHashModifier: String?
+        public var renamingIdentifier: String?
+        public var userInfo: [String: String]
+
+        /// Core Data's rule: every relationship whose maximum is not exactly 1 is to-many.
+        public var isToMany: Bool { maxCount != 1 }
+    }
+
+    /// The entity named `name`.
+    public func entity(named name: String) -> Entity? { entities.first { $0.name == name } }
+
+    /// Every entity's `Z_ENT`, as Core Data numbers them: entities sorted by case-insensitive name, each root
+    /// numbered in that order with its sub-entities depth-first right after it. [unverified: the order of sibling
+    /// sub-entities; they are taken in the same sorted order.]
+    public func entityNumbers() -> [String: Int] {
+        let sorted = entities.sorted {
+            let a = $0.name.lowercased(), b = $1.name.lowercased()
+            return a != b ? a < b : $0.name < $1.name
+        }
+        var children: [String: [String]] = [:]
+        for e in sorted { if let p = e.parent { children[p, default: []].append(e.name) } }
+        let known = Set(entities.map(\.name))
+        var numbers: [String: Int] = [:]
+        var next = 1
+        func visit(_ name: String, depth: Int) {
+            guard numbers[name] == nil, depth < 256 else { return }
+            numbers[name] = next
+            next += 1
+            for c in children[name] ?? [] { visit(c, depth: depth + 1) }
+        }
+        for e in sorted where e.parent == nil || !known.contains(e.parent ?? "") { visit(e.name, depth: 0) }
+        return numbers
+    }
+
+    /// The framework's schema for this model.
+    ///
+    /// What the schema cannot hold yet stays here: property version-hash modifiers, external storage, derivations.
+    /// An unbounded to-many (`maxCount` 0 or −1) has maximum 0; transient attributes of a type the framework lacks
+    /// are left out (they are never stored); a uniqueness constraint that names a non-attribute is left out.
+    public func schema() throws(SchemaError) -> Schema {
+        var definitions: [EntityDescription] = []
+        for e in entities {
+            var attributes: [AttributeDescription] = []
+            for a in e.attributes {
+                guard let type = a.type else { continue }
+                attributes.append(AttributeDescription(
+                    name: a.name, type: type, isOptional: a.isOptional, defaultValue: a.defaultValue,
+                    isTransient: a.isTransient, valueTransformerName: a.valueTransformerName, userInfo: a.userInfo))
+            }
+            let relationships = e.relationships.map { r in
+                RelationshipDescription(
+                    name: r.name, destination: r.destination, inverse: r.inverse, isToMany: r.isToMany,
+                    isOrdered: r.isOrdered, deleteRule: r.deleteRule, isOptional: r.isOptional,
+                    minCount: max(0, r.minCount), maxCount: r.isToMany ? max(0, r.maxCount) : 1,
+                    isTransient: r.isTransient, userInfo: r.userInfo)
+            }
+            let attributeNames = Set(lineage(of: e).flatMap { $0.attributes.filter { $0.type != nil }.map(\.name) })
+            let constraints = e.uniquenessConstraints.filter { !$0.isEmpty && $0.allSatisfy(attributeNames.contains) }
+            definitions.append(EntityDescription(
+                name: e.name, parent: e.parent, isAbstract: e.isAbstract, attributes: attributes,
+                relationships: relationships, uniquenessConstraints: constraints, userInfo: e.userInfo,
+                versionHashModifier: e.versionHashModifier,
+                representedClassName: e.className == e.name ? nil : e.className))
+        }
+        do {
+            return try Schema(entities: definitions, configurations: configurations)
+        } catch let error as SchemaError {
+            throw error
+        } catch {
+            throw SchemaError.unreadableModel(file: "Z_MODELCACHE", reason: "\(error)")
+        }
+    }
+
+    /// `entity` and its ancestors (bounded, so a hostile parent cycle ends).
+    func lineage(of entity: Entity) -> [Entity] {
+        var out = [entity]
+        var cursor = entity.parent
+        while let p = cursor, out.count < 256, let parent = self.entity(named: p), !out.contains(where: { $0.name == p }) {
+            out.append(parent)
+            cursor = parent.parent
+        }
+        return out
+    }
+}

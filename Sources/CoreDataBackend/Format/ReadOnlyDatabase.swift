@@ -1,0 +1,146 @@
+import CSQLite
+import Foundation
+@_spi(BackendKit) import StoreAPI
+
+/// A read-only SQLite connection to someone else's Core Data store that never changes its files.
+///
+/// - No `-wal`: `mode=ro`.
+/// - A `-wal` with its `-shm`: `mode=ro` too. SQLite reads the WAL through the existing `-shm` (it may rebuild that
+///   index, which is shared memory, not data) and a read-only connection never checkpoints, so the main file and the
+///   `-wal` keep their bytes.
+/// - A `-wal` without its `-shm` (copied out of a device backup): `mode=ro` would create a `-shm` beside the store,
+///   and `immutable=1` would ignore the WAL and read an empty store (in every corpus store with a `-wal` the data is
+///   all in it). So the main file and the `-wal` are copied into a private temporary directory and read there.
+final class ReadOnlyDatabase {
+    let url: URL
+    private let db: OpaquePointer
+    private let snapshotDirectory: URL?
+
+    private init(url: URL, db: OpaquePointer, snapshotDirectory: URL?) {
+        self.url = url
+        self.db = db
+        self.snapshotDirectory = snapshotDirectory
+    }
+
+    deinit {
+        sqlite3_close_v2(db)
+        if let snapshotDirectory { try? FileManager.default.removeItem(at: snapshotDirectory) }
+    }
+
+    /// Opens `url` for reading, choosing the mode above.
+    static func open(_ url: URL) throws(StoreError) -> ReadOnlyDatabase {
+        let fm = FileManager.default
+        guard fm.fileExists(atPath: url.path) else { throw .storeNotFound(url) }
+        let wal = URL(fileURLWithPath: url.path + "-wal")
+        let shm = URL(fileURLWithPath: url.path + "-shm")
+        let walSize = (try? fm.attributesOfItem(atPath: wal.path)[.size] as? Int) ?? 0
+        if walSize > 0 && !fm.fileExists(atPath: shm.path) {
+            let dir = fm.temporaryDirectory.appendingPathComponent("coredata-read-\(UUID().uuidString)")
+            let copy = dir.appendingPathComponent(url.lastPathComponent)
+            do {
+                try fm.createDirectory(at: dir, withIntermediateDirectories: false)
+                try fm.copyItem(at: url, to: copy)
+                try fm.copyItem(at: wal, to: URL(fileURLWithPath: copy.path + "-wal"))
+            } catch {
+                try? fm.removeItem(at: dir)
+                throw .io(url, operation: "copying the store and its -wal to read them without a -shm",
+                          reason: error.localizedDescription)
+            }
+            do throws(StoreError) {
+                // The copy is private: a read-only open that creates its -shm there changes nothing of the user's.
+                let db = try connect(copy, reportAs: url)
+                return ReadOnlyDatabase(url: url, db: db, snapshotDirectory: dir)
+            } catch {
+                try? fm.removeItem(at: dir)
+                throw error
+            }
+        }
+        return ReadOnlyDatabase(url: url, db: try connect(url, reportAs: url), snapshotDirectory: nil)
+    }
+
+    private static func connect(_ file: URL, reportAs url: URL) throws(StoreError) -> OpaquePointer {
+        var c = URLComponents()
+        c.scheme = "file"
+        c.path = file.path
+        c.queryItems = [URLQueryItem(name: "mode", value: "ro")]
+        var handle: OpaquePointer?
+        let rc = sqlite3_open_v2(
+            c.string ?? file.path, &handle, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nil)
+        guard rc == SQLITE_OK, let db = handle else {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
+            if let handle { sqlite3_close_v2(handle) }
+            throw .io(url, operation: "opening the store read-only", reason: message)
+        }
+        sqlite3_busy_timeout(db, 5000)
+        return db
+    }
+
+    /// One column value of a result row.
+    enum Value {
+        case null
+        case integer(Int64)
+        case real(Double)
+        case text(String)
+        case blob([UInt8])
+
+        var int: Int64? {
+            if case .integer(let i) = self { return i }
+            return nil
+        }
+
+        var text: String? {
+            if case .text(let s) = self { return s }
+            return nil
+        }
+
+        var bytes: [UInt8]? {
+            switch self {
+            case .blob(let b): return b
+            case .text(let s): return Array(s.utf8)
+            default: return nil
+            }
+        }
+    }
+
+    /// Runs `sql` and returns every row.
+    func rows(_ sql: String) throws(StoreError) -> [[Value]] {
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK, let stmt = statement else {
+            let message = String(cString: sqlite3_errmsg(db))
+            sqlite3_finalize(statement)
+            throw .corruptStore(url, reason: "\(sql): \(message)")
+        }
+        defer { sqlite3_finalize(stmt) }
+        var out: [[Value]] = []
+        while true {
+            let rc = sqlite3_step(stmt)
+            if rc == SQLITE_DONE { return out }
+            guard rc == SQLITE_ROW else {
+                throw .corruptStore(url, reason: "\(sql): \(String(cString: sqlite3_errmsg(db)))")
+            }
+            var row: [Value] = []
+            for i in 0..<sqlite3_column_count(stmt) {
+                switch sqlite3_column_type(stmt, i) {
+                case SQLITE_INTEGER: row.append(.integer(sqlite3_column_int64(stmt, i)))
+                case SQLITE_FLOAT: row.append(.real(sqlite3_column_double(stmt, i)))
+                case SQLITE_TEXT:
+                    row.append(.text(sqlite3_column_text(stmt, i).map { String(cString: $0) } ?? ""))
+                case SQLITE_BLOB:
+                    let n = Int(sqlite3_column_bytes(stmt, i))
+                    if n > 0, let p = sqlite3_column_blob(stmt, i) {
+                        row.append(.blob(Array(UnsafeRawBufferPointer(start: p, count: n))))
+                    } else {
+                        row.append(.blob([]))
+                    }
+                default: row.append(.null)
+                }
+            }
+            out.append(row)
+        }
+    }
+
+    /// The names of the tables in the store.
+    func tableNames() throws(StoreError) -> Set<String> {
+        Set(try rows("SELECT name FROM sqlite_master WHERE type = 'table'").compactMap { $0.first?.text })
+    }
+}

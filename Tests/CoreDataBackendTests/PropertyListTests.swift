@@ -95,7 +95,7 @@ import Testing
     // MARK: Hostile input
 
     static func rejects(_ bytes: [UInt8], _ fragment: String, sourceLocation: SourceLocation = #_sourceLocation) {
-        do {
+        do throws(PropertyListError) {
             let v = try BinaryPropertyListReader.read(bytes)
             Issue.record("accepted: \(v.summary)", sourceLocation: sourceLocation)
         } catch {

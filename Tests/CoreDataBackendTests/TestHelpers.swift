@@ -11,11 +11,9 @@ func runPython(_ program: String, _ arguments: [String] = [], input: [UInt8] = [
     p.standardOutput = stdout
     p.standardError = FileHandle.nullDevice
     do { try p.run() } catch { return nil }
-    let writer = Thread {
-        stdin.fileHandleForWriting.write(Data(input))
-        try? stdin.fileHandleForWriting.close()
-    }
-    writer.start()
+    // Inputs are small (under a pipe's buffer), so writing them all before reading cannot deadlock.
+    stdin.fileHandleForWriting.write(Data(input))
+    try? stdin.fileHandleForWriting.close()
     let out = stdout.fileHandleForReading.readDataToEndOfFile()
     p.waitUntilExit()
     // `env` exits 127 when python3 is missing.

@@ -53,11 +53,13 @@ import Foundation
 
     /// Reads `Z_PLIST`'s bytes.
     public init(bytes: [UInt8]) throws(CoreDataFormatError) {
+        let plist: PropertyListValue
         do throws(PropertyListError) {
-            try self.init(propertyList: try BinaryPropertyListReader.read(bytes))
+            plist = try BinaryPropertyListReader.read(bytes)
         } catch {
             throw CoreDataFormatError("Z_METADATA", error.description)
         }
+        try self.init(propertyList: plist)
     }
 
     /// Reads the decoded property list.

@@ -116,7 +116,7 @@ private struct ModelDecoder {
         let parent = try parentObject?.string(forKey: "NSEntityName")
         // Core Data lists inherited properties in each sub-entity too: the entity's own ones are those its parent
         // does not have.
-        let inherited: Set<String> = try parentObject.map { try Set(propertyEntries($0).map(\.name)) } ?? []
+        let inherited: Set<String> = try parentObject.map { try Set(propertyEntries($0).map { $0.name }) } ?? []
         var attributes: [CoreDataModel.Attribute] = []
         var relationships: [CoreDataModel.Relationship] = []
         var fetched: [String] = []
@@ -150,7 +150,7 @@ private struct ModelDecoder {
         guard let props = try e.object(forKey: "NSProperties", ofClass: "NSDictionary") else { return [] }
         var out: [(name: String, value: ArchivedValue)] = []
         for (key, value) in try props.entries() {
-            guard let name = key.stringValue ?? (try value.objectValue?.string(forKey: "NSPropertyName")) else {
+            guard let name = try key.stringValue ?? value.objectValue?.string(forKey: "NSPropertyName") else {
                 throw CoreDataFormatError("Z_MODELCACHE", "a property of object \(e.index) has no name")
             }
             out.append((name, value))
@@ -193,11 +193,13 @@ private struct ModelDecoder {
 
     func flags(_ p: ArchivedObject) throws -> (optional: Bool, transient: Bool, readOnly: Bool, ordered: Bool) {
         let bits = try p.integer(forKey: "_P") ?? 0
+        let optional = try p.bool(forKey: "NSIsOptional") ?? false
+        let transient = try p.bool(forKey: "NSIsTransient") ?? false
+        let readOnly = try p.bool(forKey: "NSIsReadOnly") ?? false
+        let ordered = try p.bool(forKey: "NSIsOrdered") ?? false
         return (
-            bits & Self.optionalFlag != 0 || (try p.bool(forKey: "NSIsOptional") ?? false),
-            bits & Self.transientFlag != 0 || (try p.bool(forKey: "NSIsTransient") ?? false),
-            bits & Self.readOnlyFlag != 0 || (try p.bool(forKey: "NSIsReadOnly") ?? false),
-            bits & Self.orderedFlag != 0 || (try p.bool(forKey: "NSIsOrdered") ?? false)
+            bits & Self.optionalFlag != 0 || optional, bits & Self.transientFlag != 0 || transient,
+            bits & Self.readOnlyFlag != 0 || readOnly, bits & Self.orderedFlag != 0 || ordered
         )
     }
 
@@ -215,10 +217,11 @@ private struct ModelDecoder {
         if isDerived, let e = try p.object(forKey: "NSDerivationExpression", ofClass: "NSExpression") {
             expression = try render(e, depth: 0)
         }
+        var initial: StoreValue?
+        if let type { initial = try defaultValue(p.value(forKey: "NSDefaultValue"), type: type, part: part) }
         return CoreDataModel.Attribute(
             name: name, typeCode: Int(clamping: code), type: type, isOptional: f.optional, isTransient: f.transient,
-            isReadOnly: f.readOnly,
-            defaultValue: try type.map { try defaultValue(p.value(forKey: "NSDefaultValue"), type: $0, part: part) } ?? nil,
+            isReadOnly: f.readOnly, defaultValue: initial,
             valueClassName: try p.string(forKey: "NSAttributeValueClassName"),
             valueTransformerName: try p.string(forKey: "NSValueTransformerName"),
             versionHashModifier: try p.string(forKey: "NSVersionHashModifier"),
@@ -231,9 +234,9 @@ private struct ModelDecoder {
     func decodeRelationship(_ p: ArchivedObject, name: String, entity: String) throws -> CoreDataModel.Relationship {
         let part = "relationship \(entity).\(name)"
         let f = try flags(p)
-        let destination = try p.string(forKey: "_NSDestinationEntityName")
+        let destinationName = try p.string(forKey: "_NSDestinationEntityName")
             ?? p.object(forKey: "NSDestinationEntity", ofClass: "NSEntityDescription")?.string(forKey: "NSEntityName")
-        guard let destination else { throw CoreDataFormatError(part, "no destination entity") }
+        guard let destination = destinationName else { throw CoreDataFormatError(part, "no destination entity") }
         let inverse = try p.string(forKey: "_NSInverseRelationshipName")
             ?? p.object(forKey: "NSInverseRelationship", ofClass: "NSRelationshipDescription")?.string(forKey: "NSPropertyName")
         let rule: DeleteRule
@@ -337,7 +340,7 @@ private struct ModelDecoder {
             }
             return out
         }
-        switch try e.integer(forKey: "NSExpressionType") {
+        switch try e.integer(forKey: "NSExpressionType") ?? -1 {
         case 0:
             switch try e.value(forKey: "NSConstantValue") {
             case .string(let s): return "\"\(s)\""

@@ -33,8 +33,7 @@ final class ReadOnlyDatabase {
         guard fm.fileExists(atPath: url.path) else { throw .storeNotFound(url) }
         let wal = URL(fileURLWithPath: url.path + "-wal")
         let shm = URL(fileURLWithPath: url.path + "-shm")
-        let walSize = (try? fm.attributesOfItem(atPath: wal.path)[.size] as? Int) ?? 0
-        if walSize > 0 && !fm.fileExists(atPath: shm.path) {
+        if fm.fileExists(atPath: wal.path) && !fm.fileExists(atPath: shm.path) {
             let dir = fm.temporaryDirectory.appendingPathComponent("coredata-read-\(UUID().uuidString)")
             let copy = dir.appendingPathComponent(url.lastPathComponent)
             do {

@@ -43,7 +43,7 @@ import Testing
     /// becomes a schema or a ``SchemaError``.
     @Test func mutatedPropertyListsAndArchives() throws {
         let (plists, _) = try Self.corpus()
-        let campaign = FuzzCampaign(target: "coredata-bplist", corpus: plists, dialect: .binary, ciIterations: 400,
+        let campaign = FuzzCampaign(target: "coredata-bplist", corpus: plists, dialect: .binary, ciIterations: 2000,
                                     classify: Self.classify)
         let stats = campaign.run { bytes, _ in
             let value = try BinaryPropertyListReader.read(bytes)
@@ -65,7 +65,7 @@ import Testing
             withKnownIssue("the shared corpus is absent; the model-cache campaign did not run") { Issue.record("no corpus") }
             return
         }
-        let campaign = FuzzCampaign(target: "coredata-modelcache", corpus: caches, dialect: .binary, ciIterations: 200,
+        let campaign = FuzzCampaign(target: "coredata-modelcache", corpus: caches, dialect: .binary, ciIterations: 1000,
                                     classify: Self.classify)
         let stats = campaign.run { bytes, _ in
             _ = try CoreDataModelCache.decode(bytes).schema()

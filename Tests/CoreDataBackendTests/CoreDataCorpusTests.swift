@@ -165,6 +165,47 @@ import Testing
         }
     }
 
+    /// Relationship order, many-to-many join tables and uniqueness constraints leave traces in the schema SQL: an
+    /// ordered one-to-many a `Z_FOK_<INVERSE>` column on the to-one side, a many-to-many a join table with a column
+    /// per side (and `Z_FOK_` when ordered), a constraint a `Z_<Entity>_UNIQUE_<a>_<b>` index.
+    @Test(arguments: stores().filter { json($0, "Z_MODELCACHE") != nil })
+    func orderManyToManyAndConstraintsMatchTheSQL(_ store: Store) throws {
+        let schema = try #require(try CoreDataStoreFile.read(at: store.url).schema())
+        let tables = Self.createTables(store)
+        let allColumns = Set(tables.values.flatMap { $0.map(\.0) })
+        let sql = Self.json(store, "schema") as? [String] ?? []
+        for entity in schema.entities {
+            for r in entity.definition.relationships where r.isToMany && !r.isTransient {
+                let inverse = schema.inverse(of: r)
+                if let inverse, inverse.isToMany {
+                    // Many-to-many: one join table holds both sides; only one side names it.
+                    let mine = "\(r.name.uppercased())", theirs = "\(inverse.name.uppercased())"
+                    let join = tables.filter { name, cols in
+                        name.hasPrefix("Z_") && cols.contains { $0.0.hasSuffix(mine) } && cols.contains { $0.0.hasSuffix(theirs) }
+                    }
+                    #expect(!join.isEmpty, "\(store.name): no join table for \(entity.name).\(r.name)")
+                    if r.isOrdered || inverse.isOrdered {
+                        #expect(join.values.contains { $0.contains { $0.0.hasPrefix("Z_FOK_") } },
+                                "\(store.name): \(entity.name).\(r.name) is ordered but its join table has no Z_FOK_")
+                    }
+                } else if r.isOrdered, let inverse {
+                    #expect(allColumns.contains("Z_FOK_" + inverse.name.uppercased()),
+                            "\(store.name): ordered \(entity.name).\(r.name) without Z_FOK_\(inverse.name.uppercased())")
+                } else if let inverse {
+                    #expect(!allColumns.contains("Z_FOK_" + inverse.name.uppercased()) || schema.entities.contains {
+                        $0.definition.relationships.contains { $0.isOrdered && $0.inverse == inverse.name }
+                    }, "\(store.name): \(entity.name).\(r.name) is unordered but has a Z_FOK_ column")
+                }
+            }
+            let prefix = "CREATE UNIQUE INDEX Z_\(entity.name)_UNIQUE_"
+            let fromSQL = Set(sql.filter { $0.hasPrefix(prefix) }.map { line in
+                String(line.dropFirst(prefix.count).prefix { $0 != " " })
+            })
+            let fromModel = Set(entity.definition.uniquenessConstraints.map { $0.joined(separator: "_") })
+            #expect(fromModel == fromSQL, "\(store.name): \(entity.name)'s uniqueness constraints")
+        }
+    }
+
     static let columnType: [AttributeType: String] = [
         .integer16: "INTEGER", .integer32: "INTEGER", .integer64: "INTEGER", .boolean: "INTEGER", .decimal: "DECIMAL",
         .double: "FLOAT", .float: "FLOAT", .string: "VARCHAR", .uri: "VARCHAR", .date: "TIMESTAMP", .binary: "BLOB",
@@ -249,7 +290,7 @@ import Testing
         let dir = try TemporaryDirectory("coredata-not")
         let url = dir.path("plain.sqlite")
         // An empty file is a valid, empty SQLite database.
-        FileManager.default.createFile(atPath: url.path, contents: Data())
+        _ = FileManager.default.createFile(atPath: url.path, contents: Data())
         #expect(throws: StoreError.self) { try CoreDataStoreFile.read(at: url) }
         #expect(throws: StoreError.self) { try CoreDataStoreFile.read(at: dir.path("missing.sqlite")) }
     }

@@ -112,6 +112,11 @@ import Testing
         }
         let schema = try #require(try file.schema())
 
+        // Core Data's version hashes computed from the decoded schema are the ones the store records: every flag,
+        // count, modifier and derivation the hash covers was read right.
+        #expect(schema.coreDataVersionHashes.base64EntityHashes == file.metadata.base64VersionHashes,
+                "\(store.name): hashes of the decoded model")
+
         // The model's entities are the ones whose hashes the store records.
         #expect(Set(model.entities.map(\.name)) == Set(file.metadata.versionHashes.keys))
         #expect(Set(schema.entities.map(\.name)) == Set(file.metadata.versionHashes.keys))
@@ -138,6 +143,9 @@ import Testing
             var expected: [String: AttributeType?] = [:]
             for member in root.hierarchyNames.compactMap(schema.entity(named:)) {
                 for a in member.attributes where !a.isTransient { expected["Z" + a.name.uppercased()] = a.type }
+                for a in member.definition.derivedAttributes where !a.isTransient {
+                    expected["Z" + a.name.uppercased()] = a.type
+                }
                 for r in member.relationships where !r.isTransient && !r.isToMany {
                     expected["Z" + r.name.uppercased()] = .some(nil)
                 }

@@ -2,8 +2,8 @@ import Foundation
 @_spi(BackendKit) import StoreAPI
 
 /// A compiled Core Data model as a store's `Z_MODELCACHE` holds it: every entity and property with all that Core Data
-/// records about it, including what `Schema` has no field for yet (property version-hash modifiers,
-/// external storage, derivations, renaming identifiers, raw counts and type codes).
+/// records about it, including what `Schema` has no field for (type codes, value class names, fetched properties,
+/// the printed form of a derivation).
 ///
 /// Decode one with ``CoreDataModelCache/decode(_:)``; turn it into the framework's schema with ``schema()``.
 @_spi(BackendKit) public struct CoreDataModel: Sendable, Hashable {
@@ -117,25 +117,40 @@ import Foundation
 
     /// The framework's schema for this model.
     ///
-    /// What the schema cannot hold yet stays here: property version-hash modifiers, external storage, derivations.
-    /// An unbounded to-many (`maxCount` 0 or −1) has maximum 0; transient attributes of a type the framework lacks
-    /// are left out (they are never stored); a uniqueness constraint that names a non-attribute is left out.
+    /// Derived attributes go to `EntityDescription.derivedAttributes` with their expression in Xcode's form;
+    /// relationship counts keep the stored values as the declared ones (Core Data's version hash covers them) and
+    /// normalise the others (an unbounded to-many has maximum 0); transient attributes of a type the framework lacks
+    /// are left out (they are never stored), and so is a uniqueness constraint that names a non-attribute.
     public func schema() throws(SchemaError) -> Schema {
         var definitions: [EntityDescription] = []
         for e in entities {
             var attributes: [AttributeDescription] = []
+            var derived: [AttributeDescription] = []
             for a in e.attributes {
                 guard let type = a.type else { continue }
-                attributes.append(AttributeDescription(
+                var description = AttributeDescription(
                     name: a.name, type: type, isOptional: a.isOptional, defaultValue: a.defaultValue,
-                    isTransient: a.isTransient, valueTransformerName: a.valueTransformerName, userInfo: a.userInfo))
+                    isTransient: a.isTransient, valueTransformerName: a.valueTransformerName, userInfo: a.userInfo,
+                    versionHashModifier: a.versionHashModifier, isReadOnly: a.isReadOnly,
+                    allowsExternalBinaryDataStorage: a.allowsExternalBinaryDataStorage,
+                    preservesValueInHistoryOnDeletion: a.preservesValueInHistoryOnDeletion,
+                    renamingIdentifier: Self.renaming(a.renamingIdentifier, of: a.name))
+                if a.isDerived {
+                    description.derivation = AttributeDerivation(
+                        expression: Self.xcodeExpression(a.derivationExpression ?? ""), filteringPredicate: nil)
+                    derived.append(description)
+                } else {
+                    attributes.append(description)
+                }
             }
             let relationships = e.relationships.map { r in
                 RelationshipDescription(
                     name: r.name, destination: r.destination, inverse: r.inverse, isToMany: r.isToMany,
                     isOrdered: r.isOrdered, deleteRule: r.deleteRule, isOptional: r.isOptional,
                     minCount: max(0, r.minCount), maxCount: r.isToMany ? max(0, r.maxCount) : 1,
-                    isTransient: r.isTransient, userInfo: r.userInfo)
+                    isTransient: r.isTransient, userInfo: r.userInfo, versionHashModifier: r.versionHashModifier,
+                    isReadOnly: false, renamingIdentifier: Self.renaming(r.renamingIdentifier, of: r.name),
+                    declaredMinCount: r.minCount, declaredMaxCount: r.maxCount)
             }
             let attributeNames = Set(lineage(of: e).flatMap { $0.attributes.filter { $0.type != nil }.map(\.name) })
             let constraints = e.uniquenessConstraints.filter { !$0.isEmpty && $0.allSatisfy(attributeNames.contains) }
@@ -143,7 +158,8 @@ import Foundation
                 name: e.name, parent: e.parent, isAbstract: e.isAbstract, attributes: attributes,
                 relationships: relationships, uniquenessConstraints: constraints, userInfo: e.userInfo,
                 versionHashModifier: e.versionHashModifier,
-                representedClassName: e.className == e.name ? nil : e.className))
+                representedClassName: e.className == e.name ? nil : e.className, derivedAttributes: derived,
+                renamingIdentifier: Self.renaming(e.renamingIdentifier, of: e.name)))
         }
         do {
             return try Schema(entities: definitions, configurations: configurations)
@@ -152,6 +168,24 @@ import Foundation
         } catch {
             throw SchemaError.unreadableModel(file: "Z_MODELCACHE", reason: "\(error)")
         }
+    }
+
+    /// Core Data's compiler fills in a renaming identifier equal to the name when the model set none; the schema
+    /// keeps one only when it says something (as the Xcode-model loader does).
+    static func renaming(_ identifier: String?, of name: String) -> String? {
+        identifier == name || identifier?.isEmpty == true ? nil : identifier
+    }
+
+    /// A derivation in the form Xcode's model files write it: Core Data prints `pages.@count` as `count:(pages)`;
+    /// other expressions are kept as printed.
+    static func xcodeExpression(_ printed: String) -> String {
+        let prefix = "count:(", suffix = ")"
+        guard printed.hasPrefix(prefix), printed.hasSuffix(suffix), printed.count > prefix.count + suffix.count else {
+            return printed
+        }
+        let path = printed.dropFirst(prefix.count).dropLast(suffix.count)
+        guard !path.contains(","), !path.contains("(") else { return printed }
+        return path + ".@count"
     }
 
     /// `entity` and its ancestors (bounded, so a hostile parent cycle ends).

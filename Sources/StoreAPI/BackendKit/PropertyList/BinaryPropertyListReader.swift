@@ -8,9 +8,9 @@ import Foundation
 /// than the file, nesting deeper than ``maxDepth``, sharing that would expand past ``maxExpandedValues`` — is a
 /// ``PropertyListError``, never a crash, a hang or unbounded memory.
 ///
-/// Why not Foundation's `PropertyListSerialization`: on Linux it returns UIDs as opaque `__NSCFType` values
-/// that Swift cannot read back, and its hostile-input behaviour (recursion on cycles, counts) is not documented or
-/// tested for untrusted files; Core Data's files are read from other people's disks, so this reader owns the checks.
+/// Why not Foundation's `PropertyListSerialization`: on Linux it returns a UID as an `_NSKeyedArchiverUID`, a
+/// private class whose value no public API reads, so a keyed archive cannot be navigated through it; and it loses
+/// dictionary order and the ASCII/UTF-16 and integer-width distinctions a byte-exact writer needs.
 @_spi(BackendKit) public struct BinaryPropertyListReader {
     /// The deepest nesting of arrays, sets and dictionaries a document may have.
     public static let maxDepth = 512

@@ -9,8 +9,8 @@ import Foundation
 /// ``PropertyListError``, never a crash, a hang or unbounded memory.
 ///
 /// Why not Foundation's `PropertyListSerialization`: on Linux it returns a UID as an `_NSKeyedArchiverUID`, a
-/// private class whose value no public API reads, so a keyed archive cannot be navigated through it; and it loses
-/// dictionary order and the ASCII/UTF-16 and integer-width distinctions a byte-exact writer needs.
+/// private class whose value no public API reads, so a keyed archive cannot be navigated through it (and its
+/// dictionaries lose their order).
 @_spi(BackendKit) public struct BinaryPropertyListReader {
     /// The deepest nesting of arrays, sets and dictionaries a document may have.
     public static let maxDepth = 512

@@ -214,6 +214,7 @@ private struct ModelDecoder {
         let attributeFlags = try p.integer(forKey: "NSFlagsKey") ?? 0
         let isDerived = p.isKind(of: "NSDerivedAttributeDescription")
         var expression: String?
+        // NSFilteringPredicate is not rendered: no corpus model has one. [unverified]
         if isDerived, let e = try p.object(forKey: "NSDerivationExpression", ofClass: "NSExpression") {
             expression = try render(e, depth: 0)
         }

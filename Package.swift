@@ -42,7 +42,7 @@ let package = Package(
         .executableTarget(
             name: "storectl",
             dependencies: [
-                "StoreAPI", "SQLiteBackend", "LMDBBackend", "XMLBackend",
+                "StoreAPI", "SQLiteBackend", "LMDBBackend", "XMLBackend", "CoreDataBackend",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -93,7 +93,10 @@ let package = Package(
             dependencies: ["StoreAPI", "LMDBBackend", "StoreConformance", "CLMDB", "conformance-worker", "StoreTestSupport"]
         ),
         .testTarget(name: "XMLBackendTests", dependencies: ["StoreAPI", "XMLBackend", "StoreConformance", "StoreTestSupport"]),
-        .testTarget(name: "CoreDataBackendTests", dependencies: ["StoreAPI", "CoreDataBackend", "CSQLite", "StoreTestSupport"]),
+        .testTarget(
+            name: "CoreDataBackendTests",
+            dependencies: ["StoreAPI", "CoreDataBackend", "SQLiteBackend", "LMDBBackend", "XMLBackend", "CSQLite", "storectl", "StoreTestSupport"]
+        ),
         // Every backend together: the operations matrix across types, NDJSON and the verifier on every type.
         .testTarget(
             name: "IntegrationTests",

@@ -1,3 +1,4 @@
+import CoreDataBackend
 import Foundation
 import LMDBBackend
 import SQLiteBackend
@@ -13,6 +14,8 @@ enum Backends {
         registry.register(SQLiteStoreBackend())
         registry.register(LMDBStoreBackend())
         registry.register(XMLStoreBackend())
+        // Found by sniffing only (it claims no extension): a new `.sqlite` store stays `sqlite`.
+        registry.register(CoreDataStoreBackend())
         return registry
     }()
 

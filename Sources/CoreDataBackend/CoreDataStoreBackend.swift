@@ -1,0 +1,293 @@
+import CSQLite
+import Foundation
+@_spi(BackendKit) import StoreAPI
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The Core Data backend (`coredata`): Core Data's own SQLite stores (`NSSQLiteStoreType`), the `Name.sqlite` with
+/// `-wal` and `-shm` every iOS and macOS app keeps, read without the app's model.
+///
+/// This version **reads** stores: ``open(at:options:creating:)`` opens an existing store read-only and refuses a
+/// writable open or a new store with ``StoreError/unsupported(_:)``; ``writeMetadata(_:at:)`` throws the same.
+/// Everything that only reads works on Core Data stores: `storectl info`, `schema`, `export`, `verify`, `diff`, and
+/// converting a Core Data store to every other type. Reading never changes the store's files (see
+/// ``CoreDataStoreFile`` for how a `-wal` is read without a checkpoint).
+///
+/// - **Schema**: decoded from `Z_MODELCACHE`, the compiled model Core Data keeps in the store. Stores older than
+///   the cache (before 2012) are refused for now with ``StoreError/unsupported(_:)``.
+/// - **Records**: entities map by the `Z_ENT` numbers computed from the model (``CoreDataModel/entityNumbers()``),
+///   never by `Z_PRIMARYKEY.Z_NAME`, which a rename leaves stale. The primary key is `Z_PK`.
+/// - **Identity**: the store UUID is `Z_UUID`. Core Data has no global identifiers; each record's is a name-based
+///   (version 5) UUID of the store UUID, the hierarchy's root entity and `Z_PK`, the same on every read.
+/// - **Metadata**: the store type is `coredata`; the app's own keys in Core Data's metadata plist are the custom
+///   metadata (dates become ISO 8601 strings and data base64 strings, which `MetadataValue` has no case for).
+///
+/// A Core Data store is only ever found by sniffing (``fileExtensions`` is empty): a new `.sqlite` path stays the
+/// `sqlite` backend's.
+public struct CoreDataStoreBackend: StoreBackend {
+    /// The type identifier, `coredata`.
+    public static let typeIdentifier = "coredata"
+
+    /// Why writes are refused, for errors.
+    static let readOnlyReason = "the coredata store type reads stores; writing comes later"
+
+    /// Creates the backend.
+    public init() {}
+
+    /// `coredata`.
+    public var typeIdentifier: String { Self.typeIdentifier }
+
+    /// None: Core Data stores use `.sqlite` like the framework's own SQLite stores, so they are recognised by their
+    /// tables, never by name.
+    public var fileExtensions: [String] { [] }
+
+    /// Persistent, shared between processes (SQLite's locking; a Core Data app may have the store open), ordered
+    /// relationships kept. Not `transactions`, `history`, `fastCopy` or `recordPages`: stores are read-only here,
+    /// Core Data's history is not read yet, and there is no same-type copy.
+    public var capabilities: BackendCapabilities { [.persistent, .multiProcess, .orderedRelationships] }
+
+    static let sidecarSuffixes = ["-wal", "-shm", "-journal"]
+
+    // MARK: Files
+
+    /// A SQLite database (by its header) whose schema has `Z_METADATA` and `Z_PRIMARYKEY` is a store; another
+    /// SQLite database is foreign; anything else is nothing.
+    ///
+    /// The tables are read with an immutable, read-only connection to the main file: it takes no locks, reads no
+    /// `-wal` and creates no file. Core Data writes its tables' definitions before any record, so they are in the main
+    /// file even when the data is all in the `-wal`; a main file whose schema is still in its `-wal` is read through
+    /// the read-only path of ``CoreDataStoreFile`` instead.
+    public func sniff(_ url: URL) -> SniffResult {
+        var info = stat()
+        guard stat(url.path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size > 0 else { return .none }
+        switch Self.tables(ofMainFile: url) {
+        case .notSQLite:
+            return .none
+        case .unreadable(let why):
+            return .foreign("SQLite database, but unreadable (\(why))")
+        case .tables(let tables):
+            if CoreDataStoreFile.isCoreDataStore(tables: tables) { return .store }
+            let wal = Self.sidecar(url, "-wal")
+            var walInfo = stat()
+            if stat(wal.path, &walInfo) == 0, walInfo.st_size > 0,
+                let db = try? ReadOnlyDatabase.open(url), let all = try? db.tableNames(),
+                CoreDataStoreFile.isCoreDataStore(tables: all)
+            {
+                return .store
+            }
+            return .foreign("SQLite database, but not a Core Data store (no Z_METADATA and Z_PRIMARYKEY tables)")
+        }
+    }
+
+    enum MainFileTables {
+        case notSQLite
+        case unreadable(String)
+        case tables(Set<String>)
+    }
+
+    /// The table names in the main file's schema, read without locks, the `-wal` or any new file.
+    static func tables(ofMainFile url: URL) -> MainFileTables {
+        var c = URLComponents()
+        c.scheme = "file"
+        c.path = url.path
+        c.queryItems = [URLQueryItem(name: "mode", value: "ro"), URLQueryItem(name: "immutable", value: "1")]
+        var handle: OpaquePointer?
+        let rc = sqlite3_open_v2(c.string ?? url.path, &handle, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nil)
+        defer { sqlite3_close_v2(handle) }
+        guard rc == SQLITE_OK, let db = handle else { return .unreadable(String(cString: sqlite3_errstr(rc))) }
+        var statement: OpaquePointer?
+        let prepared = sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type = 'table'", -1, &statement, nil)
+        defer { sqlite3_finalize(statement) }
+        guard prepared == SQLITE_OK, let stmt = statement else {
+            return sqlite3_errcode(db) == SQLITE_NOTADB ? .notSQLite : .unreadable(String(cString: sqlite3_errmsg(db)))
+        }
+        var names: Set<String> = []
+        while true {
+            let step = sqlite3_step(stmt)
+            if step == SQLITE_DONE { return .tables(names) }
+            guard step == SQLITE_ROW else {
+                return step == SQLITE_NOTADB ? .notSQLite : .unreadable(String(cString: sqlite3_errmsg(db)))
+            }
+            if let text = sqlite3_column_text(stmt, 0) { names.insert(String(cString: text)) }
+        }
+    }
+
+    static func sidecar(_ url: URL, _ suffix: String) -> URL {
+        url.deletingLastPathComponent().appendingPathComponent(url.lastPathComponent + suffix)
+    }
+
+    /// `.Name_SUPPORT` beside `Name.sqlite`: Core Data's folder for external binary data (`_EXTERNAL_DATA`).
+    static func supportFolder(of url: URL) -> URL {
+        let name = url.deletingPathExtension().lastPathComponent
+        return url.deletingLastPathComponent().appendingPathComponent(".\(name)_SUPPORT")
+    }
+
+    /// The folders CloudKit mirroring may keep assets in beside a store. [unverified: the corpus has no CloudKit
+    /// store; app developers report both `ckAssetFiles` and `Name_ckAssets`. Both are matched, and only for a store
+    /// with CloudKit's `ANSCK*` tables, so an unrelated folder of that name beside a plain store is never touched.]
+    static func cloudKitAssetFolders(of url: URL) -> [URL] {
+        let dir = url.deletingLastPathComponent()
+        let name = url.deletingPathExtension().lastPathComponent
+        return [dir.appendingPathComponent("ckAssetFiles"), dir.appendingPathComponent("\(name)_ckAssets")]
+    }
+
+    /// The main file, then whichever of `-wal`, `-shm`, `-journal`, the `.Name_SUPPORT` folder and (for a store with
+    /// CloudKit tables) CloudKit's asset folder exist.
+    public func ownedFiles(ofStoreAt url: URL) -> [URL] {
+        let fm = FileManager.default
+        var isDirectory: ObjCBool = false
+        guard fm.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue else { return [] }
+        var files = [url] + Self.sidecarSuffixes.map { Self.sidecar(url, $0) }.filter { fm.fileExists(atPath: $0.path) }
+        let support = Self.supportFolder(of: url)
+        if fm.fileExists(atPath: support.path, isDirectory: &isDirectory), isDirectory.boolValue { files.append(support) }
+        let assets = Self.cloudKitAssetFolders(of: url).filter {
+            fm.fileExists(atPath: $0.path, isDirectory: &isDirectory) && isDirectory.boolValue
+        }
+        if !assets.isEmpty, Self.hasCloudKitTables(url) { files += assets }
+        return files
+    }
+
+    static func hasCloudKitTables(_ url: URL) -> Bool {
+        let tables: Set<String>
+        if case .tables(let main) = Self.tables(ofMainFile: url) {
+            tables = main
+        } else {
+            return false
+        }
+        return tables.contains { $0.hasPrefix("ANSCK") }
+    }
+
+    /// Throws the typed error for anything at `url` that is not a Core Data store.
+    func requireStore(_ url: URL) throws(StoreError) {
+        switch sniff(url) {
+        case .store:
+            return
+        case .foreign(let what):
+            throw .wrongStoreType(url, expected: typeIdentifier, found: what)
+        case .none:
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
+                throw .storeNotFound(url)
+            }
+            throw .wrongStoreType(url, expected: typeIdentifier,
+                                  found: isDirectory.boolValue ? "a directory" : "not a SQLite database")
+        }
+    }
+
+    // MARK: Metadata
+
+    /// The store's metadata: type `coredata`, UUID `Z_UUID`, the schema decoded from `Z_MODELCACHE`, and the app's
+    /// keys in Core Data's metadata plist as custom metadata. Reads without changing any file.
+    ///
+    /// - Throws: ``StoreError/unsupported(_:)`` for a store without a model cache (before 2012),
+    ///   ``StoreError/corruptStore(_:reason:)`` when the bookkeeping does not decode.
+    public func readMetadata(at url: URL) throws -> StoreMetadata {
+        try requireStore(url)
+        let file = try CoreDataStoreFile.read(at: url)
+        return try Self.metadata(of: file).metadata
+    }
+
+    static func metadata(of file: CoreDataStoreFile) throws(StoreError) -> (metadata: StoreMetadata, model: CoreDataModel) {
+        guard let model = try file.model(), let schema = try file.schema() else {
+            throw .unsupported("\(file.url.path): a Core Data store without a model cache (Z_MODELCACHE, written "
+                + "since 2012); reading it needs the app's model, which the coredata store type does not take yet")
+        }
+        guard let uuid = UUID(uuidString: file.uuid) else {
+            throw .corruptStore(file.url, reason: "Z_METADATA.Z_UUID '\(file.uuid)' is not a UUID")
+        }
+        let custom = file.metadata.custom.mapValues(Self.metadataValue)
+        return (StoreMetadata(storeType: typeIdentifier, storeUUID: uuid, schema: schema, custom: custom), model)
+    }
+
+    /// A property-list value as custom metadata. `MetadataValue` has no date or data case: dates become ISO 8601
+    /// text and data base64 text.
+    static func metadataValue(_ v: PropertyListValue) -> MetadataValue {
+        switch v {
+        case .null: return .null
+        case .bool(let b): return .bool(b)
+        case .integer(let i): return .integer(i)
+        case .unsignedInteger(let u): return Int64(exactly: u).map { .integer($0) } ?? .double(Double(u))
+        case .real(let d): return .double(d)
+        case .date(let d): return .string(ISO8601DateFormatter().string(from: d))
+        case .data(let d): return .string(d.base64EncodedString())
+        case .string(let s): return .string(s)
+        case .uid(let u): return .integer(Int64(truncatingIfNeeded: u))
+        case .array(let a), .set(let a): return .array(a.map(metadataValue))
+        case .dictionary(let members):
+            var out: [String: MetadataValue] = [:]
+            for m in members { out[m.key] = metadataValue(m.value) }
+            return .dictionary(out)
+        }
+    }
+
+    /// Not yet: throws ``StoreError/unsupported(_:)`` (the coredata store type reads stores; writing, including
+    /// Core Data's metadata plist, comes later).
+    public func writeMetadata(_ metadata: StoreMetadata, at url: URL) throws {
+        try requireStore(url)
+        throw StoreError.unsupported("writing the metadata of \(url.path): \(Self.readOnlyReason)")
+    }
+
+    // MARK: Open
+
+    /// Opens the existing store at `url` read-only and reads its records.
+    ///
+    /// - Throws: ``StoreError/unsupported(_:)`` for a writable open (``StoreOptions/isReadOnly`` false) or when no
+    ///   store exists (the coredata store type does not create stores yet); ``StoreError/storeNotFound(_:)`` when
+    ///   nothing is at `url` and nothing is to be created; the errors of ``readMetadata(at:)``.
+    public func open(at url: URL?, options: StoreOptions, creating: StoreMetadata?) throws -> any PersistentStore {
+        guard let url else { throw StoreError.unsupported("a coredata store without a file URL") }
+        if !FileManager.default.fileExists(atPath: url.path) {
+            guard creating != nil, options.createIfMissing else { throw StoreError.storeNotFound(url) }
+            throw StoreError.unsupported("creating \(url.path): \(Self.readOnlyReason)")
+        }
+        guard options.isReadOnly else {
+            throw StoreError.unsupported("opening \(url.path) for writing: \(Self.readOnlyReason) (open it read-only)")
+        }
+        try requireStore(url)
+        let db = try ReadOnlyDatabase.open(url)
+        let file = try CoreDataStoreFile.read(at: url)
+        let (metadata, model) = try Self.metadata(of: file)
+        let reader = CoreDataRecordReader(
+            url: url, db: db, model: model, schema: metadata.schema, storeUUID: metadata.storeUUID,
+            tables: file.tableNames)
+        return try CoreDataPersistentStore(url: url, metadata: metadata, records: try reader.readAll())
+    }
+
+    // MARK: Destroy
+
+    /// Deletes every file ``ownedFiles(ofStoreAt:)`` lists, the main file last, and nothing else.
+    ///
+    /// A hot `-wal` is folded into the main file first (a read-write connection checkpoints it): a destroy killed
+    /// after deleting the `-wal` would otherwise leave a main file that looks whole but lacks what the log held.
+    /// Until the main file goes the path is still a store, so a retry finishes the job.
+    public func destroyStore(at url: URL) throws {
+        try requireStore(url)
+        Self.checkpoint(url)
+        for file in ownedFiles(ofStoreAt: url).reversed() {
+            do {
+                try FileManager.default.removeItem(at: file)
+            } catch {
+                if FileManager.default.fileExists(atPath: file.path) {
+                    throw StoreError.io(file, operation: "deleting", reason: error.localizedDescription)
+                }
+            }
+        }
+        try? AtomicFile.fsyncDirectory(of: url)
+    }
+
+    /// Checkpoints a `-wal` into the main file, when the files are writable; a failure leaves things as they were.
+    static func checkpoint(_ url: URL) {
+        guard FileManager.default.fileExists(atPath: sidecar(url, "-wal").path) else { return }
+        var handle: OpaquePointer?
+        guard sqlite3_open_v2(url.path, &handle, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK, let db = handle else {
+            sqlite3_close_v2(handle)
+            return
+        }
+        sqlite3_busy_timeout(db, 1000)
+        _ = sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_TRUNCATE, nil, nil)
+        sqlite3_close_v2(db)
+    }
+}

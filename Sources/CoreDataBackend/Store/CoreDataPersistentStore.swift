@@ -1,0 +1,48 @@
+import Foundation
+@_spi(BackendKit) import StoreAPI
+
+/// An open Core Data store, read-only: the records are read once, when the store opens, into an in-memory snapshot
+/// (the store cannot change under a read-only reader that never checkpoints, and following relationships needs the
+/// inverse side's foreign keys from other tables anyway); fetches, counts and scans are answered from it with the
+/// framework's predicate evaluator.
+///
+/// Saves and key allocation throw ``StoreError/readOnly(_:reason:)``. Core Data's persistent history
+/// (`ATRANSACTION`, `ACHANGE`) is not read yet: ``history(after:)`` is empty.
+final class CoreDataPersistentStore: PersistentStore {
+    private let fileURL: URL
+    private let snapshot: MemoryStore
+
+    init(url: URL, metadata: StoreMetadata, records: [Record]) throws {
+        fileURL = url
+        snapshot = MemoryStore(url: url, metadata: metadata)
+        try snapshot.save(StoreChanges(inserted: records))
+    }
+
+    var url: URL? { fileURL }
+
+    var metadata: StoreMetadata { snapshot.metadata }
+
+    func fetch(_ request: FetchRequest) throws -> [Record] { try snapshot.fetch(request) }
+
+    func count(_ request: FetchRequest) throws -> Int { try snapshot.count(request) }
+
+    func records(withKeys keys: [Int64], root: String) throws -> [Record] {
+        try snapshot.records(withKeys: keys, root: root)
+    }
+
+    func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [Record] {
+        try snapshot.scan(entity: entity, after: primaryKey, limit: limit)
+    }
+
+    func save(_ changes: StoreChanges) throws {
+        throw StoreError.readOnly(fileURL, reason: CoreDataStoreBackend.readOnlyReason)
+    }
+
+    func allocatePrimaryKeys(root: String, count: Int) throws -> Int64 {
+        throw StoreError.readOnly(fileURL, reason: CoreDataStoreBackend.readOnlyReason)
+    }
+
+    func history(after token: Int64?) throws -> [HistoryTransaction] { try snapshot.history(after: token) }
+
+    func close() throws { try snapshot.close() }
+}

@@ -44,10 +44,10 @@ public struct CoreDataStoreBackend: StoreBackend {
     /// tables, never by name.
     public var fileExtensions: [String] { [] }
 
-    /// Persistent, shared between processes (SQLite's locking; a Core Data app may have the store open), ordered
-    /// relationships kept. Not `transactions`, `history`, `fastCopy` or `recordPages`: stores are read-only here,
-    /// Core Data's history is not read yet, and there is no same-type copy.
-    public var capabilities: BackendCapabilities { [.persistent, .multiProcess, .orderedRelationships] }
+    /// Persistent, and ordered relationships keep their order. Nothing that needs writing: not `transactions`,
+    /// `multiProcess` (the conformance suite's group for it has two processes write one store), `history` (Core
+    /// Data's history tables are not read yet), `fastCopy` or `recordPages`.
+    public var capabilities: BackendCapabilities { [.persistent, .orderedRelationships] }
 
     static let sidecarSuffixes = ["-wal", "-shm", "-journal"]
 

@@ -46,7 +46,7 @@ public struct CoreDataStoreBackend: StoreBackend {
 
     /// Persistent, and ordered relationships keep their order. Nothing that needs writing: not `transactions`,
     /// `multiProcess` (the conformance suite's group for it has two processes write one store), `history` (Core
-    /// Data's history tables are not read yet), `fastCopy` or `recordPages`.
+    /// Data's history is read, but the capability selects checks that write history), `fastCopy` or `recordPages`.
     public var capabilities: BackendCapabilities { [.persistent, .orderedRelationships] }
 
     static let sidecarSuffixes = ["-wal", "-shm", "-journal"]
@@ -253,7 +253,8 @@ public struct CoreDataStoreBackend: StoreBackend {
         let reader = CoreDataRecordReader(
             url: url, db: db, model: model, schema: metadata.schema, storeUUID: metadata.storeUUID,
             tables: file.tableNames)
-        return try CoreDataPersistentStore(url: url, metadata: metadata, records: try reader.readAll())
+        return try CoreDataPersistentStore(
+            url: url, metadata: metadata, records: try reader.readAll(), history: try reader.readHistory())
     }
 
     // MARK: Destroy

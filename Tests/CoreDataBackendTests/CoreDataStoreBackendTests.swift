@@ -187,6 +187,26 @@ import Testing
     }
 
     @Test(arguments: stores().filter(hasModelCache))
+    func historyTablesBecomeTheStoresHistory(_ store: Store) throws {
+        let opened = try Self.open(store.url)
+        defer { try? opened.close() }
+        let history = try opened.history(after: nil)
+        let counts = Self.tableCounts(store)
+        #expect(history.count == counts["ATRANSACTION"] ?? 0, "\(store.name): transactions")
+        #expect(history.reduce(0) { $0 + $1.changes.count } == counts["ACHANGE"] ?? 0, "\(store.name): changes")
+        #expect(history.map(\.token) == history.map(\.token).sorted())
+        #expect(try opened.history(after: history.first?.token).count == max(0, history.count - 1))
+        // Every change names an entity of the schema and carries the global ID its record has (or had).
+        let schema = opened.metadata.schema
+        for change in history.flatMap(\.changes) {
+            let entity = try schema.requireEntity(change.entity)
+            if let record = try opened.records(withKeys: [change.primaryKey], root: entity.rootName).first {
+                #expect(record.globalID == change.globalID, "\(store.name): \(change.entity)/p\(change.primaryKey)")
+            }
+        }
+    }
+
+    @Test(arguments: stores().filter(hasModelCache))
     func globalIDsAreStableAndUnique(_ store: Store) throws {
         func ids() throws -> [RecordKey: UUID] {
             let opened = try Self.open(store.url)

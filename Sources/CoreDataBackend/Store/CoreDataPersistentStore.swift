@@ -7,15 +7,15 @@ import Foundation
 /// framework's predicate evaluator.
 ///
 /// Saves and key allocation throw ``StoreError/readOnly(_:reason:)``. Core Data's persistent history
-/// (`ATRANSACTION`, `ACHANGE`) is not read yet: ``history(after:)`` is empty.
+/// (`ATRANSACTION`, `ACHANGE`) is read with the records (see `CoreDataRecordReader.readHistory()`).
 final class CoreDataPersistentStore: PersistentStore {
     private let fileURL: URL
     private let snapshot: MemoryStore
 
-    init(url: URL, metadata: StoreMetadata, records: [Record]) throws {
+    init(url: URL, metadata: StoreMetadata, records: [Record], history: [HistoryTransaction]) throws {
         fileURL = url
         snapshot = MemoryStore(url: url, metadata: metadata)
-        try snapshot.save(StoreChanges(inserted: records))
+        try snapshot.save(StoreChanges(inserted: records, history: history))
     }
 
     var url: URL? { fileURL }

@@ -78,6 +78,62 @@ struct CoreDataRecordReader {
         return records
     }
 
+    // MARK: History
+
+    /// Core Data's persistent history (`ATRANSACTION`, `ACHANGE`, `ATRANSACTIONSTRING`), when the store has it, as the
+    /// framework's transactions: token = `ATRANSACTION.Z_PK`, timestamp = `ZTIMESTAMP` (seconds since 2001), author =
+    /// `ZAUTHOR` or the string `ZAUTHORTS` points at; one change per `ACHANGE` row (`ZCHANGETYPE` 0 insert, 1 update,
+    /// 2 delete) naming the record by `ZENTITY` (a `Z_ENT`) and `ZENTITYPK`, with its global identifier derived as
+    /// the record's. [unverified] `ZCOLUMNS`, the bitmap of an update's changed columns, and the `ZTOMBSTONE<n>`
+    /// columns are not decoded: changed keys and tombstones are left empty.
+    func readHistory() throws(StoreError) -> [HistoryTransaction] {
+        guard tables.contains("ATRANSACTION"), tables.contains("ACHANGE") else { return [] }
+        var entityByNumber: [Int64: String] = [:]
+        for (name, n) in model.entityNumbers() { entityByNumber[Int64(n)] = name }
+        var strings: [Int64: String] = [:]
+        if tables.contains("ATRANSACTIONSTRING") {
+            for r in try db.rows("SELECT Z_PK, ZNAME FROM ATRANSACTIONSTRING") {
+                if r.count == 2, let k = r[0].int, let name = r[1].text { strings[k] = name }
+            }
+        }
+        let txColumns = Set(try db.rows("PRAGMA table_info(ATRANSACTION)").compactMap { $0.count > 1 ? $0[1].text : nil })
+        let author = txColumns.contains("ZAUTHOR") ? "ZAUTHOR" : "NULL"
+        let authorTS = txColumns.contains("ZAUTHORTS") ? "ZAUTHORTS" : "NULL"
+        var changes: [Int64: [HistoryChange]] = [:]
+        for r in try db.rows("SELECT Z_PK, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID FROM ACHANGE ORDER BY Z_PK") {
+            guard r.count == 5, let pk = r[0].int, let type = r[1].int, let ent = r[2].int, let key = r[3].int,
+                let tx = r[4].int
+            else {
+                throw .corruptStore(url, reason: "ACHANGE has a row without integer Z_PK, ZCHANGETYPE, ZENTITY, ZENTITYPK and ZTRANSACTIONID")
+            }
+            let kind: HistoryChange.Kind
+            switch type {
+            case 0: kind = .insert
+            case 1: kind = .update
+            case 2: kind = .delete
+            default: throw .corruptStore(url, reason: "ACHANGE row Z_PK \(pk): unknown ZCHANGETYPE \(type)")
+            }
+            guard let name = entityByNumber[ent], let entity = schema.entity(named: name) else {
+                throw .corruptStore(url, reason: "ACHANGE row Z_PK \(pk): ZENTITY \(ent) is no entity of the model")
+            }
+            changes[tx, default: []].append(HistoryChange(
+                kind: kind, entity: name, primaryKey: key,
+                globalID: CoreDataGlobalID.make(store: storeUUID, root: entity.rootName, primaryKey: key)))
+        }
+        var out: [HistoryTransaction] = []
+        for r in try db.rows("SELECT Z_PK, ZTIMESTAMP, \(author), \(authorTS) FROM ATRANSACTION ORDER BY Z_PK") {
+            guard r.count == 4, let token = r[0].int, token > 0 else {
+                throw .corruptStore(url, reason: "ATRANSACTION has a row without a positive integer Z_PK")
+            }
+            let seconds = r[1].real ?? 0
+            let name = r[2].text ?? r[3].int.flatMap { strings[$0] }
+            out.append(HistoryTransaction(
+                token: token, timestamp: Date(timeIntervalSinceReferenceDate: seconds), author: name,
+                changes: changes[token] ?? []))
+        }
+        return out
+    }
+
     // MARK: Tables and columns
 
     private func readTable(_ table: String, root: Entity) throws(StoreError) -> Table {

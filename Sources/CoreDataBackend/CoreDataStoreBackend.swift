@@ -58,8 +58,8 @@ public struct CoreDataStoreBackend: StoreBackend {
     ///
     /// The tables are read with an immutable, read-only connection to the main file: it takes no locks, reads no
     /// `-wal` and creates no file. Core Data writes its tables' definitions before any record, so they are in the main
-    /// file even when the data is all in the `-wal`; a main file whose schema is still in its `-wal` is read through
-    /// the read-only path of ``CoreDataStoreFile`` instead.
+    /// file even when the data is all in the `-wal`; a main file with no tables at all beside a non-empty `-wal` (its
+    /// schema still in the log) is read through the read-only path of ``CoreDataStoreFile`` instead.
     public func sniff(_ url: URL) -> SniffResult {
         var info = stat()
         guard stat(url.path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size > 0 else { return .none }
@@ -72,7 +72,7 @@ public struct CoreDataStoreBackend: StoreBackend {
             if CoreDataStoreFile.isCoreDataStore(tables: tables) { return .store }
             let wal = Self.sidecar(url, "-wal")
             var walInfo = stat()
-            if stat(wal.path, &walInfo) == 0, walInfo.st_size > 0,
+            if tables.isEmpty, stat(wal.path, &walInfo) == 0, walInfo.st_size > 0,
                 let db = try? ReadOnlyDatabase.open(url), let all = try? db.tableNames(),
                 CoreDataStoreFile.isCoreDataStore(tables: all)
             {
@@ -243,10 +243,10 @@ public struct CoreDataStoreBackend: StoreBackend {
             guard creating != nil, options.createIfMissing else { throw StoreError.storeNotFound(url) }
             throw StoreError.unsupported("creating \(url.path): \(Self.readOnlyReason)")
         }
+        try requireStore(url)
         guard options.isReadOnly else {
             throw StoreError.unsupported("opening \(url.path) for writing: \(Self.readOnlyReason) (open it read-only)")
         }
-        try requireStore(url)
         let db = try ReadOnlyDatabase.open(url)
         let file = try CoreDataStoreFile.read(at: url)
         let (metadata, model) = try Self.metadata(of: file)

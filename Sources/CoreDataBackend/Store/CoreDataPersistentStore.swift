@@ -11,11 +11,15 @@ import Foundation
 final class CoreDataPersistentStore: PersistentStore {
     private let fileURL: URL
     private let snapshot: MemoryStore
+    /// Each entity's records in increasing key order, so a scan page is a binary search and a slice rather than a
+    /// pass over the whole table (the transfer engine pages through every entity).
+    private let byEntity: [String: [Record]]
 
     init(url: URL, metadata: StoreMetadata, records: [Record], history: [HistoryTransaction]) throws {
         fileURL = url
         snapshot = MemoryStore(url: url, metadata: metadata)
         try snapshot.save(StoreChanges(inserted: records, history: history))
+        byEntity = Dictionary(grouping: records, by: \.entity).mapValues { $0.sorted { $0.primaryKey < $1.primaryKey } }
     }
 
     var url: URL? { fileURL }
@@ -31,7 +35,17 @@ final class CoreDataPersistentStore: PersistentStore {
     }
 
     func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [Record] {
-        try snapshot.scan(entity: entity, after: primaryKey, limit: limit)
+        _ = try snapshot.records(withKeys: [], root: entity)  // a closed store says so
+        _ = try snapshot.metadata.schema.requireEntity(entity)
+        let list = byEntity[entity] ?? []
+        var low = 0, high = list.count
+        if let primaryKey {
+            while low < high {
+                let mid = (low + high) / 2
+                if list[mid].primaryKey <= primaryKey { low = mid + 1 } else { high = mid }
+            }
+        }
+        return Array(list[low..<min(list.count, low + max(0, limit))])
     }
 
     func save(_ changes: StoreChanges) throws {

@@ -34,6 +34,40 @@ import Foundation
         public var fetchedPropertyNames: [String]
         /// The uniqueness constraints declared on this entity (not inherited ones), as property names.
         public var uniquenessConstraints: [[String]]
+        /// The fetch indexes declared on this entity (not inherited ones), in the model's order. The compiler turns
+        /// an indexed attribute into a fetch index named after it, so these are all the SQL indexes Core Data makes
+        /// from the model besides foreign keys and uniqueness constraints.
+        public var fetchIndexes: [FetchIndex] = []
+    }
+
+    /// A fetch index (`NSFetchIndexDescription`): Core Data creates it as `Z_<Entity>_<name>`.
+    public struct FetchIndex: Sendable, Hashable {
+        public var name: String
+        public var elements: [FetchIndexElement]
+        /// Whether the index has a partial-index predicate (`NSPartialIndexPredicate`), which is not decoded.
+        public var isPartial: Bool
+
+        /// Creates a fetch index.
+        public init(name: String, elements: [FetchIndexElement], isPartial: Bool = false) {
+            self.name = name
+            self.elements = elements
+            self.isPartial = isPartial
+        }
+    }
+
+    /// One property of a fetch index (`NSFetchIndexElementDescription`).
+    public struct FetchIndexElement: Sendable, Hashable {
+        public var property: String
+        /// `NSFetchIndexElementType`: 0 binary (a B-tree index), 1 R-tree.
+        public var type: Int
+        public var isAscending: Bool
+
+        /// Creates an element.
+        public init(property: String, type: Int = 0, isAscending: Bool = true) {
+            self.property = property
+            self.type = type
+            self.isAscending = isAscending
+        }
     }
 
     /// An attribute of the compiled model.

@@ -142,7 +142,40 @@ private struct ModelDecoder {
             versionHashModifier: try e.string(forKey: "NSVersionHashModifier"),
             renamingIdentifier: try e.string(forKey: "NSRenamingIdentifier"),
             userInfo: try userInfo(e), attributes: attributes, relationships: relationships,
-            fetchedPropertyNames: fetched, uniquenessConstraints: own.filter { !parentTuples.contains($0) })
+            fetchedPropertyNames: fetched, uniquenessConstraints: own.filter { !parentTuples.contains($0) },
+            fetchIndexes: try fetchIndexes(e, inherited: try parentObject.map { try fetchIndexes($0, inherited: []) } ?? []))
+    }
+
+    /// The entity's `NSFetchIndexDescriptions`, leaving out those equal to one of `inherited` (the parent's).
+    func fetchIndexes(_ e: ArchivedObject, inherited: [CoreDataModel.FetchIndex]) throws -> [CoreDataModel.FetchIndex] {
+        guard let list = try e.object(forKey: "NSFetchIndexDescriptions", ofClass: "NSArray") else { return [] }
+        var out: [CoreDataModel.FetchIndex] = []
+        for item in try list.elements() {
+            guard case .object(let index) = item, index.isKind(of: "NSFetchIndexDescription"),
+                  let name = try index.string(forKey: "NSIndexName")
+            else { continue }
+            var elements: [CoreDataModel.FetchIndexElement] = []
+            if let items = try index.object(forKey: "NSIndexElements", ofClass: "NSArray") {
+                for element in try items.elements() {
+                    guard case .object(let el) = element else { continue }
+                    let property: String?
+                    if case .object(let p) = try el.value(forKey: "NSProperty") {
+                        property = try p.string(forKey: "NSPropertyName")
+                    } else {
+                        property = try el.string(forKey: "NSPropertyName")
+                    }
+                    guard let property else { continue }
+                    elements.append(CoreDataModel.FetchIndexElement(
+                        property: property, type: Int(clamping: try el.integer(forKey: "NSFetchIndexElementType") ?? 0),
+                        isAscending: try el.bool(forKey: "NSAscending") ?? true))
+                }
+            }
+            var isPartial = false
+            if case .object = try index.value(forKey: "NSPartialIndexPredicate") { isPartial = true }
+            let fetchIndex = CoreDataModel.FetchIndex(name: name, elements: elements, isPartial: isPartial)
+            if !inherited.contains(fetchIndex) { out.append(fetchIndex) }
+        }
+        return out
     }
 
     /// The entity's `NSProperties`, name → property value, in file order.

@@ -1,0 +1,185 @@
+@_spi(BackendKit) @testable import CoreDataBackend
+import Foundation
+@_spi(BackendKit) import StoreAPI
+import StoreTestSupport
+import Testing
+
+/// Core Data's layout of a model, checked against every corpus store that carries its model in `Z_MODELCACHE`: the
+/// layout computed from that model must create the store's tables and indexes with the same SQL text (the
+/// expectations are the schema SQL in each store's `.info.json` and the store's own `sqlite_master`).
+@Suite struct CoreDataLayoutTests {
+    typealias Store = CoreDataCorpusTests.Store
+
+    /// Corpus stores with a model cache (the 2009 and 2011 stores have none, so no model to lay out).
+    static func storesWithModel() -> [Store] {
+        CoreDataCorpusTests.stores().filter { store in
+            (CoreDataCorpusTests.json(store, "tables") as? [String: Any])?["Z_MODELCACHE"] != nil
+        }
+    }
+
+    /// The statements of `.info.json`'s schema that the model accounts for: persistent-history tables (prefix `A`),
+    /// their indexes and derived-attribute triggers come from store options and triggers this layout does not make.
+    static func modelStatements(_ store: Store) -> [String] {
+        let schema = CoreDataCorpusTests.json(store, "schema") as? [String] ?? []
+        return schema.filter { sql in
+            if sql.hasPrefix("CREATE TRIGGER") { return false }
+            guard let table = tableName(of: sql) else { return true }
+            return !isHistoryTable(table)
+        }
+    }
+
+    static func isHistoryTable(_ name: String) -> Bool {
+        ["ACHANGE", "ATRANSACTION", "ATRANSACTIONSTRING"].contains(name) || name.hasPrefix("ANSCK")
+    }
+
+    /// The table a `CREATE TABLE` or `CREATE [UNIQUE] INDEX` statement is about.
+    static func tableName(of sql: String) -> String? {
+        let words = sql.split(separator: " ")
+        if sql.hasPrefix("CREATE TABLE"), words.count > 2 { return String(words[2]) }
+        if let on = words.firstIndex(of: "ON"), on + 1 < words.count { return String(words[on + 1]) }
+        return nil
+    }
+
+    static func layout(_ store: Store) throws -> (CoreDataLayout, CoreDataModel) {
+        let file = try CoreDataStoreFile.read(at: store.url)
+        let model = try #require(try file.model())
+        return (try CoreDataLayout(model: model), model)
+    }
+
+    @Test func corpusHasStoresWithModels() {
+        if Self.storesWithModel().isEmpty {
+            withKnownIssue("the shared corpus (../shared/corpus/stores) is absent; Core Data layout tests skipped") {
+                Issue.record("corpus absent")
+            }
+        }
+    }
+
+    /// Same statements, text for text: tables with their columns, types and order, every index name and its terms,
+    /// and the bookkeeping tables.
+    @Test(arguments: storesWithModel())
+    func layoutCreatesTheStoresSchema(_ store: Store) throws {
+        let (layout, _) = try Self.layout(store)
+        let expected = Self.modelStatements(store).sorted()
+        let computed = layout.statements().sorted()
+        #expect(expected.contains { $0.hasPrefix("CREATE TABLE Z") && !$0.hasPrefix("CREATE TABLE Z_") })
+        #expect(computed.count == expected.count)
+        #expect(Set(computed).subtracting(expected).sorted() == [], "statements the store does not have")
+        #expect(Set(expected).subtracting(computed).sorted() == [], "statements the layout does not make")
+        #expect(layout.notes == [])
+    }
+
+    /// `Z_PRIMARYKEY`: one row per entity with the store's `Z_ENT` and `Z_SUPER`; the name is the entity's, or (in a
+    /// migrated store that kept a renamed entity's old name) its renaming identifier.
+    @Test(arguments: storesWithModel())
+    func primaryKeyRowsMatchTheStore(_ store: Store) throws {
+        let (layout, model) = try Self.layout(store)
+        let rows = try #require(CoreDataCorpusTests.json(store, "Z_PRIMARYKEY") as? [[String: Any]])
+        let modelRows = rows.filter { ($0["Z_ENT"] as? Int ?? 0) < 16000 }
+        #expect(layout.primaryKeyRows.map(\.entityNumber) == modelRows.map { Int64($0["Z_ENT"] as? Int ?? -1) })
+        #expect(layout.primaryKeyRows.map(\.superNumber) == modelRows.map { Int64($0["Z_SUPER"] as? Int ?? -1) })
+        for (row, stored) in zip(layout.primaryKeyRows, modelRows) {
+            let storedName = stored["Z_NAME"] as? String
+            let renamed = model.entity(named: row.name)?.renamingIdentifier
+            #expect(storedName == row.name || storedName == renamed, "Z_ENT \(row.entityNumber)")
+            #expect(row.maxPrimaryKey == 0)
+        }
+    }
+
+    /// The columns read back from the store itself (`PRAGMA table_info`), not only from the `.info.json` text.
+    @Test(arguments: storesWithModel())
+    func columnsMatchTheStoresTables(_ store: Store) throws {
+        let (layout, _) = try Self.layout(store)
+        let db = try ReadOnlyDatabase.open(store.url)
+        for table in layout.tables {
+            let info = try db.rows("PRAGMA table_info(\(table.name))")
+            let stored = info.compactMap { row -> String? in
+                guard row.count > 2, let name = row[1].text, let type = row[2].text else { return nil }
+                return "\(name) \(type)"
+            }
+            #expect(stored == table.columns.map { "\($0.name) \($0.type)" }, "\(table.name)")
+        }
+        // Indexes the store has for the model: not SQLite's own (no SQL) and not on history tables.
+        let indexes = Set(try db.rows("SELECT name, tbl_name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")
+            .compactMap { row -> String? in
+                guard row.count == 2, let name = row[0].text, let table = row[1].text, !Self.isHistoryTable(table) else {
+                    return nil
+                }
+                return name
+            })
+        #expect(indexes == Set(layout.indexes.map(\.name)))
+    }
+
+    // MARK: Rules on hand-made models
+
+    static func attribute(_ name: String, _ code: Int) -> CoreDataModel.Attribute {
+        CoreDataModel.Attribute(
+            name: name, typeCode: code, type: code == 700 ? .string : .integer64, isOptional: true,
+            isTransient: false, isReadOnly: false, defaultValue: nil, valueClassName: nil, valueTransformerName: nil,
+            versionHashModifier: nil, renamingIdentifier: nil, allowsExternalBinaryDataStorage: false,
+            preservesValueInHistoryOnDeletion: false, isDerived: false, derivationExpression: nil, userInfo: [:])
+    }
+
+    static func relationship(
+        _ name: String, to destination: String, inverse: String?, toMany: Bool, ordered: Bool = false
+    ) -> CoreDataModel.Relationship {
+        CoreDataModel.Relationship(
+            name: name, destination: destination, inverse: inverse, minCount: 0, maxCount: toMany ? 0 : 1,
+            deleteRule: .nullify, isOrdered: ordered, isOptional: true, isTransient: false, versionHashModifier: nil,
+            renamingIdentifier: nil, userInfo: [:])
+    }
+
+    static func entity(
+        _ name: String, parent: String? = nil, attributes: [CoreDataModel.Attribute] = [],
+        relationships: [CoreDataModel.Relationship] = []
+    ) -> CoreDataModel.Entity {
+        CoreDataModel.Entity(
+            name: name, parent: parent, isAbstract: false, className: name, versionHashModifier: nil,
+            renamingIdentifier: nil, userInfo: [:], attributes: attributes, relationships: relationships,
+            fetchedPropertyNames: [], uniquenessConstraints: [])
+    }
+
+    /// Two sub-entities declaring a property of the same name get one column each, the later one with a counter.
+    @Test func collidingNamesInOneTreeGetACounter() throws {
+        let model = CoreDataModel(
+            entities: [
+                Self.entity("Item"),
+                Self.entity("Movie", parent: "Item", attributes: [Self.attribute("title", 700)]),
+                Self.entity("Book", parent: "Item", attributes: [Self.attribute("title", 700)]),
+            ],
+            configurations: [:], versionIdentifiers: [])
+        let layout = try CoreDataLayout(model: model)
+        let table = try #require(layout.table(forEntity: "Book"))
+        #expect(table.columns.map(\.name) == ["Z_PK", "Z_ENT", "Z_OPT", "ZTITLE", "ZTITLE1"])
+        #expect(layout.column(entity: "Book", property: "title", in: model)?.name == "ZTITLE")
+        #expect(layout.column(entity: "Movie", property: "title", in: model)?.name == "ZTITLE1")
+        #expect(layout.indexes.map(\.name) == ["ZITEM_Z_ENT_INDEX"])
+    }
+
+    /// A self-referential many-to-many uses the `REFLEXIVE` column; a to-many without an inverse a hidden foreign
+    /// key in the destination's table.
+    @Test func reflexiveAndInverselessRelationships() throws {
+        let model = CoreDataModel(
+            entities: [
+                Self.entity("Person", relationships: [
+                    Self.relationship("friends", to: "Person", inverse: "friends", toMany: true),
+                    Self.relationship("notes", to: "Note", inverse: nil, toMany: true),
+                ]),
+                Self.entity("Note", attributes: [Self.attribute("text", 700)]),
+            ],
+            configurations: [:], versionIdentifiers: [])
+        let layout = try CoreDataLayout(model: model)
+        let statements = layout.statements(includingBookkeeping: false)
+        #expect(statements.contains("CREATE TABLE Z_2FRIENDS ( Z_2FRIENDS INTEGER, REFLEXIVE INTEGER, PRIMARY KEY (Z_2FRIENDS, REFLEXIVE) )"))
+        #expect(statements.contains("CREATE TABLE ZNOTE ( Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER, Z2NOTES INTEGER, ZTEXT VARCHAR )"))
+        #expect(statements.contains("CREATE INDEX ZNOTE_Z2NOTES_INDEX ON ZNOTE (Z2NOTES)"))
+        #expect(statements.contains("CREATE INDEX Z_2FRIENDS_REFLEXIVE_INDEX ON Z_2FRIENDS (REFLEXIVE, Z_2FRIENDS)"))
+    }
+
+    /// A relationship to an entity the model lacks is an error naming it, not a crash.
+    @Test func danglingDestinationIsAnError() {
+        let model = CoreDataModel(
+            entities: [Self.entity("A", relationships: [Self.relationship("b", to: "B", inverse: nil, toMany: false)])],
+            configurations: [:], versionIdentifiers: [])
+        #expect(throws: CoreDataFormatError.self) { try CoreDataLayout(model: model) }
+    }
+}

@@ -109,6 +109,81 @@ import Testing
         #expect(indexes == Set(layout.indexes.map(\.name)))
     }
 
+    // MARK: Creating an empty store
+
+    /// `sqlite_master` of a store as (type, name, table, SQL), leaving out what the layout does not make
+    /// (history tables and their indexes, derived-attribute triggers).
+    static func master(_ url: URL) throws -> [[String]] {
+        let db = try ReadOnlyDatabase.open(url)
+        return try db.rows("SELECT type, name, tbl_name, sql FROM sqlite_master").map { row in
+            row.map { $0.text ?? "" }
+        }.filter { $0[0] != "trigger" && !isHistoryTable($0[2]) }.sorted { $0.lexicographicallyPrecedes($1) }
+    }
+
+    /// A store created empty from each corpus model has the corpus store's tables, columns, indexes (names and SQL)
+    /// and entity numbering, and reads back with the model's version hashes, digest, checksum and its UUID.
+    @Test(arguments: storesWithModel())
+    func emptyStoreFromTheModelMatchesTheStore(_ store: Store) throws {
+        let file = try CoreDataStoreFile.read(at: store.url)
+        let model = try #require(try file.model())
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cdlayout-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent(store.url.lastPathComponent)
+        let uuid = UUID()
+        try CoreDataLayout.createEmptyStore(at: url, model: model, uuid: uuid, modelCache: file.modelCacheBlob)
+
+        // Only the main file: the -wal was checkpointed and removed when the connection closed.
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir.path)
+        #expect(files == [url.lastPathComponent])
+
+        // (Reading it from here on may create a -shm: SQLite's read-only WAL access needs one.)
+        #expect(try Self.master(url) == Self.master(store.url))
+
+        let created = try CoreDataStoreFile.read(at: url)
+        #expect(created.uuid == uuid.uuidString.uppercased())
+        #expect(created.metadata.storeType == "SQLite")
+        #expect(created.metadata.versionHashes == file.metadata.versionHashes)
+        #expect(created.metadata.versionHashesVersion == 3)
+        #expect(created.metadata.autoVacuumLevel == "2")
+        #expect(created.metadata.versionIdentifiers == model.versionIdentifiers)
+        if let digest = file.metadata.versionHashesDigest { #expect(created.metadata.versionHashesDigest == digest) }
+        if let checksum = file.metadata.versionChecksum { #expect(created.metadata.versionChecksum == checksum) }
+        #expect(created.primaryKeys.map(\.entityNumber) == file.primaryKeys.filter { $0.entityNumber < 16000 }.map(\.entityNumber))
+        #expect(created.primaryKeys.allSatisfy { $0.maxPrimaryKey == 0 })
+        #expect(try created.model() == model)
+
+        let db = try ReadOnlyDatabase.open(url)
+        #expect(try db.rows("PRAGMA page_size").first?.first?.int == 4096)
+        #expect(try db.rows("PRAGMA auto_vacuum").first?.first?.int == 2)
+        #expect(try db.rows("PRAGMA journal_mode").first?.first?.text == "wal")
+        for table in try db.rows("SELECT name FROM sqlite_master WHERE type = 'table'").compactMap({ $0.first?.text })
+        where !table.hasPrefix("Z_") {
+            #expect(try db.rows("SELECT COUNT(*) FROM \(table)").first?.first?.int == 0, "\(table)")
+        }
+    }
+
+    /// An existing file (or a sidecar of one) is never overwritten, and nothing is left behind.
+    @Test func creatingOverAnExistingStoreIsRefused() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cdlayout-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent("Taken.sqlite")
+        try Data("x".utf8).write(to: URL(fileURLWithPath: url.path + "-wal"))
+        let model = CoreDataModel(
+            entities: [Self.entity("Note", attributes: [Self.attribute("text", 700)])], configurations: [:],
+            versionIdentifiers: [""])
+        #expect(throws: StoreError.self) { try CoreDataLayout.createEmptyStore(at: url, model: model) }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["Taken.sqlite-wal"])
+        // Without a model cache the table exists and is empty; the store still reads.
+        let fresh = dir.appendingPathComponent("Fresh.sqlite")
+        try CoreDataLayout.createEmptyStore(at: fresh, model: model)
+        let read = try CoreDataStoreFile.read(at: fresh)
+        #expect(read.modelCacheBlob == nil)
+        #expect(read.tableNames.contains("Z_MODELCACHE"))
+        #expect(read.metadata.versionHashes.keys.sorted() == ["Note"])
+    }
+
     // MARK: Rules on hand-made models
 
     static func attribute(_ name: String, _ code: Int) -> CoreDataModel.Attribute {

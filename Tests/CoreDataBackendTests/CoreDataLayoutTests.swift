@@ -17,19 +17,15 @@ import Testing
         }
     }
 
-    /// The statements of `.info.json`'s schema that the model accounts for: persistent-history tables (prefix `A`),
-    /// their indexes and derived-attribute triggers come from store options and triggers this layout does not make.
-    static func modelStatements(_ store: Store) -> [String] {
-        let schema = CoreDataCorpusTests.json(store, "schema") as? [String] ?? []
-        return schema.filter { sql in
-            if sql.hasPrefix("CREATE TRIGGER") { return false }
-            guard let table = tableName(of: sql) else { return true }
-            return !isHistoryTable(table)
-        }
+    /// Whether the store tracks persistent history (its `Z_PRIMARYKEY` has the history entities, 16000 and up).
+    static func hasHistory(_ store: Store) -> Bool {
+        let rows = CoreDataCorpusTests.json(store, "Z_PRIMARYKEY") as? [[String: Any]] ?? []
+        return rows.contains { ($0["Z_ENT"] as? Int ?? 0) >= 16000 }
     }
 
-    static func isHistoryTable(_ name: String) -> Bool {
-        ["ACHANGE", "ATRANSACTION", "ATRANSACTIONSTRING"].contains(name) || name.hasPrefix("ANSCK")
+    /// Every statement of `.info.json`'s schema.
+    static func schemaStatements(_ store: Store) -> [String] {
+        CoreDataCorpusTests.json(store, "schema") as? [String] ?? []
     }
 
     /// The table a `CREATE TABLE` or `CREATE [UNIQUE] INDEX` statement is about.
@@ -55,12 +51,12 @@ import Testing
     }
 
     /// Same statements, text for text: tables with their columns, types and order, every index name and its terms,
-    /// and the bookkeeping tables.
+    /// derived-attribute triggers, the bookkeeping tables, and the history tables where the store has them.
     @Test(arguments: storesWithModel())
     func layoutCreatesTheStoresSchema(_ store: Store) throws {
         let (layout, _) = try Self.layout(store)
-        let expected = Self.modelStatements(store).sorted()
-        let computed = layout.statements().sorted()
+        let expected = Self.schemaStatements(store).sorted()
+        let computed = layout.statements(persistentHistory: Self.hasHistory(store)).sorted()
         #expect(expected.contains { $0.hasPrefix("CREATE TABLE Z") && !$0.hasPrefix("CREATE TABLE Z_") })
         #expect(computed.count == expected.count)
         #expect(Set(computed).subtracting(expected).sorted() == [], "statements the store does not have")
@@ -75,6 +71,7 @@ import Testing
         let (layout, model) = try Self.layout(store)
         let rows = try #require(CoreDataCorpusTests.json(store, "Z_PRIMARYKEY") as? [[String: Any]])
         let modelRows = rows.filter { ($0["Z_ENT"] as? Int ?? 0) < 16000 }
+        #expect(modelRows.count == rows.count - (Self.hasHistory(store) ? CoreDataLayout.historyPrimaryKeyRows.count : 0))
         #expect(layout.primaryKeyRows.map(\.entityNumber) == modelRows.map { Int64($0["Z_ENT"] as? Int ?? -1) })
         #expect(layout.primaryKeyRows.map(\.superNumber) == modelRows.map { Int64($0["Z_SUPER"] as? Int ?? -1) })
         for (row, stored) in zip(layout.primaryKeyRows, modelRows) {
@@ -101,7 +98,9 @@ import Testing
         // Indexes the store has for the model: not SQLite's own (no SQL) and not on history tables.
         let indexes = Set(try db.rows("SELECT name, tbl_name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")
             .compactMap { row -> String? in
-                guard row.count == 2, let name = row[0].text, let table = row[1].text, !Self.isHistoryTable(table) else {
+                guard row.count == 2, let name = row[0].text, let table = row[1].text,
+                      !CoreDataLayout.isHistoryTable(table)
+                else {
                     return nil
                 }
                 return name
@@ -111,13 +110,12 @@ import Testing
 
     // MARK: Creating an empty store
 
-    /// `sqlite_master` of a store as (type, name, table, SQL), leaving out what the layout does not make
-    /// (history tables and their indexes, derived-attribute triggers).
+    /// `sqlite_master` of a store as (type, name, table, SQL), sorted.
     static func master(_ url: URL) throws -> [[String]] {
         let db = try ReadOnlyDatabase.open(url)
         return try db.rows("SELECT type, name, tbl_name, sql FROM sqlite_master").map { row in
             row.map { $0.text ?? "" }
-        }.filter { $0[0] != "trigger" && !isHistoryTable($0[2]) }.sorted { $0.lexicographicallyPrecedes($1) }
+        }.sorted { $0.lexicographicallyPrecedes($1) }
     }
 
     /// A store created empty from each corpus model has the corpus store's tables, columns, indexes (names and SQL)
@@ -131,7 +129,8 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         let url = dir.appendingPathComponent(store.url.lastPathComponent)
         let uuid = UUID()
-        try CoreDataLayout.createEmptyStore(at: url, model: model, uuid: uuid, modelCache: file.modelCacheBlob)
+        try CoreDataLayout.createEmptyStore(
+            at: url, model: model, uuid: uuid, modelCache: file.modelCacheBlob, persistentHistory: Self.hasHistory(store))
 
         // Only the main file: the -wal was checkpointed and removed when the connection closed.
         let files = try FileManager.default.contentsOfDirectory(atPath: dir.path)
@@ -149,7 +148,8 @@ import Testing
         #expect(created.metadata.versionIdentifiers == model.versionIdentifiers)
         if let digest = file.metadata.versionHashesDigest { #expect(created.metadata.versionHashesDigest == digest) }
         if let checksum = file.metadata.versionChecksum { #expect(created.metadata.versionChecksum == checksum) }
-        #expect(created.primaryKeys.map(\.entityNumber) == file.primaryKeys.filter { $0.entityNumber < 16000 }.map(\.entityNumber))
+        #expect(created.primaryKeys.map(\.entityNumber) == file.primaryKeys.map(\.entityNumber))
+        #expect(created.primaryKeys.map(\.superNumber) == file.primaryKeys.map(\.superNumber))
         #expect(created.primaryKeys.allSatisfy { $0.maxPrimaryKey == 0 })
         #expect(try created.model() == model)
 

@@ -110,12 +110,25 @@ import Foundation
         public var createStatement: String
     }
 
+    /// A trigger Core Data creates to keep a derived attribute up to date.
+    public struct Trigger: Sendable, Hashable {
+        public var name: String
+        /// The table whose changes fire it.
+        public var table: String
+        /// The statement Core Data creates the trigger with.
+        public var createStatement: String
+    }
+
     /// Every entity, by `Z_ENT`.
     public let entities: [EntityLayout]
     /// The model's tables: each root entity's in `Z_ENT` order, then the join tables.
     public let tables: [Table]
     /// The model's indexes, table by table.
     public let indexes: [Index]
+    /// The triggers that maintain derived attributes. They call functions only Core Data registers
+    /// (`NSCoreDataDATriggerUpdatedAffectedObjectValue`, `NSCoreDataDATriggerInsertUpdatedAffectedObjectValue`):
+    /// a connection that writes to their tables has to register functions of those names.
+    public let triggers: [Trigger]
     /// What of the model was not laid out, and why (an R-tree or partial fetch index, an index naming an unknown
     /// property). Empty for every corpus model.
     public let notes: [String]
@@ -155,10 +168,12 @@ import Foundation
     }
 
     /// Every `CREATE` statement, in the order Core Data runs them for a new store: the model's tables, their
-    /// indexes, then (unless left out) the bookkeeping tables.
-    public func statements(includingBookkeeping: Bool = true) -> [String] {
-        tables.map(\.createStatement) + indexes.map(\.createStatement)
+    /// indexes, the derived-attribute triggers, then (unless left out) the bookkeeping tables, then (when asked
+    /// for) the persistent-history tables.
+    public func statements(includingBookkeeping: Bool = true, persistentHistory: Bool = false) -> [String] {
+        tables.map(\.createStatement) + indexes.map(\.createStatement) + triggers.map(\.createStatement)
             + (includingBookkeeping ? Self.bookkeepingTables.map(\.createStatement) : [])
+            + (persistentHistory ? Self.historyStatements : [])
     }
 
     /// The layout of the entity named `name`.
@@ -198,6 +213,7 @@ import Foundation
         entities = builder.entityLayouts
         tables = builder.tables
         indexes = builder.indexes
+        triggers = builder.triggers
         notes = builder.notes
     }
 }
@@ -223,6 +239,7 @@ extension CoreDataLayout {
         var entityLayouts: [EntityLayout] = []
         var tables: [Table] = []
         var indexes: [Index] = []
+        var triggers: [Trigger] = []
         var notes: [String] = []
 
         init(model: CoreDataModel) {
@@ -450,6 +467,52 @@ extension CoreDataLayout {
                     }
                 }
             }
+            for e in ordered {
+                for a in e.attributes where a.isDerived && !a.isTransient {
+                    derivedTriggers(e, a, layout: layout)
+                }
+            }
+        }
+
+        /// The triggers of a derived attribute `count:(relationship)` over a to-many whose inverse is a to-one (the
+        /// one shape in the corpus); any other derivation is listed in ``notes``.
+        mutating func derivedTriggers(_ e: CoreDataModel.Entity, _ a: CoreDataModel.Attribute, layout: CoreDataLayout) {
+            let label = "derived attribute \(e.name).\(a.name)"
+            let expression = a.derivationExpression ?? ""
+            let prefix = "count:(", suffix = ")"
+            guard expression.hasPrefix(prefix), expression.hasSuffix(suffix), expression.count > prefix.count + suffix.count else {
+                notes.append("\(label): no triggers for the derivation \(expression)")
+                return
+            }
+            let path = String(expression.dropFirst(prefix.count).dropLast(suffix.count))
+            guard let rel = relationship(path, of: e.name), rel.isToMany, let inverseName = rel.inverse,
+                  let inverse = relationship(inverseName, of: rel.destination), !inverse.isToMany,
+                  let source = layout.table(forEntity: e.name), let destination = layout.table(forEntity: rel.destination),
+                  let c = layout.column(entity: e.name, property: a.name, in: model)?.name,
+                  let f = layout.column(entity: rel.destination, property: inverseName, in: model)?.name
+            else {
+                notes.append("\(label): no triggers for the derivation \(expression) (only a to-many with a to-one inverse)")
+                return
+            }
+            let s = source.name, d = destination.name
+            func report(_ function: String, _ key: String) -> String {
+                "SELECT \(function)('\(s)', Z_ENT, Z_PK, '\(a.name)', \(c)) FROM \(s) WHERE Z_PK = \(key);"
+            }
+            let update = "NSCoreDataDATriggerUpdatedAffectedObjectValue"
+            let stem = "Z_DA_\(d)_\(e.name)_\(a.name)_PARAMETER_"
+            func add(_ name: String, table: String, _ body: String) {
+                triggers.append(Trigger(name: name, table: table, createStatement: "CREATE TRIGGER \(name) \(body)"))
+            }
+            add(stem + "INSERT", table: d,
+                "AFTER INSERT ON \(d) FOR EACH ROW WHEN (NEW.\(f) NOT NULL) BEGIN UPDATE \(s) SET \(c) = IFNULL(\(c), 0) + 1 WHERE Z_PK = NEW.\(f); \(report(update, "NEW.\(f)")) END")
+            add(stem + "UPDATE_INCREMENT", table: d,
+                "AFTER UPDATE OF \(f) ON \(d) FOR EACH ROW WHEN (NEW.\(f) NOT NULL) BEGIN UPDATE \(s) SET \(c) = \(c) + 1 WHERE Z_PK = NEW.\(f); \(report(update, "NEW.\(f)")) END")
+            add(stem + "UPDATE_DECREMENT", table: d,
+                "AFTER UPDATE OF \(f) ON \(d) FOR EACH ROW WHEN (OLD.\(f) NOT NULL) BEGIN UPDATE \(s) SET \(c) = \(c) - 1 WHERE Z_PK = OLD.\(f); \(report(update, "OLD.\(f)")) END")
+            add(stem + "DELETE", table: d,
+                "AFTER DELETE ON \(d) FOR EACH ROW WHEN (OLD.\(f) NOT NULL) BEGIN UPDATE \(s) SET \(c) = \(c) - 1 WHERE Z_PK = OLD.\(f); \(report(update, "OLD.\(f)")) END")
+            add("Z_DA_\(s)_\(e.name)_\(a.name)_SOURCE_INSERT", table: s,
+                "AFTER INSERT ON \(s) FOR EACH ROW BEGIN UPDATE \(s) SET \(c) = (SELECT IFNULL(COUNT(\(f)), 0) FROM \(d) WHERE \(f) = NEW.Z_PK) WHERE Z_PK = NEW.Z_PK; \(report("NSCoreDataDATriggerInsertUpdatedAffectedObjectValue", "NEW.Z_PK")) END")
         }
 
         mutating func addIndex(name: String, table: String, kind: IndexKind, unique: Bool, terms: [String]) {
@@ -495,6 +558,7 @@ extension CoreDataLayout {
         self.entities = entities
         self.tables = tables
         self.indexes = indexes
+        self.triggers = []
         self.notes = notes
     }
 }

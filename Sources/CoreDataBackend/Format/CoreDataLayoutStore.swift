@@ -33,12 +33,14 @@ extension CoreDataLayout {
     ///     This module does not encode a model into Core Data's keyed archive, so without one the table is created
     ///     empty. [unverified: whether Core Data accepts a store whose cache is empty; stores from before 2012
     ///     have none at all]
+    ///   - persistentHistory: whether to add the persistent-history tables (``historyStatements``), as Core Data
+    ///     does for a store opened with history tracking.
     /// - Throws: `StoreError.storeExists` when `url` or one of its sidecar files exists,
     ///   `StoreError.invalidSchema` when the model cannot be laid out or hashed, `StoreError.io` when SQLite fails.
     @discardableResult
     public static func createEmptyStore(
         at url: URL, model: CoreDataModel, uuid: UUID = UUID(), metadata: CoreDataMetadata? = nil,
-        modelCache: [UInt8]? = nil
+        modelCache: [UInt8]? = nil, persistentHistory: Bool = false
     ) throws(StoreError) -> CoreDataLayout {
         let layout: CoreDataLayout
         let meta: CoreDataMetadata
@@ -72,8 +74,8 @@ extension CoreDataLayout {
             try db.execute("PRAGMA auto_vacuum = 2")
             try db.execute("PRAGMA journal_mode = WAL")
             try db.execute("BEGIN EXCLUSIVE")
-            for statement in layout.statements() { try db.execute(statement) }
-            for row in layout.primaryKeyRows {
+            for statement in layout.statements(persistentHistory: persistentHistory) { try db.execute(statement) }
+            for row in layout.primaryKeyRows + (persistentHistory ? historyPrimaryKeyRows : []) {
                 try db.run(
                     "INSERT INTO Z_PRIMARYKEY (Z_ENT, Z_NAME, Z_SUPER, Z_MAX) VALUES (?, ?, ?, ?)",
                     [.integer(row.entityNumber), .text(row.name), .integer(row.superNumber), .integer(row.maxPrimaryKey)])

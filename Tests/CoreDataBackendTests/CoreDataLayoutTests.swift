@@ -108,6 +108,27 @@ import Testing
         #expect(indexes == Set(layout.indexes.map(\.name)))
     }
 
+    /// A schema (here the one the store's model decodes to) lays out as its model does, minus the fetch indexes a
+    /// schema cannot hold, and hashes to the store's version hashes.
+    @Test(arguments: storesWithModel())
+    func schemaLaysOutAsItsModel(_ store: Store) throws {
+        let file = try CoreDataStoreFile.read(at: store.url)
+        let model = try #require(try file.model())
+        let schema = try #require(try file.schema())
+        let fromSchema = try CoreDataLayout(model: CoreDataModel(schema: schema))
+        let fromModel = try CoreDataLayout(model: model)
+        #expect(fromSchema.entities == fromModel.entities)
+        #expect(fromSchema.tables == fromModel.tables)
+        #expect(fromSchema.triggers == fromModel.triggers)
+        let withoutFetchIndexes = fromModel.indexes.filter {
+            if case .fetchIndex = $0.kind { return false }
+            return true
+        }
+        #expect(fromSchema.indexes == withoutFetchIndexes)
+        let metadata = try CoreDataMetadata(newStoreFor: CoreDataModel(schema: schema))
+        #expect(metadata.versionHashes == file.metadata.versionHashes)
+    }
+
     // MARK: Creating an empty store
 
     /// `sqlite_master` of a store as (type, name, table, SQL), sorted.

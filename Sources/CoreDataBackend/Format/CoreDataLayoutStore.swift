@@ -28,6 +28,9 @@ extension CoreDataLayout {
     /// connection closes, so only the main file remains.
     ///
     /// - Parameters:
+    ///   - url: the store's main file; neither it nor a sidecar of it may exist.
+    ///   - model: the model to lay out.
+    ///   - uuid: the store UUID (`Z_METADATA.Z_UUID`, written in uppercase).
     ///   - metadata: the metadata plist; by default ``CoreDataMetadata/init(newStoreFor:frameworkVersion:)``.
     ///   - modelCache: the compressed model cache to store in `Z_MODELCACHE` (a store's `Z_MODELCACHE.Z_CONTENT`).
     ///     This module does not encode a model into Core Data's keyed archive, so without one the table is created

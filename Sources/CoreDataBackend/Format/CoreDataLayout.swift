@@ -241,25 +241,48 @@ extension CoreDataLayout {
         var indexes: [Index] = []
         var triggers: [Trigger] = []
         var notes: [String] = []
+        /// Root entity names in `Z_ENT` order, and each root's tree (itself first) in `Z_ENT` order.
+        var roots: [String] = []
+        var members: [String: [String]] = [:]
+        /// Each root table's columns before they are sorted and named.
+        var pending: [String: [Pending]] = [:]
+        var joins: [Join] = []
 
         init(model: CoreDataModel) {
             self.model = model
             numbers = model.entityNumbers()
         }
 
-        /// A column before naming: what sorts it into place and what its base name is.
+        /// A column before naming: what sorts it into place (group, entity, kind, subrank, name, tie) and its name.
         struct Pending {
-            var group: Int
+            var group = 0
             var entityOrder: Int
+            /// 0 attribute, 1 foreign key (and its entity column), 2 order key.
             var kind: Int
-            var subrank: Int
+            var subrank = 0
             var sortName: String
-            var tie: Int
+            var tie = 0
             var base: String
-            var type: String
+            var type = "INTEGER"
             var role: ColumnRole
             /// Taken literally (no collision counter): `Z<ent>_` and `Z_FOK_` names cannot clash with `Z` + a name.
             var fixed: Bool
+
+            func precedes(_ b: Pending) -> Bool {
+                if group != b.group { return group < b.group }
+                if entityOrder != b.entityOrder { return entityOrder < b.entityOrder }
+                if kind != b.kind { return kind < b.kind }
+                if subrank != b.subrank { return subrank < b.subrank }
+                if sortName != b.sortName { return Builder.codePointLess(sortName, b.sortName) }
+                return tie < b.tie
+            }
+        }
+
+        /// A join table with the columns its index covers.
+        struct Join {
+            var table: Table
+            var firstColumn: String
+            var secondColumn: String
         }
 
         func number(_ entity: String) throws(CoreDataFormatError) -> Int {
@@ -284,11 +307,11 @@ extension CoreDataLayout {
             return cursor.name
         }
 
-        /// The relationship `name` of `entity` or one of its ancestors.
-        func relationship(_ name: String, of entity: String) -> CoreDataModel.Relationship? {
+        /// The relationship `name` of `entity` or one of its ancestors, with the entity that declares it.
+        func relationship(_ name: String, of entity: String) -> (CoreDataModel.Relationship, owner: String)? {
             guard let e = model.entity(named: entity) else { return nil }
             for owner in model.lineage(of: e) {
-                if let r = owner.relationships.first(where: { $0.name == name }) { return r }
+                if let r = owner.relationships.first(where: { $0.name == name }) { return (r, owner.name) }
             }
             return nil
         }
@@ -300,244 +323,262 @@ extension CoreDataLayout {
         }
 
         mutating func build() throws(CoreDataFormatError) {
-            let ordered = model.entities.sorted { (numbers[$0.name] ?? Int.max) < (numbers[$1.name] ?? Int.max) }
-            var roots: [String] = []
-            var members: [String: [String]] = [:]
-            for e in ordered {
-                let r = try root(of: e.name)
-                if members[r] == nil { roots.append(r) }
-                members[r, default: []].append(e.name)
-                entityLayouts.append(EntityLayout(
-                    name: e.name, number: try number(e.name),
-                    superNumber: e.parent.flatMap { numbers[$0] } ?? 0,
-                    table: "Z" + r.uppercased()))
-            }
-            // Columns per root table, gathered first: a to-many without an inverse adds one to its destination's.
-            var pending: [String: [Pending]] = [:]
+            try numberEntities()
             var joinPairs: Set<[String]> = []
-            var joins: [(table: Table, secondColumn: String, firstColumn: String)] = []
             for r in roots {
                 for (order, name) in (members[r] ?? []).enumerated() {
                     let e = try entity(name)
-                    for a in e.attributes where !a.isTransient {
-                        guard let type = CoreDataLayout.sqlType(typeCode: a.typeCode) else { continue }
-                        let rank = CoreDataLayoutGuesses.groupRank(typeCode: a.typeCode)
-                        pending[r, default: []].append(Pending(
-                            group: rank.group, entityOrder: order, kind: 0, subrank: rank.subrank, sortName: a.name,
-                            tie: 0, base: "Z" + a.name.uppercased(), type: type,
-                            role: .attribute(entity: e.name, name: a.name), fixed: false))
-                    }
+                    addAttributeColumns(e, root: r, order: order)
                     for rel in e.relationships where !rel.isTransient {
-                        let destinationNumber = try number(rel.destination)
-                        let inverse = rel.inverse.flatMap { relationship($0, of: rel.destination) }
-                        if !rel.isToMany {
-                            pending[r, default: []].append(Pending(
-                                group: 0, entityOrder: order, kind: 1, subrank: 0, sortName: rel.name, tie: 0,
-                                base: "Z" + rel.name.uppercased(), type: "INTEGER",
-                                role: .foreignKey(entity: e.name, relationship: rel.name), fixed: false))
-                            if hasSubentities(rel.destination) {
-                                pending[r, default: []].append(Pending(
-                                    group: 0, entityOrder: order, kind: 1, subrank: 0, sortName: rel.name, tie: 1,
-                                    base: "Z\(destinationNumber)_" + rel.name.uppercased(), type: "INTEGER",
-                                    role: .foreignEntity(entity: e.name, relationship: rel.name), fixed: true))
-                            }
-                            if let inverse, inverse.isToMany, inverse.isOrdered {
-                                pending[r, default: []].append(Pending(
-                                    group: 0, entityOrder: order, kind: 2, subrank: 0, sortName: rel.name, tie: 0,
-                                    base: "Z_FOK_" + rel.name.uppercased(), type: "INTEGER",
-                                    role: .orderKey(entity: e.name, relationship: rel.name), fixed: true))
-                            }
-                        } else if let inverse, inverse.isToMany {
-                            let me = (entityNumber: try number(e.name), relationship: rel.name)
-                            let other = (entityNumber: try number(rel.destination), relationship: inverse.name)
-                            let pair = [e.name, rel.name, rel.destination, inverse.name]
-                            let mirrored = [rel.destination, inverse.name, e.name, rel.name]
-                            guard !joinPairs.contains(pair), !joinPairs.contains(mirrored) else { continue }
-                            joinPairs.insert(pair)
-                            if CoreDataLayoutGuesses.namesJoinTable(me, over: other) {
-                                joins.append(try joinTable(owner: e.name, rel, inverse: inverse, inverseOwner: rel.destination))
-                            } else {
-                                guard let inverseOwner = model.entity(named: rel.destination).flatMap({ d in
-                                    model.lineage(of: d).first { $0.relationships.contains { $0.name == inverse.name } }
-                                }) else { continue }
-                                joins.append(try joinTable(owner: inverseOwner.name, inverse, inverse: rel, inverseOwner: e.name))
-                            }
-                        } else if inverse == nil {
-                            let destinationRoot = try root(of: rel.destination)
-                            let order = (members[destinationRoot] ?? []).firstIndex(of: rel.destination) ?? 0
-                            let source = try number(e.name)
-                            pending[destinationRoot, default: []].append(Pending(
-                                group: 0, entityOrder: order, kind: 1, subrank: 0, sortName: "\(source)" + rel.name,
-                                tie: 0,
-                                base: CoreDataLayoutGuesses.inverselessForeignKey(sourceNumber: source, relationship: rel.name),
-                                type: "INTEGER", role: .inverselessForeignKey(entity: e.name, relationship: rel.name),
-                                fixed: true))
-                            if rel.isOrdered {
-                                pending[destinationRoot, default: []].append(Pending(
-                                    group: 0, entityOrder: order, kind: 2, subrank: 0, sortName: "\(source)" + rel.name,
-                                    tie: 0,
-                                    base: CoreDataLayoutGuesses.inverselessOrderKey(sourceNumber: source, relationship: rel.name),
-                                    type: "INTEGER", role: .inverselessOrderKey(entity: e.name, relationship: rel.name),
-                                    fixed: true))
-                            }
-                        }
+                        try addRelationship(rel, of: e, root: r, order: order, joinPairs: &joinPairs)
                     }
                 }
             }
-            for r in roots {
-                let tableName = "Z" + r.uppercased()
-                let sorted = (pending[r] ?? []).sorted { a, b in
-                    if a.group != b.group { return a.group < b.group }
-                    if a.entityOrder != b.entityOrder { return a.entityOrder < b.entityOrder }
-                    if a.kind != b.kind { return a.kind < b.kind }
-                    if a.subrank != b.subrank { return a.subrank < b.subrank }
-                    if a.sortName != b.sortName { return Self.codePointLess(a.sortName, b.sortName) }
-                    return a.tie < b.tie
-                }
-                var columns = [
-                    Column(name: "Z_PK", type: "INTEGER", role: .primaryKey),
-                    Column(name: "Z_ENT", type: "INTEGER", role: .entityNumber),
-                    Column(name: "Z_OPT", type: "INTEGER", role: .optimisticLock),
-                ]
-                var taken: Set<String> = ["Z_PK", "Z_ENT", "Z_OPT"]
-                for p in sorted {
-                    let name = p.fixed ? p.base : CoreDataLayoutGuesses.uniqueColumnName(p.base, taken: taken)
-                    taken.insert(name)
-                    columns.append(Column(name: name, type: p.type, role: p.role))
-                }
-                let definitions = columns.map { $0.role == .primaryKey ? "Z_PK INTEGER PRIMARY KEY" : "\($0.name) \($0.type)" }
-                let table = Table(
-                    name: tableName, kind: .entity(root: r), columns: columns,
-                    createStatement: "CREATE TABLE \(tableName) ( \(definitions.joined(separator: ", ")) )")
-                tables.append(table)
-            }
+            for r in roots { makeEntityTable(root: r) }
             tables += joins.map(\.table)
-            // Indexes, table by table, in the order Core Data creates them.
-            for (position, r) in roots.enumerated() {
-                let table = tables[position]
-                for c in table.columns {
-                    switch c.role {
-                    case .foreignKey, .inverselessForeignKey:
-                        addIndex(name: "\(table.name)_\(c.name)_INDEX", table: table.name, kind: .foreignKey, unique: false, terms: [c.name])
-                    default: break
-                    }
-                }
-                if (members[r] ?? []).count > 1 {
-                    addIndex(name: "\(table.name)_Z_ENT_INDEX", table: table.name, kind: .entityNumber, unique: false, terms: ["Z_ENT"])
-                }
-            }
+            let layout = CoreDataLayout(entities: entityLayouts, tables: tables, indexes: [], notes: [])
+            for (position, r) in roots.enumerated() { keyIndexes(tables[position], treeSize: members[r]?.count ?? 1) }
             for j in joins {
                 addIndex(
                     name: "\(j.table.name)_\(j.secondColumn)_INDEX", table: j.table.name, kind: .join, unique: false,
                     terms: [j.secondColumn, j.firstColumn])
             }
-            let layout = CoreDataLayout(entities: entityLayouts, tables: tables, indexes: [], notes: [])
             for (position, r) in roots.enumerated() {
-                let table = tables[position]
                 for name in members[r] ?? [] {
                     let e = try entity(name)
-                    for fetchIndex in e.fetchIndexes {
-                        let indexName = "Z_\(e.name)_\(fetchIndex.name)"
-                        if fetchIndex.isPartial || fetchIndex.elements.contains(where: { $0.type != 0 }) {
-                            notes.append("\(indexName): a partial or R-tree fetch index is not created")
-                            continue
-                        }
-                        var terms: [String] = []
-                        for element in fetchIndex.elements {
-                            guard let c = layout.column(entity: e.name, property: element.property, in: model) else {
-                                notes.append("\(indexName): no column for \(element.property)")
-                                terms = []
-                                break
-                            }
-                            terms.append(c.name + " " + (element.isAscending ? "COLLATE BINARY ASC" : CoreDataLayoutGuesses.descendingSuffix))
-                        }
-                        guard !terms.isEmpty else { continue }
-                        addIndex(name: indexName, table: table.name, kind: .fetchIndex(entity: e.name, name: fetchIndex.name), unique: false, terms: terms)
-                    }
-                    for constraint in e.uniquenessConstraints where !constraint.isEmpty {
-                        let indexName = "Z_\(e.name)_UNIQUE_" + constraint.joined(separator: "_")
-                        let columns = constraint.compactMap { layout.column(entity: e.name, property: $0, in: model) }
-                        guard columns.count == constraint.count else {
-                            notes.append("\(indexName): a property of the constraint has no column")
-                            continue
-                        }
-                        addIndex(
-                            name: indexName, table: table.name, kind: .uniqueness(entity: e.name, properties: constraint),
-                            unique: true, terms: columns.map { $0.name + " COLLATE BINARY ASC" })
-                    }
+                    modelIndexes(e, table: tables[position].name, layout: layout)
                 }
             }
-            for e in ordered {
-                for a in e.attributes where a.isDerived && !a.isTransient {
-                    derivedTriggers(e, a, layout: layout)
+            for r in roots {
+                for name in members[r] ?? [] {
+                    let e = try entity(name)
+                    for a in e.attributes where a.isDerived && !a.isTransient { derivedTriggers(e, a, layout: layout) }
                 }
+            }
+        }
+
+        /// Entities by `Z_ENT`, grouped into their inheritance trees.
+        mutating func numberEntities() throws(CoreDataFormatError) {
+            let ordered = model.entities.sorted { (numbers[$0.name] ?? Int.max) < (numbers[$1.name] ?? Int.max) }
+            for e in ordered {
+                let r = try root(of: e.name)
+                if members[r] == nil { roots.append(r) }
+                members[r, default: []].append(e.name)
+                entityLayouts.append(EntityLayout(
+                    name: e.name, number: try number(e.name), superNumber: e.parent.flatMap { numbers[$0] } ?? 0,
+                    table: "Z" + r.uppercased()))
+            }
+        }
+
+        mutating func addAttributeColumns(_ e: CoreDataModel.Entity, root r: String, order: Int) {
+            for a in e.attributes where !a.isTransient {
+                guard let type = CoreDataLayout.sqlType(typeCode: a.typeCode) else { continue }
+                let rank = CoreDataLayoutGuesses.groupRank(typeCode: a.typeCode)
+                pending[r, default: []].append(Pending(
+                    group: rank.group, entityOrder: order, kind: 0, subrank: rank.subrank, sortName: a.name,
+                    base: "Z" + a.name.uppercased(), type: type, role: .attribute(entity: e.name, name: a.name),
+                    fixed: false))
+            }
+        }
+
+        /// A relationship's columns: a to-one's foreign key (with the entity column and order key it needs), a
+        /// many-to-many's join table, or a to-many without an inverse's hidden key in the destination's table.
+        mutating func addRelationship(
+            _ rel: CoreDataModel.Relationship, of e: CoreDataModel.Entity, root r: String, order: Int,
+            joinPairs: inout Set<[String]>
+        ) throws(CoreDataFormatError) {
+            let destinationNumber = try number(rel.destination)
+            let found = rel.inverse.flatMap { relationship($0, of: rel.destination) }
+            let upper = rel.name.uppercased()
+            if !rel.isToMany {
+                pending[r, default: []].append(Pending(
+                    entityOrder: order, kind: 1, sortName: rel.name, base: "Z" + upper,
+                    role: .foreignKey(entity: e.name, relationship: rel.name), fixed: false))
+                if hasSubentities(rel.destination) {
+                    pending[r, default: []].append(Pending(
+                        entityOrder: order, kind: 1, sortName: rel.name, tie: 1, base: "Z\(destinationNumber)_" + upper,
+                        role: .foreignEntity(entity: e.name, relationship: rel.name), fixed: true))
+                }
+                if let (inverse, _) = found, inverse.isToMany, inverse.isOrdered {
+                    pending[r, default: []].append(Pending(
+                        entityOrder: order, kind: 2, sortName: rel.name, base: "Z_FOK_" + upper,
+                        role: .orderKey(entity: e.name, relationship: rel.name), fixed: true))
+                }
+            } else if let (inverse, inverseOwner) = found, inverse.isToMany {
+                let pair = [e.name, rel.name, inverseOwner, inverse.name]
+                guard !joinPairs.contains(pair), !joinPairs.contains([inverseOwner, inverse.name, e.name, rel.name]) else {
+                    return
+                }
+                joinPairs.insert(pair)
+                let mine = (entityNumber: try number(e.name), relationship: rel.name)
+                let theirs = (entityNumber: try number(inverseOwner), relationship: inverse.name)
+                if CoreDataLayoutGuesses.namesJoinTable(mine, over: theirs) {
+                    joins.append(try joinTable(owner: e.name, rel, inverse: inverse, inverseOwner: inverseOwner))
+                } else {
+                    joins.append(try joinTable(owner: inverseOwner, inverse, inverse: rel, inverseOwner: e.name))
+                }
+            } else if found == nil {
+                let destinationRoot = try root(of: rel.destination)
+                let destinationOrder = (members[destinationRoot] ?? []).firstIndex(of: rel.destination) ?? 0
+                let source = try number(e.name)
+                pending[destinationRoot, default: []].append(Pending(
+                    entityOrder: destinationOrder, kind: 1, sortName: "\(source)" + rel.name,
+                    base: CoreDataLayoutGuesses.inverselessForeignKey(sourceNumber: source, relationship: rel.name),
+                    role: .inverselessForeignKey(entity: e.name, relationship: rel.name), fixed: true))
+                if rel.isOrdered {
+                    pending[destinationRoot, default: []].append(Pending(
+                        entityOrder: destinationOrder, kind: 2, sortName: "\(source)" + rel.name,
+                        base: CoreDataLayoutGuesses.inverselessOrderKey(sourceNumber: source, relationship: rel.name),
+                        role: .inverselessOrderKey(entity: e.name, relationship: rel.name), fixed: true))
+                }
+            }
+            // A to-many whose inverse is a to-one has no column of its own: the destination's foreign key is it.
+        }
+
+        /// The root's table: `Z_PK, Z_ENT, Z_OPT`, then the gathered columns in Core Data's order, named.
+        mutating func makeEntityTable(root r: String) {
+            let name = "Z" + r.uppercased()
+            var columns = [
+                Column(name: "Z_PK", type: "INTEGER", role: .primaryKey),
+                Column(name: "Z_ENT", type: "INTEGER", role: .entityNumber),
+                Column(name: "Z_OPT", type: "INTEGER", role: .optimisticLock),
+            ]
+            var taken: Set<String> = ["Z_PK", "Z_ENT", "Z_OPT"]
+            for p in (pending[r] ?? []).sorted(by: { $0.precedes($1) }) {
+                let column = p.fixed ? p.base : CoreDataLayoutGuesses.uniqueColumnName(p.base, taken: taken)
+                taken.insert(column)
+                columns.append(Column(name: column, type: p.type, role: p.role))
+            }
+            let definitions = columns.map { $0.role == .primaryKey ? "Z_PK INTEGER PRIMARY KEY" : "\($0.name) \($0.type)" }
+            tables.append(Table(
+                name: name, kind: .entity(root: r), columns: columns,
+                createStatement: "CREATE TABLE \(name) ( \(definitions.joined(separator: ", ")) )"))
+        }
+
+        /// An index on every foreign key, and on `Z_ENT` when the table holds more than one entity.
+        mutating func keyIndexes(_ table: Table, treeSize: Int) {
+            for c in table.columns {
+                switch c.role {
+                case .foreignKey, .inverselessForeignKey:
+                    addIndex(
+                        name: "\(table.name)_\(c.name)_INDEX", table: table.name, kind: .foreignKey, unique: false,
+                        terms: [c.name])
+                default: break
+                }
+            }
+            if treeSize > 1 {
+                addIndex(
+                    name: "\(table.name)_Z_ENT_INDEX", table: table.name, kind: .entityNumber, unique: false,
+                    terms: ["Z_ENT"])
+            }
+        }
+
+        /// The entity's fetch indexes and uniqueness constraints.
+        mutating func modelIndexes(_ e: CoreDataModel.Entity, table: String, layout: CoreDataLayout) {
+            for fetchIndex in e.fetchIndexes {
+                let name = "Z_\(e.name)_\(fetchIndex.name)"
+                if fetchIndex.isPartial || fetchIndex.elements.contains(where: { $0.type != 0 }) {
+                    notes.append("\(name): a partial or R-tree fetch index is not created")
+                    continue
+                }
+                var terms: [String] = []
+                for element in fetchIndex.elements {
+                    guard let c = layout.column(entity: e.name, property: element.property, in: model) else {
+                        notes.append("\(name): no column for \(element.property)")
+                        terms = []
+                        break
+                    }
+                    let order = element.isAscending ? "COLLATE BINARY ASC" : CoreDataLayoutGuesses.descendingSuffix
+                    terms.append(c.name + " " + order)
+                }
+                guard !terms.isEmpty else { continue }
+                addIndex(
+                    name: name, table: table, kind: .fetchIndex(entity: e.name, name: fetchIndex.name), unique: false,
+                    terms: terms)
+            }
+            for constraint in e.uniquenessConstraints where !constraint.isEmpty {
+                let name = "Z_\(e.name)_UNIQUE_" + constraint.joined(separator: "_")
+                let columns = constraint.compactMap { layout.column(entity: e.name, property: $0, in: model) }
+                guard columns.count == constraint.count else {
+                    notes.append("\(name): a property of the constraint has no column")
+                    continue
+                }
+                addIndex(
+                    name: name, table: table, kind: .uniqueness(entity: e.name, properties: constraint), unique: true,
+                    terms: columns.map { $0.name + " COLLATE BINARY ASC" })
             }
         }
 
         /// The triggers of a derived attribute `count:(relationship)` over a to-many whose inverse is a to-one (the
         /// one shape in the corpus); any other derivation is listed in ``notes``.
         mutating func derivedTriggers(_ e: CoreDataModel.Entity, _ a: CoreDataModel.Attribute, layout: CoreDataLayout) {
-            let label = "derived attribute \(e.name).\(a.name)"
             let expression = a.derivationExpression ?? ""
             let prefix = "count:(", suffix = ")"
-            guard expression.hasPrefix(prefix), expression.hasSuffix(suffix), expression.count > prefix.count + suffix.count else {
-                notes.append("\(label): no triggers for the derivation \(expression)")
-                return
-            }
-            let path = String(expression.dropFirst(prefix.count).dropLast(suffix.count))
-            guard let rel = relationship(path, of: e.name), rel.isToMany, let inverseName = rel.inverse,
-                  let inverse = relationship(inverseName, of: rel.destination), !inverse.isToMany,
-                  let source = layout.table(forEntity: e.name), let destination = layout.table(forEntity: rel.destination),
+            let path = expression.hasPrefix(prefix) && expression.hasSuffix(suffix)
+                && expression.count > prefix.count + suffix.count
+                ? String(expression.dropFirst(prefix.count).dropLast(suffix.count)) : nil
+            guard let path, let (rel, _) = relationship(path, of: e.name), rel.isToMany, let inverseName = rel.inverse,
+                  let (inverse, _) = relationship(inverseName, of: rel.destination), !inverse.isToMany,
+                  let source = layout.table(forEntity: e.name)?.name,
+                  let destination = layout.table(forEntity: rel.destination)?.name,
                   let c = layout.column(entity: e.name, property: a.name, in: model)?.name,
                   let f = layout.column(entity: rel.destination, property: inverseName, in: model)?.name
             else {
-                notes.append("\(label): no triggers for the derivation \(expression) (only a to-many with a to-one inverse)")
+                notes.append("derived attribute \(e.name).\(a.name): no triggers for the derivation \(expression)")
                 return
             }
-            let s = source.name, d = destination.name
+            let s = source, d = destination
+            let updated = "NSCoreDataDATriggerUpdatedAffectedObjectValue"
+            let inserted = "NSCoreDataDATriggerInsertUpdatedAffectedObjectValue"
+            // Each trigger reports the new value to Core Data through a function it registers on its connections.
             func report(_ function: String, _ key: String) -> String {
                 "SELECT \(function)('\(s)', Z_ENT, Z_PK, '\(a.name)', \(c)) FROM \(s) WHERE Z_PK = \(key);"
             }
-            let update = "NSCoreDataDATriggerUpdatedAffectedObjectValue"
-            let stem = "Z_DA_\(d)_\(e.name)_\(a.name)_PARAMETER_"
-            func add(_ name: String, table: String, _ body: String) {
-                triggers.append(Trigger(name: name, table: table, createStatement: "CREATE TRIGGER \(name) \(body)"))
+            func add(_ name: String, on table: String, _ head: String, _ body: String) {
+                triggers.append(Trigger(
+                    name: name, table: table, createStatement: "CREATE TRIGGER \(name) \(head) BEGIN \(body) END"))
             }
-            add(stem + "INSERT", table: d,
-                "AFTER INSERT ON \(d) FOR EACH ROW WHEN (NEW.\(f) NOT NULL) BEGIN UPDATE \(s) SET \(c) = IFNULL(\(c), 0) + 1 WHERE Z_PK = NEW.\(f); \(report(update, "NEW.\(f)")) END")
-            add(stem + "UPDATE_INCREMENT", table: d,
-                "AFTER UPDATE OF \(f) ON \(d) FOR EACH ROW WHEN (NEW.\(f) NOT NULL) BEGIN UPDATE \(s) SET \(c) = \(c) + 1 WHERE Z_PK = NEW.\(f); \(report(update, "NEW.\(f)")) END")
-            add(stem + "UPDATE_DECREMENT", table: d,
-                "AFTER UPDATE OF \(f) ON \(d) FOR EACH ROW WHEN (OLD.\(f) NOT NULL) BEGIN UPDATE \(s) SET \(c) = \(c) - 1 WHERE Z_PK = OLD.\(f); \(report(update, "OLD.\(f)")) END")
-            add(stem + "DELETE", table: d,
-                "AFTER DELETE ON \(d) FOR EACH ROW WHEN (OLD.\(f) NOT NULL) BEGIN UPDATE \(s) SET \(c) = \(c) - 1 WHERE Z_PK = OLD.\(f); \(report(update, "OLD.\(f)")) END")
-            add("Z_DA_\(s)_\(e.name)_\(a.name)_SOURCE_INSERT", table: s,
-                "AFTER INSERT ON \(s) FOR EACH ROW BEGIN UPDATE \(s) SET \(c) = (SELECT IFNULL(COUNT(\(f)), 0) FROM \(d) WHERE \(f) = NEW.Z_PK) WHERE Z_PK = NEW.Z_PK; \(report("NSCoreDataDATriggerInsertUpdatedAffectedObjectValue", "NEW.Z_PK")) END")
+            let stem = "Z_DA_\(d)_\(e.name)_\(a.name)_PARAMETER_"
+            let new = "NEW.\(f)", old = "OLD.\(f)"
+            add(stem + "INSERT", on: d, "AFTER INSERT ON \(d) FOR EACH ROW WHEN (\(new) NOT NULL)",
+                "UPDATE \(s) SET \(c) = IFNULL(\(c), 0) + 1 WHERE Z_PK = \(new); \(report(updated, new))")
+            add(stem + "UPDATE_INCREMENT", on: d, "AFTER UPDATE OF \(f) ON \(d) FOR EACH ROW WHEN (\(new) NOT NULL)",
+                "UPDATE \(s) SET \(c) = \(c) + 1 WHERE Z_PK = \(new); \(report(updated, new))")
+            add(stem + "UPDATE_DECREMENT", on: d, "AFTER UPDATE OF \(f) ON \(d) FOR EACH ROW WHEN (\(old) NOT NULL)",
+                "UPDATE \(s) SET \(c) = \(c) - 1 WHERE Z_PK = \(old); \(report(updated, old))")
+            add(stem + "DELETE", on: d, "AFTER DELETE ON \(d) FOR EACH ROW WHEN (\(old) NOT NULL)",
+                "UPDATE \(s) SET \(c) = \(c) - 1 WHERE Z_PK = \(old); \(report(updated, old))")
+            add("Z_DA_\(s)_\(e.name)_\(a.name)_SOURCE_INSERT", on: s, "AFTER INSERT ON \(s) FOR EACH ROW",
+                "UPDATE \(s) SET \(c) = (SELECT IFNULL(COUNT(\(f)), 0) FROM \(d) WHERE \(f) = NEW.Z_PK) "
+                    + "WHERE Z_PK = NEW.Z_PK; \(report(inserted, "NEW.Z_PK"))")
         }
 
         mutating func addIndex(name: String, table: String, kind: IndexKind, unique: Bool, terms: [String]) {
             let statement = "CREATE \(unique ? "UNIQUE " : "")INDEX \(name) ON \(table) (\(terms.joined(separator: ", ")))"
-            indexes.append(Index(name: name, table: table, kind: kind, isUnique: unique, terms: terms, createStatement: statement))
+            indexes.append(Index(
+                name: name, table: table, kind: kind, isUnique: unique, terms: terms, createStatement: statement))
         }
 
         /// The join table of the many-to-many pair `rel` (declared on `owner`, which names the table) and `inverse`
         /// (declared on `inverseOwner`): `Z_<owner><REL> (Z_<owner><INVERSE>, Z_<destination><REL>[, Z_FOK_…])`.
         func joinTable(
             owner: String, _ rel: CoreDataModel.Relationship, inverse: CoreDataModel.Relationship, inverseOwner: String
-        ) throws(CoreDataFormatError) -> (table: Table, secondColumn: String, firstColumn: String) {
+        ) throws(CoreDataFormatError) -> Join {
             let ownerNumber = try number(owner)
             let destinationNumber = try number(rel.destination)
             let name = "Z_\(ownerNumber)\(rel.name.uppercased())"
-            let reflexive = owner == rel.destination && rel.name == inverse.name
+            let reflexive = owner == inverseOwner && rel.name == inverse.name
             let first = "Z_\(ownerNumber)\(inverse.name.uppercased())"
-            let second = reflexive ? CoreDataLayoutGuesses.reflexiveColumn : "Z_\(destinationNumber)\(rel.name.uppercased())"
+            let second = reflexive
+                ? CoreDataLayoutGuesses.reflexiveColumn : "Z_\(destinationNumber)\(rel.name.uppercased())"
             var columns = [
                 Column(name: first, type: "INTEGER", role: .joinKey(entity: inverseOwner, relationship: inverse.name)),
                 Column(name: second, type: "INTEGER", role: .joinKey(entity: owner, relationship: rel.name)),
             ]
             if rel.isOrdered {
                 columns.append(Column(
-                    name: reflexive ? CoreDataLayoutGuesses.reflexiveOrderColumn : "Z_FOK_\(destinationNumber)\(rel.name.uppercased())",
+                    name: reflexive
+                        ? CoreDataLayoutGuesses.reflexiveOrderColumn : "Z_FOK_\(destinationNumber)\(rel.name.uppercased())",
                     type: "INTEGER", role: .joinOrderKey(entity: owner, relationship: rel.name)))
             }
             if inverse.isOrdered && !reflexive {
@@ -549,7 +590,7 @@ extension CoreDataLayout {
             let table = Table(
                 name: name, kind: .join(entity: owner, relationship: rel.name), columns: columns,
                 createStatement: "CREATE TABLE \(name) ( \(definitions.joined(separator: ", ")) )")
-            return (table, second, first)
+            return Join(table: table, firstColumn: first, secondColumn: second)
         }
     }
 

@@ -46,7 +46,9 @@ enum CoreDataLayoutGuesses {
     static func namesJoinTable(
         _ a: (entityNumber: Int, relationship: String), over b: (entityNumber: Int, relationship: String)
     ) -> Bool {
-        if a.relationship != b.relationship { return !a.relationship.unicodeScalars.lexicographicallyPrecedes(b.relationship.unicodeScalars) }
+        if a.relationship != b.relationship {
+            return b.relationship.unicodeScalars.lexicographicallyPrecedes(a.relationship.unicodeScalars)
+        }
         return a.entityNumber <= b.entityNumber
     }
 

@@ -204,9 +204,9 @@ import Testing
         let url = dir.appendingPathComponent("Derived.sqlite")
         let layout = try CoreDataLayout.createEmptyStore(at: url, model: model)
         let s = try #require(layout.table(forEntity: entity.name)?.name)
-        let c = try #require(layout.column(entity: entity.name, property: derived.name, in: model)?.name)
+        let c = try #require(layout.column(entity: entity.name, property: derived.name)?.name)
         let d = try #require(layout.table(forEntity: rel.destination)?.name)
-        let f = try #require(layout.column(entity: rel.destination, property: rel.inverse ?? "", in: model)?.name)
+        let f = try #require(layout.column(entity: rel.destination, property: rel.inverse ?? "")?.name)
         let sourceEnt = try #require(layout.entity(named: entity.name)?.number)
         let destinationEnt = try #require(layout.entity(named: rel.destination)?.number)
 
@@ -301,8 +301,8 @@ import Testing
         let layout = try CoreDataLayout(model: model)
         let table = try #require(layout.table(forEntity: "Book"))
         #expect(table.columns.map(\.name) == ["Z_PK", "Z_ENT", "Z_OPT", "ZTITLE", "ZTITLE1"])
-        #expect(layout.column(entity: "Book", property: "title", in: model)?.name == "ZTITLE")
-        #expect(layout.column(entity: "Movie", property: "title", in: model)?.name == "ZTITLE1")
+        #expect(layout.column(entity: "Book", property: "title")?.name == "ZTITLE")
+        #expect(layout.column(entity: "Movie", property: "title")?.name == "ZTITLE1")
         #expect(layout.indexes.map(\.name) == ["ZITEM_Z_ENT_INDEX"])
     }
 

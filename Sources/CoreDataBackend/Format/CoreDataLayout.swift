@@ -187,17 +187,16 @@ import Foundation
 
     /// The column holding `property` of `entity` (an attribute's value or a to-one's foreign key), looking through
     /// the entity's ancestors for inherited properties.
-    public func column(entity: String, property: String, in model: CoreDataModel) -> Column? {
+    public func column(entity: String, property: String) -> Column? {
         guard let table = table(forEntity: entity) else { return nil }
-        var cursor: String? = entity
+        var cursor = self.entity(named: entity)
         var depth = 0
-        while let name = cursor, depth < 256 {
-            if let c = table.columns.first(where: {
-                $0.role == .attribute(entity: name, name: property) || $0.role == .foreignKey(entity: name, relationship: property)
-            }) {
-                return c
-            }
-            cursor = model.entity(named: name)?.parent
+        while let e = cursor, depth < 256 {
+            let roles: [ColumnRole] = [
+                .attribute(entity: e.name, name: property), .foreignKey(entity: e.name, relationship: property),
+            ]
+            if let c = table.columns.first(where: { roles.contains($0.role) }) { return c }
+            cursor = e.superNumber == 0 ? nil : entities.first { $0.number == e.superNumber }
             depth += 1
         }
         return nil
@@ -483,7 +482,7 @@ extension CoreDataLayout {
                 }
                 var terms: [String] = []
                 for element in fetchIndex.elements {
-                    guard let c = layout.column(entity: e.name, property: element.property, in: model) else {
+                    guard let c = layout.column(entity: e.name, property: element.property) else {
                         notes.append("\(name): no column for \(element.property)")
                         terms = []
                         break
@@ -498,7 +497,7 @@ extension CoreDataLayout {
             }
             for constraint in e.uniquenessConstraints where !constraint.isEmpty {
                 let name = "Z_\(e.name)_UNIQUE_" + constraint.joined(separator: "_")
-                let columns = constraint.compactMap { layout.column(entity: e.name, property: $0, in: model) }
+                let columns = constraint.compactMap { layout.column(entity: e.name, property: $0) }
                 guard columns.count == constraint.count else {
                     notes.append("\(name): a property of the constraint has no column")
                     continue
@@ -521,8 +520,8 @@ extension CoreDataLayout {
                   let (inverse, _) = relationship(inverseName, of: rel.destination), !inverse.isToMany,
                   let source = layout.table(forEntity: e.name)?.name,
                   let destination = layout.table(forEntity: rel.destination)?.name,
-                  let c = layout.column(entity: e.name, property: a.name, in: model)?.name,
-                  let f = layout.column(entity: rel.destination, property: inverseName, in: model)?.name
+                  let c = layout.column(entity: e.name, property: a.name)?.name,
+                  let f = layout.column(entity: rel.destination, property: inverseName)?.name
             else {
                 notes.append("derived attribute \(e.name).\(a.name): no triggers for the derivation \(expression)")
                 return

@@ -311,6 +311,33 @@ import Testing
         #expect(layout.indexes.map(\.name) == ["ZITEM_Z_ENT_INDEX"])
     }
 
+    /// The plain name goes to the property declared highest in the tree even when a sub-entity's column comes
+    /// first, and the `coredata` reader maps every property to the column the layout gave it.
+    @Test func collisionCountersAgreeWithTheReader() throws {
+        let model = CoreDataModel(
+            entities: [
+                Self.entity("Item", attributes: [Self.attribute("title", 1000)]),
+                Self.entity("Movie", parent: "Item", attributes: [Self.attribute("title", 100)]),
+                Self.entity("Book", parent: "Item", attributes: [Self.attribute("title", 700)]),
+                Self.entity("Comic", parent: "Book", attributes: [Self.attribute("title", 900)]),
+            ],
+            configurations: [:], versionIdentifiers: [])
+        let layout = try CoreDataLayout(model: model)
+        let table = try #require(layout.table(forEntity: "Item"))
+        #expect(table.columns.map { "\($0.name) \($0.type)" } == [
+            "Z_PK INTEGER", "Z_ENT INTEGER", "Z_OPT INTEGER", "ZTITLE2 INTEGER", "ZTITLE3 TIMESTAMP",
+            "ZTITLE1 VARCHAR", "ZTITLE BLOB",
+        ])
+        let hierarchy = layout.entities.map(\.name)
+        let read = CoreDataColumnNames.columns(
+            model: model, hierarchy: hierarchy, existing: Set(table.columns.map(\.name)))
+        for e in model.entities {
+            for a in e.attributes {
+                #expect(read[e.name]?[a.name] == layout.column(entity: e.name, property: a.name)?.name, "\(e.name).\(a.name)")
+            }
+        }
+    }
+
     /// Column order on a model with every type: what the corpus checks (groups INTEGER, reals, DECIMAL, VARCHAR,
     /// BLOB; root before sub-entity; attributes before foreign keys; UUID before transformable) and what
     /// `CoreDataLayoutGuesses` decides (Double and Date sort together by name; Binary before UUID), pinned so that a

@@ -266,6 +266,10 @@ extension CoreDataLayout {
             var role: ColumnRole
             /// Taken literally (no collision counter): `Z<ent>_` and `Z_FOK_` names cannot clash with `Z` + a name.
             var fixed: Bool
+            /// The declaring entity's depth in its tree (1 for the root) and name: the order collision counters
+            /// are handed out in (``CoreDataLayoutGuesses/namingPrecedes(_:_:)``).
+            var depth = 1
+            var entity = ""
 
             func precedes(_ b: Pending) -> Bool {
                 if group != b.group { return group < b.group }
@@ -376,7 +380,7 @@ extension CoreDataLayout {
                 pending[r, default: []].append(Pending(
                     group: rank.group, entityOrder: order, kind: 0, subrank: rank.subrank, sortName: a.name,
                     base: "Z" + a.name.uppercased(), type: type, role: .attribute(entity: e.name, name: a.name),
-                    fixed: false))
+                    fixed: false, depth: model.lineage(of: e).count, entity: e.name))
             }
         }
 
@@ -392,7 +396,8 @@ extension CoreDataLayout {
             if !rel.isToMany {
                 pending[r, default: []].append(Pending(
                     entityOrder: order, kind: 1, sortName: rel.name, base: "Z" + upper,
-                    role: .foreignKey(entity: e.name, relationship: rel.name), fixed: false))
+                    role: .foreignKey(entity: e.name, relationship: rel.name), fixed: false,
+                    depth: model.lineage(of: e).count, entity: e.name))
                 if hasSubentities(rel.destination) {
                     pending[r, default: []].append(Pending(
                         entityOrder: order, kind: 1, sortName: rel.name, tie: 1, base: "Z\(destinationNumber)_" + upper,
@@ -442,11 +447,21 @@ extension CoreDataLayout {
                 Column(name: "Z_ENT", type: "INTEGER", role: .entityNumber),
                 Column(name: "Z_OPT", type: "INTEGER", role: .optimisticLock),
             ]
-            var taken: Set<String> = ["Z_PK", "Z_ENT", "Z_OPT"]
-            for p in (pending[r] ?? []).sorted(by: { $0.precedes($1) }) {
-                let column = p.fixed ? p.base : CoreDataLayoutGuesses.uniqueColumnName(p.base, taken: taken)
+            // Names first, in the order counters are handed out; then the columns in Core Data's column order.
+            let all = pending[r] ?? []
+            var taken = Set(["Z_PK", "Z_ENT", "Z_OPT"] + all.filter(\.fixed).map(\.base))
+            var names: [Int: String] = [:]
+            let naming = all.indices.filter { !all[$0].fixed }.sorted {
+                CoreDataLayoutGuesses.namingPrecedes(
+                    (all[$0].depth, all[$0].entity, all[$0].sortName), (all[$1].depth, all[$1].entity, all[$1].sortName))
+            }
+            for i in naming {
+                let column = CoreDataLayoutGuesses.uniqueColumnName(all[i].base, taken: taken)
                 taken.insert(column)
-                columns.append(Column(name: column, type: p.type, role: p.role))
+                names[i] = column
+            }
+            for i in all.indices.sorted(by: { all[$0].precedes(all[$1]) }) {
+                columns.append(Column(name: names[i] ?? all[i].base, type: all[i].type, role: all[i].role))
             }
             let definitions = columns.map { $0.role == .primaryKey ? "Z_PK INTEGER PRIMARY KEY" : "\($0.name) \($0.type)" }
             tables.append(Table(

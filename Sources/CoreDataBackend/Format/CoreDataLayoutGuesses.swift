@@ -27,15 +27,22 @@ enum CoreDataLayoutGuesses {
     }
 
     /// The column name for `base` (`Z` + the uppercased property name) when `taken` already holds it: Core Data
-    /// appends a counter (`ZTITLE1`, `ZTITLE2`) across the whole inheritance tree.
-    ///
-    /// Guessed: which property keeps the plain name. Here the first one in column order does (the root entity's
-    /// before its sub-entities'), and the counter starts at 1.
+    /// appends a counter (`ZTITLE1`, `ZTITLE2`) across the whole inheritance tree. The counter starts at 1.
     static func uniqueColumnName(_ base: String, taken: Set<String>) -> String {
         guard taken.contains(base) else { return base }
         var n = 1
         while taken.contains(base + String(n)) { n += 1 }
         return base + String(n)
+    }
+
+    /// The order in which properties that collide on one column name get the plain name and the counters:
+    /// guessed as the property declared highest in the tree first, then by entity name and property name (code-point
+    /// order), the same order the `coredata` backend's reader assumes (`CoreDataColumnNames`), so a store
+    /// written here reads back property for property.
+    static func namingPrecedes(_ a: (depth: Int, entity: String, property: String), _ b: (depth: Int, entity: String, property: String)) -> Bool {
+        if a.depth != b.depth { return a.depth < b.depth }
+        if a.entity != b.entity { return a.entity.unicodeScalars.lexicographicallyPrecedes(b.entity.unicodeScalars) }
+        return a.property.unicodeScalars.lexicographicallyPrecedes(b.property.unicodeScalars)
     }
 
     /// Which side of a many-to-many pair names the join table (`Z_<ent><REL>`).

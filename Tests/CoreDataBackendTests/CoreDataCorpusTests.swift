@@ -294,6 +294,36 @@ import Testing
         }
     }
 
+    /// Stores without sidecars, WAL-mode ones among them, copied alone into a writable directory: reading them
+    /// (sniffing, metadata, the whole store through the backend) creates no `-wal` or `-shm` beside them and changes
+    /// no byte. A plain read-only SQLite open of a WAL-mode file would create both.
+    @Test(arguments: stores().filter { store in
+        ["-wal", "-shm", "-journal"].allSatisfy { !FileManager.default.fileExists(atPath: store.url.path + $0) }
+    })
+    func storesWithoutSidecarsGainNone(_ store: Store) throws {
+        let dir = try TemporaryDirectory("coredata-nosidecar")
+        let copy = dir.path(store.name)
+        try FileManager.default.copyItem(at: store.url, to: copy)
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: copy.path)
+        let before = dir.listing()
+        let hash = Self.sha256(copy.path)
+
+        let backend = CoreDataStoreBackend()
+        #expect(backend.sniff(copy) == .store)
+        let file = try CoreDataStoreFile.read(at: copy)
+        if file.modelCacheBlob != nil {
+            let metadata = try backend.readMetadata(at: copy)
+            let opened = try backend.open(at: copy, options: StoreOptions(isReadOnly: true, createIfMissing: false), creating: nil)
+            for entity in metadata.schema.entities where !entity.isAbstract {
+                _ = try opened.count(FetchRequest(entity: entity.name))
+            }
+            try opened.close()
+        }
+
+        #expect(Self.sha256(copy.path) == hash)
+        #expect(dir.listing() == before, "files appeared beside \(store.name)")
+    }
+
     @Test func aSQLiteFileWithoutCoreDataTablesIsNotAStore() throws {
         let dir = try TemporaryDirectory("coredata-not")
         let url = dir.path("plain.sqlite")

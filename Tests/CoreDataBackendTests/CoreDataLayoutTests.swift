@@ -178,7 +178,10 @@ import Testing
         let db = try ReadOnlyDatabase.open(url)
         #expect(try db.rows("PRAGMA page_size").first?.first?.int == 4096)
         #expect(try db.rows("PRAGMA auto_vacuum").first?.first?.int == 2)
-        #expect(try db.rows("PRAGMA journal_mode").first?.first?.text == "wal")
+        // WAL mode is in the file header (read and write format versions 2); an immutable read-only connection
+        // reports its own journal mode, not the file's.
+        let header = try #require(try FileHandle(forReadingFrom: url).read(upToCount: 20))
+        #expect(header.count == 20 && header[18] == 2 && header[19] == 2, "the store is in WAL mode")
         for table in try db.rows("SELECT name FROM sqlite_master WHERE type = 'table'").compactMap({ $0.first?.text })
         where !table.hasPrefix("Z_") {
             #expect(try db.rows("SELECT COUNT(*) FROM \(table)").first?.first?.int == 0, "\(table)")

@@ -4,13 +4,17 @@ import Foundation
 
 /// A read-only SQLite connection to someone else's Core Data store that never changes its files.
 ///
-/// - No `-wal`: `mode=ro`.
-/// - A `-wal` with its `-shm`: `mode=ro` too. SQLite reads the WAL through the existing `-shm` (it may rebuild that
+/// - No `-wal` and no `-journal`: `immutable=1`. The main file then holds every committed transaction, and an
+///   immutable open takes no lock and creates nothing: a plain `mode=ro` open of a store in WAL mode would create a
+///   `-wal` and a `-shm` beside it.
+/// - A `-wal` with its `-shm`: `mode=ro`. SQLite reads the WAL through the existing `-shm` (it may rebuild that
 ///   index, which is shared memory, not data) and a read-only connection never checkpoints, so the main file and the
 ///   `-wal` keep their bytes.
 /// - A `-wal` without its `-shm` (copied out of a device backup): `mode=ro` would create a `-shm` beside the store,
 ///   and `immutable=1` would ignore the WAL and read an empty store (in every corpus store with a `-wal` the data is
 ///   all in it). So the main file and the `-wal` are copied into a private temporary directory and read there.
+/// - A `-journal` (a rollback-mode store whose writer did not finish): rolling it back needs a writable
+///   connection, so the main file and the journal are copied into a private directory and opened there.
 final class ReadOnlyDatabase {
     let url: URL
     private let db: OpaquePointer
@@ -33,38 +37,57 @@ final class ReadOnlyDatabase {
         guard fm.fileExists(atPath: url.path) else { throw .storeNotFound(url) }
         let wal = URL(fileURLWithPath: url.path + "-wal")
         let shm = URL(fileURLWithPath: url.path + "-shm")
-        if fm.fileExists(atPath: wal.path) && !fm.fileExists(atPath: shm.path) {
+        let journal = URL(fileURLWithPath: url.path + "-journal")
+        let hasWAL = fm.fileExists(atPath: wal.path)
+        let hasJournal = fm.fileExists(atPath: journal.path)
+        if (hasWAL && !fm.fileExists(atPath: shm.path)) || hasJournal {
             let dir = fm.temporaryDirectory.appendingPathComponent("coredata-read-\(UUID().uuidString)")
             let copy = dir.appendingPathComponent(url.lastPathComponent)
+            let sidecar = hasJournal ? "-journal" : "-wal"
             do {
                 try fm.createDirectory(at: dir, withIntermediateDirectories: false)
                 try fm.copyItem(at: url, to: copy)
-                try fm.copyItem(at: wal, to: URL(fileURLWithPath: copy.path + "-wal"))
+                try fm.copyItem(atPath: url.path + sidecar, toPath: copy.path + sidecar)
             } catch {
                 try? fm.removeItem(at: dir)
-                throw .io(url, operation: "copying the store and its -wal to read them without a -shm",
+                throw .io(url, operation: "copying the store and its \(sidecar) to read them apart from the original",
                           reason: error.localizedDescription)
             }
             do throws(StoreError) {
-                // The copy is private: a read-only open that creates its -shm there changes nothing of the user's.
-                let db = try connect(copy, reportAs: url)
+                // The copy is private: whatever SQLite does to it (a -shm created, a journal rolled back) changes
+                // nothing of the user's.
+                let db = try connect(copy, reportAs: url, mode: hasJournal ? .privateCopyWritable : .readOnly)
                 return ReadOnlyDatabase(url: url, db: db, snapshotDirectory: dir)
             } catch {
                 try? fm.removeItem(at: dir)
                 throw error
             }
         }
-        return ReadOnlyDatabase(url: url, db: try connect(url, reportAs: url), snapshotDirectory: nil)
+        return ReadOnlyDatabase(url: url, db: try connect(url, reportAs: url, mode: hasWAL ? .readOnly : .immutable),
+                                snapshotDirectory: nil)
     }
 
-    private static func connect(_ file: URL, reportAs url: URL) throws(StoreError) -> OpaquePointer {
+    private enum Mode {
+        /// `mode=ro`: reads through SQLite's locks and the WAL.
+        case readOnly
+        /// `mode=ro&immutable=1`: the file cannot change while it is read; no lock, nothing created beside it.
+        case immutable
+        /// A private copy SQLite may write (to roll back a hot journal); never the user's file.
+        case privateCopyWritable
+    }
+
+    private static func connect(_ file: URL, reportAs url: URL, mode: Mode) throws(StoreError) -> OpaquePointer {
         var c = URLComponents()
         c.scheme = "file"
         c.path = file.path
-        c.queryItems = [URLQueryItem(name: "mode", value: "ro")]
+        switch mode {
+        case .readOnly: c.queryItems = [URLQueryItem(name: "mode", value: "ro")]
+        case .immutable: c.queryItems = [URLQueryItem(name: "mode", value: "ro"), URLQueryItem(name: "immutable", value: "1")]
+        case .privateCopyWritable: c.queryItems = []
+        }
+        let flags = mode == .privateCopyWritable ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY
         var handle: OpaquePointer?
-        let rc = sqlite3_open_v2(
-            c.string ?? file.path, &handle, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nil)
+        let rc = sqlite3_open_v2(c.string ?? file.path, &handle, flags | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nil)
         guard rc == SQLITE_OK, let db = handle else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
             if let handle { sqlite3_close_v2(handle) }

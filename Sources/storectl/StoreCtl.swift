@@ -6,10 +6,13 @@ import Foundation
 struct StoreCtl: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "storectl",
-        abstract: "Create, inspect, convert, copy, verify and compare persistent stores (SQLite, LMDB, XML).",
+        abstract: "Create, inspect, convert, copy, verify and compare persistent stores (SQLite, LMDB, XML, and Core Data's own SQLite stores).",
         discussion: """
             Store types are detected from the files themselves; a new store's type comes from its file extension \
-            (.sqlite/.sqlite3/.db → sqlite, .lmdb/.mdb → lmdb, .xml/.storexml → xml) unless --type/--to says otherwise.
+            (.sqlite/.sqlite3/.db → sqlite, .lmdb/.mdb → lmdb, .xml/.storexml → xml) unless --type/--to says otherwise. \
+            A Core Data SQLite store (type coredata) is recognised by its Z_METADATA and Z_PRIMARYKEY tables and is \
+            read without changing its files: info, schema, export, verify, diff and convert from it work; writing one \
+            comes later.
 
             Every command that writes a store stages it beside the destination and moves it into place only when it \
             is complete: a failed or interrupted command leaves the source untouched and no partial destination. \

@@ -11,14 +11,6 @@ import Foundation
 enum CoreDataGlobalID {
     /// The version-5 UUID of `root/p<primaryKey>` in the store's namespace.
     static func make(store: UUID, root: String, primaryKey: Int64) -> UUID {
-        let ns = store.uuid
-        var message: [UInt8] = [ns.0, ns.1, ns.2, ns.3, ns.4, ns.5, ns.6, ns.7,
-                                ns.8, ns.9, ns.10, ns.11, ns.12, ns.13, ns.14, ns.15]
-        message.append(contentsOf: "\(root)/p\(primaryKey)".utf8)
-        var d = StoreDigest.sha1(message)
-        d[6] = (d[6] & 0x0F) | 0x50
-        d[8] = (d[8] & 0x3F) | 0x80
-        return UUID(uuid: (d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7],
-                           d[8], d[9], d[10], d[11], d[12], d[13], d[14], d[15]))
+        NameBasedUUID.make(namespace: store, name: "\(root)/p\(primaryKey)")
     }
 }

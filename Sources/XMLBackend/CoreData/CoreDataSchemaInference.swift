@@ -1,5 +1,5 @@
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 
 /// Infers a schema, identities and records from the objects of a Core Data XML store, which carries no model.
 ///

@@ -191,9 +191,18 @@ public struct CoreDataStoreBackend: StoreBackend {
     }
 
     static func metadata(of file: CoreDataStoreFile) throws(StoreError) -> (metadata: StoreMetadata, model: CoreDataModel) {
-        guard let model = try file.model(), let schema = try file.schema() else {
-            throw .unsupported("\(file.url.path): a Core Data store without a model cache (Z_MODELCACHE, written "
-                + "since 2012); reading it needs the app's model, which the coredata store type does not take yet")
+        let model: CoreDataModel, schema: Schema
+        if let cached = try file.model(), let cachedSchema = try file.schema() {
+            (model, schema) = (cached, cachedSchema)
+        } else {
+            // Stores before 2012 have no cache: the model is inferred from the tables (names and exact types are
+            // guesses, see CoreDataInferredModel).
+            model = try CoreDataInferredModel.infer(file, db: try ReadOnlyDatabase.open(file.url))
+            do throws(SchemaError) {
+                schema = try model.schema()
+            } catch {
+                throw .corruptStore(file.url, reason: "the model inferred from the tables: \(error.description)")
+            }
         }
         guard let uuid = UUID(uuidString: file.uuid) else {
             throw .corruptStore(file.url, reason: "Z_METADATA.Z_UUID '\(file.uuid)' is not a UUID")

@@ -17,7 +17,12 @@ import Darwin
 /// ``CoreDataStoreFile`` for how a `-wal` is read without a checkpoint).
 ///
 /// - **Schema**: decoded from `Z_MODELCACHE`, the compiled model Core Data keeps in the store. Stores older than
-///   the cache (before 2012) are refused for now with ``StoreError/unsupported(_:)``.
+///   the cache (before 2012) get a model inferred from `Z_PRIMARYKEY` and their tables: entities, hierarchy and
+///   column types are the store's, property names (lower-cased columns) and exact types are guesses, and the
+///   inferred schema cannot reproduce the stored version hashes (``CoreDataModelSource`` reports the differing
+///   entities, a warning only). Or the **app's model** (``modelOptionKey`` in `StoreOptions.backend`, or
+///   ``modelURL``) is used instead of either, once its version hashes are the store's; a model of another version
+///   is refused with ``StoreError/incompatibleSchema(_:entities:)`` naming each entity that differs.
 /// - **Records**: entities map by the `Z_ENT` numbers computed from the model (``CoreDataModel/entityNumbers()``),
 ///   never by `Z_PRIMARYKEY.Z_NAME`, which a rename leaves stale. The primary key is `Z_PK`.
 /// - **Identity**: the store UUID is `Z_UUID`. Core Data has no global identifiers; each record's is a name-based
@@ -34,8 +39,18 @@ public struct CoreDataStoreBackend: StoreBackend {
     /// Why writes are refused, for errors.
     static let readOnlyReason = "the coredata store type reads stores; writing comes later"
 
-    /// Creates the backend.
-    public init() {}
+    /// The app's model every store is read with when the open's options name none (``modelOptionKey``); `nil`
+    /// reads each store with the model it keeps, or one inferred from its tables.
+    public let modelURL: URL?
+
+    /// The option (in `StoreOptions.backend`) naming the app's model a store is read with: a path to an
+    /// `.xcdatamodel`, an `.xcdatamodeld` (its current version) or a compiled `.mom`.
+    public static let modelOptionKey = CoreDataAppModel.optionKey
+
+    /// Creates the backend; `model` is the app's model to read every store with (see ``modelURL``).
+    public init(model: URL? = nil) {
+        modelURL = model
+    }
 
     /// `coredata`.
     public var typeIdentifier: String { Self.typeIdentifier }
@@ -182,18 +197,39 @@ public struct CoreDataStoreBackend: StoreBackend {
     /// The store's metadata: type `coredata`, UUID `Z_UUID`, the schema decoded from `Z_MODELCACHE`, and the app's
     /// keys in Core Data's metadata plist as custom metadata. Reads without changing any file.
     ///
-    /// - Throws: ``StoreError/unsupported(_:)`` for a store without a model cache (before 2012),
-    ///   ``StoreError/corruptStore(_:reason:)`` when the bookkeeping does not decode.
+    /// - Throws: ``StoreError/incompatibleSchema(_:entities:)`` when ``modelURL``'s version hashes are not the
+    ///   store's; ``StoreError/unsupported(_:)`` for a store without a model cache whose tables the inference
+    ///   cannot read soundly (join tables); ``StoreError/corruptStore(_:reason:)`` when the bookkeeping does not
+    ///   decode.
     public func readMetadata(at url: URL) throws -> StoreMetadata {
         try requireStore(url)
         let file = try CoreDataStoreFile.read(at: url)
-        return try Self.metadata(of: file).metadata
+        return try Self.metadata(of: file, appModel: modelURL).metadata
     }
 
-    static func metadata(of file: CoreDataStoreFile) throws(StoreError) -> (metadata: StoreMetadata, model: CoreDataModel) {
-        let model: CoreDataModel, schema: Schema
-        if let cached = try file.model(), let cachedSchema = try file.schema() {
-            (model, schema) = (cached, cachedSchema)
+    /// Where the model the store at `url` is read with comes from (the app's model of `options`, else of
+    /// ``modelURL``, else the cache, else inferred), after the checks an open makes.
+    public func modelSource(ofStoreAt url: URL, options: StoreOptions = StoreOptions()) throws -> CoreDataModelSource {
+        try requireStore(url)
+        let file = try CoreDataStoreFile.read(at: url)
+        return try Self.metadata(of: file, appModel: appModel(options)).source
+    }
+
+    func appModel(_ options: StoreOptions) -> URL? {
+        options.backend[Self.modelOptionKey].map { URL(fileURLWithPath: $0) } ?? modelURL
+    }
+
+    /// The store's metadata and the model its records are read with: the app's model when given (refused when its
+    /// version hashes are not the store's), else the cache, else a model inferred from the tables.
+    static func metadata(
+        of file: CoreDataStoreFile, appModel: URL?
+    ) throws(StoreError) -> (metadata: StoreMetadata, model: CoreDataModel, source: CoreDataModelSource) {
+        let model: CoreDataModel, schema: Schema, source: CoreDataModelSource
+        if let appModel {
+            (model, schema) = try CoreDataAppModel.checked(appModel, for: file)
+            source = .appModel(appModel)
+        } else if let cached = try file.model(), let cachedSchema = try file.schema() {
+            (model, schema, source) = (cached, cachedSchema, .modelCache)
         } else {
             // Stores before 2012 have no cache: the model is inferred from the tables (names and exact types are
             // guesses, see CoreDataInferredModel).
@@ -203,12 +239,14 @@ public struct CoreDataStoreBackend: StoreBackend {
             } catch {
                 throw .corruptStore(file.url, reason: "the model inferred from the tables: \(error.description)")
             }
+            source = .inferred(versionHashMismatches: CoreDataAppModel.mismatches(
+                schema, storeHashes: file.metadata.versionHashes))
         }
         guard let uuid = UUID(uuidString: file.uuid) else {
             throw .corruptStore(file.url, reason: "Z_METADATA.Z_UUID '\(file.uuid)' is not a UUID")
         }
         let custom = file.metadata.custom.mapValues(Self.metadataValue)
-        return (StoreMetadata(storeType: typeIdentifier, storeUUID: uuid, schema: schema, custom: custom), model)
+        return (StoreMetadata(storeType: typeIdentifier, storeUUID: uuid, schema: schema, custom: custom), model, source)
     }
 
     /// A property-list value as custom metadata. `MetadataValue` has no date or data case: dates become ISO 8601
@@ -258,7 +296,7 @@ public struct CoreDataStoreBackend: StoreBackend {
         }
         let db = try ReadOnlyDatabase.open(url)
         let file = try CoreDataStoreFile.read(at: url)
-        let (metadata, model) = try Self.metadata(of: file)
+        let (metadata, model, _) = try Self.metadata(of: file, appModel: appModel(options))
         let reader = CoreDataRecordReader(
             url: url, db: db, model: model, schema: metadata.schema, storeUUID: metadata.storeUUID,
             tables: file.tableNames)

@@ -12,7 +12,8 @@ import Foundation
 /// to-many side (which has no column), and optionality, delete rules and defaults.
 ///
 /// Because names and types are guesses, the inferred schema does not reproduce the store's version hashes;
-/// ``versionHashMismatches(_:metadata:)`` reports the entities whose hash differs, as a warning only.
+/// the backend reports the entities whose hash differs (``CoreDataModelSource/inferred(versionHashMismatches:)``) as a
+/// warning only.
 enum CoreDataInferredModel {
     /// The bookkeeping tables, which hold no entity.
     static let bookkeepingTables: Set<String> = ["Z_METADATA", "Z_PRIMARYKEY", "Z_MODELCACHE"]
@@ -196,14 +197,6 @@ enum CoreDataInferredModel {
             name: name, destination: destination, inverse: inverse, minCount: 0, maxCount: toMany ? 0 : 1,
             deleteRule: .nullify, isOrdered: false, isOptional: true, isTransient: false, versionHashModifier: nil,
             renamingIdentifier: nil, userInfo: [:])
-    }
-
-    /// The entities whose version hash in the store's metadata differs from the one computed from `schema`, and
-    /// those present on one side only, sorted by name.
-    static func versionHashMismatches(_ schema: Schema, metadata: CoreDataMetadata) -> [String] {
-        let computed = schema.coreDataVersionHashes.entityHashes
-        let names = Set(computed.keys).union(metadata.versionHashes.keys)
-        return names.filter { computed[$0] != metadata.versionHashes[$0] }.sorted()
     }
 }
 

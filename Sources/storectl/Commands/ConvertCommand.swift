@@ -41,8 +41,11 @@ struct ConvertCommand: ParsableCommand {
     @OptionGroup var transfer: TransferOptions
     @OptionGroup var common: CommonOptions
 
+    @OptionGroup var coreDataModel: CoreDataModelOption
+
     func run() throws {
         try runCommand("convert", logLevel: common.logLevel) {
+            coreDataModel.apply()
             let start = Date()
             let src = URL(fileURLWithPath: source)
             let dst = URL(fileURLWithPath: destination)

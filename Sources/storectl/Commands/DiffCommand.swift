@@ -49,9 +49,12 @@ struct DiffCommand: ParsableCommand {
         guard limit >= 0 else { throw ValidationError("--limit must not be negative") }
     }
 
+    @OptionGroup var coreDataModel: CoreDataModelOption
+
     func run() throws {
         var identical = true
         try runCommand("diff", logLevel: common.logLevel) {
+            coreDataModel.apply()
             let urlA = URL(fileURLWithPath: a)
             let urlB = URL(fileURLWithPath: b)
             let (_, storeA) = try Backends.open(urlA, type: typeA, readOnly: true)

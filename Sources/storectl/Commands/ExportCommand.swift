@@ -40,8 +40,11 @@ struct ExportCommand: ParsableCommand {
     @OptionGroup var transfer: TransferOptions
     @OptionGroup var common: CommonOptions
 
+    @OptionGroup var coreDataModel: CoreDataModelOption
+
     func run() throws {
         try runCommand("export", logLevel: common.logLevel) {
+            coreDataModel.apply()
             let start = Date()
             let url = URL(fileURLWithPath: store)
             let (_, opened) = try Backends.open(url, type: type, readOnly: true)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CoreDataBackend
 import Foundation
 import StoreAPI
 
@@ -53,10 +54,15 @@ struct InfoCommand: ParsableCommand {
         var entities: [EntityInfo]
         var files: [FileInfo]
         var totalSize: Int64
+        /// For a Core Data store: where the model it was read with comes from.
+        var coreDataModel: String?
     }
+
+    @OptionGroup var coreDataModel: CoreDataModelOption
 
     func run() throws {
         try runCommand("info") {
+            coreDataModel.apply()
             let url = URL(fileURLWithPath: store)
             let (backend, opened) = try Backends.open(url, type: type, readOnly: true)
             defer { try? opened.close() }
@@ -79,8 +85,21 @@ struct InfoCommand: ParsableCommand {
                 path: url.path, type: backend.typeIdentifier, storeUUID: metadata.storeUUID.uuidString,
                 formatVersion: metadata.formatVersion, configuration: metadata.configuration, syncOptions: metadata.syncOptions,
                 custom: metadata.custom, versionHashes: metadata.versionHashes, records: own.values.reduce(0, +), historyTransactions: try opened.history(after: nil).count,
-                entities: entities, files: files, totalSize: Self.totalSize(files))
+                entities: entities, files: files, totalSize: Self.totalSize(files),
+                coreDataModel: try (backend as? CoreDataStoreBackend).map { try Self.describe($0.modelSource(ofStoreAt: url)) })
             if json { try JSONOutput.print(report) } else { Console.output(Self.text(report)) }
+        }
+    }
+
+    /// Where a Core Data store's model comes from, in words; for an inferred one, the warning that its version
+    /// hashes cannot be the store's.
+    static func describe(_ source: CoreDataModelSource) -> String {
+        switch source {
+        case .modelCache: return "the store's model cache (Z_MODELCACHE)"
+        case .appModel(let url): return "\(url.path) (its version hashes are the store's)"
+        case .inferred(let differing):
+            let warning = differing.isEmpty ? "" : "; warning: version hashes differ for \(differing.joined(separator: ", "))"
+            return "inferred from the tables (no model cache): names and exact types are guesses\(warning)"
         }
     }
 
@@ -93,6 +112,7 @@ struct InfoCommand: ParsableCommand {
         ]
         if let c = r.configuration { lines.append("Configuration: \(c)") }
         if let s = r.syncOptions { lines.append("Sync:        \(s.remote.absoluteString) (\(s.containerIdentifier), \(s.scope.rawValue))") }
+        if let m = r.coreDataModel { lines.append("Model:       \(m)") }
         lines.append("Records:     \(Console.count(r.records)) in \(Console.count(r.entities.filter { !$0.abstract }.count, "entity", plural: "entities"))")
         lines.append("History:     \(Console.count(r.historyTransactions, "transaction"))")
         lines.append("")

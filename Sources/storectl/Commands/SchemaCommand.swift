@@ -24,8 +24,11 @@ struct SchemaCommand: ParsableCommand {
     @Flag(name: .long, help: "Print the JSON schema form.")
     var json = false
 
+    @OptionGroup var coreDataModel: CoreDataModelOption
+
     func run() throws {
         try runCommand("schema") {
+            coreDataModel.apply()
             let url = URL(fileURLWithPath: path)
             let schema: Schema
             if SchemaFiles.looksLikeModel(url) || (try? Backends.registry.detectBackend(at: url)) == nil {

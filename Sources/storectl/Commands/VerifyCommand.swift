@@ -37,9 +37,12 @@ struct VerifyCommand: ParsableCommand {
         var problems: [String]
     }
 
+    @OptionGroup var coreDataModel: CoreDataModelOption
+
     func run() throws {
         var problems: [String] = []
         try runCommand("verify", logLevel: common.logLevel) {
+            coreDataModel.apply()
             let url = URL(fileURLWithPath: store)
             let backend = try Backends.existing(url, type: type)
             problems = try backend.checkIntegrity(at: url).map { "engine: \($0)" }

@@ -21,6 +21,12 @@ enum Backends {
 
     static var operations: StoreOperations { StoreOperations(registry: registry) }
 
+    /// Replaces the registered `coredata` backend by one that reads every Core Data store with the app's model at
+    /// `url` (`--model`), so that commands reading through the operations (convert) use it too.
+    static func useCoreDataModel(_ url: URL) {
+        registry.register(CoreDataStoreBackend(model: url))
+    }
+
     /// The persistent types, for help texts and messages.
     static var typeList: String {
         registry.typeIdentifiers.filter { $0 != InMemoryBackend.typeIdentifier }.joined(separator: ", ")

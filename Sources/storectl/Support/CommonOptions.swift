@@ -1,3 +1,4 @@
+import Foundation
 import ArgumentParser
 import Logging
 
@@ -21,5 +22,19 @@ struct TransferOptions: ParsableArguments {
 
     func validate() throws {
         guard batchSize > 0 else { throw ValidationError("--batch-size must be positive") }
+    }
+}
+
+/// `--model`, for commands that read stores: the app's Core Data model to read Core Data stores with.
+struct CoreDataModelOption: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp(
+        "Read Core Data stores with the app's model (an .xcdatamodel, an .xcdatamodeld's current version, or a compiled .mom) instead of the model the store keeps or one inferred from its tables. Its version hashes must be the store's: otherwise the command fails naming each entity that differs. Other store types ignore it.",
+        valueName: "path"))
+    var model: String?
+
+    /// Makes the registry's `coredata` backend read with the model, when one is given.
+    func apply() {
+        guard let model else { return }
+        Backends.useCoreDataModel(URL(fileURLWithPath: model))
     }
 }

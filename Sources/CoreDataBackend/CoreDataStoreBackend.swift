@@ -8,7 +8,7 @@ import Darwin
 #endif
 
 /// The Core Data backend (`coredata`): Core Data's own SQLite stores (`NSSQLiteStoreType`), the `Name.sqlite` with
-/// `-wal` and `-shm` every iOS and macOS app keeps, read without the app's model.
+/// `-wal` and `-shm` every iOS and macOS app keeps, read without the app's model (or with it, when given).
 ///
 /// This version **reads** stores: ``open(at:options:creating:)`` opens an existing store read-only and refuses a
 /// writable open or a new store with ``StoreError/unsupported(_:)``; ``writeMetadata(_:at:)`` throws the same.

@@ -12,7 +12,9 @@ struct StoreCtl: ParsableCommand {
             (.sqlite/.sqlite3/.db → sqlite, .lmdb/.mdb → lmdb, .xml/.storexml → xml) unless --type/--to says otherwise. \
             A Core Data SQLite store (type coredata) is recognised by its Z_METADATA and Z_PRIMARYKEY tables and is \
             read without changing its files: info, schema, export, verify, diff and convert from it work; writing one \
-            comes later.
+            comes later. Its model comes from the store's model cache, or is inferred from its tables for stores \
+            without one (before 2012; names and exact types are then guesses), or from the app's model given with \
+            --model PATH (.xcdatamodel, .xcdatamodeld or .mom), which must match the store's version hashes.
 
             Every command that writes a store stages it beside the destination and moves it into place only when it \
             is complete: a failed or interrupted command leaves the source untouched and no partial destination. \

@@ -159,6 +159,61 @@ import Testing
         #expect(info.stdout.contains("inferred from the tables"), "\(store.name): \(info.stdout)")
     }
 
+    // MARK: Stores made here without a cache
+
+    typealias L = CoreDataLayoutTests
+
+    /// A store laid out from `model` with no model cache, as Core Data wrote them before 2012.
+    static func storeWithoutCache(_ model: CoreDataModel, in dir: TemporaryDirectory) throws -> URL {
+        let url = dir.path("Old.sqlite")
+        try CoreDataLayout.createEmptyStore(at: url, model: model)
+        #expect(try CoreDataStoreFile.read(at: url).modelCacheBlob == nil)
+        return url
+    }
+
+    @Test func hierarchyAndToManyAreInferred() throws {
+        let dir = try TemporaryDirectory("coredata-infer")
+        defer { dir.remove() }
+        let model = CoreDataModel(
+            entities: [
+                L.entity("Book", attributes: [L.attribute("title", 700), L.attribute("published", 900)],
+                         relationships: [L.relationship("pages", to: "Page", inverse: "book", toMany: true)]),
+                L.entity("GraphicNovel", parent: "Book", attributes: [L.attribute("artist", 700), L.attribute("score", 500)]),
+                L.entity("Page", attributes: [L.attribute("number", 300), L.attribute("scan", 1000)],
+                         relationships: [L.relationship("book", to: "Book", inverse: "pages", toMany: false)]),
+            ],
+            configurations: [:], versionIdentifiers: [""])
+        let url = try Self.storeWithoutCache(model, in: dir)
+        let schema = try CoreDataStoreBackend().readMetadata(at: url).schema
+        #expect(schema.entity(named: "GraphicNovel")?.definition.parent == "Book")
+        let book = try schema.requireEntity("Book"), page = try schema.requireEntity("Page")
+        // Sub-entities' columns are put on the root: the table does not say which entity declared them.
+        #expect(Set(book.attributes.map(\.name)) == ["title", "published", "artist", "score"])
+        #expect(book.attribute("published")?.type == .date && book.attribute("score")?.type == .double)
+        #expect(page.attribute("number")?.type == .integer64 && page.attribute("scan")?.type == .binary)
+        #expect(page.relationship("book")?.destination == "Book" && page.relationship("book")?.isToMany == false)
+        #expect(book.relationship("pages")?.isToMany == true && book.relationship("pages")?.inverse == "book")
+        let opened = try Self.open(url)
+        defer { try? opened.close() }
+        #expect(try opened.count(FetchRequest(entity: "Book")) == 0)
+    }
+
+    @Test func joinTablesAreRefusedWithoutTheAppModel() throws {
+        let dir = try TemporaryDirectory("coredata-infer-join")
+        defer { dir.remove() }
+        let model = CoreDataModel(
+            entities: [
+                L.entity("Tag", relationships: [L.relationship("notes", to: "Note", inverse: "tags", toMany: true)]),
+                L.entity("Note", relationships: [L.relationship("tags", to: "Tag", inverse: "notes", toMany: true)]),
+            ],
+            configurations: [:], versionIdentifiers: [""])
+        let url = try Self.storeWithoutCache(model, in: dir)
+        #expect { try CoreDataStoreBackend().readMetadata(at: url) } throws: { error in
+            guard case StoreError.unsupported(let why) = error else { return false }
+            return why.contains(url.path) && why.contains("join table") && why.contains("app's model")
+        }
+    }
+
     // MARK: Guesses
 
     @Test func guessesFollowTheReference() {

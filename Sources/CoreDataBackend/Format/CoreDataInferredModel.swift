@@ -74,13 +74,13 @@ enum CoreDataInferredModel {
         var primaryKeys: [String: Set<Int64>] = [:]
         for root in roots {
             guard let table = tableOf[root.name], file.tableNames.contains(table) else { continue }
-            primaryKeys[root.name] = Set(try db.rows("SELECT Z_PK FROM \(table)").compactMap { $0.first?.int })
+            primaryKeys[root.name] = Set(try db.rows("SELECT Z_PK FROM \(quoted(table))").compactMap { $0.first?.int })
         }
         var attributes: [String: [CoreDataModel.Attribute]] = [:]
         var foreignKeys: [ForeignKey] = []
         for root in roots {
             guard let table = tableOf[root.name], file.tableNames.contains(table) else { continue }
-            for column in try db.rows("PRAGMA table_info(\(table))") {
+            for column in try db.rows("PRAGMA table_info(\(quoted(table)))") {
                 guard column.count > 2, let name = column[1].text else { continue }
                 let declared = column[2].text ?? ""
                 guard !CoreDataInferenceGuesses.isBookkeepingColumn(name) else { continue }
@@ -153,7 +153,8 @@ enum CoreDataInferredModel {
         }
         let destinationRoot = model.lineage(of: target).last?.name ?? target.name
         guard let keys = primaryKeys[destinationRoot] else { return nil }
-        let values = try db.rows("SELECT DISTINCT \(column) FROM \(table) WHERE \(column) IS NOT NULL")
+        let (c, t) = (quoted(column), quoted(table))
+        let values = try db.rows("SELECT DISTINCT \(c) FROM \(t) WHERE \(c) IS NOT NULL")
         guard values.allSatisfy({ $0.first?.int.map(keys.contains) == true }) else { return nil }
         return ForeignKey(
             sourceRoot: root, column: column, name: CoreDataInferenceGuesses.propertyName(column: column),
@@ -165,16 +166,22 @@ enum CoreDataInferredModel {
     static func mirror(
         _ a: ForeignKey, _ b: ForeignKey, tableOf: [String: String], db: ReadOnlyDatabase
     ) throws(StoreError) -> Bool {
-        guard let ta = tableOf[a.sourceRoot], let tb = tableOf[b.sourceRoot] else { return false }
+        guard let ta = tableOf[a.sourceRoot].map(quoted), let tb = tableOf[b.sourceRoot].map(quoted) else { return false }
+        let (ca, cb) = (quoted(a.column), quoted(b.column))
         let broken = try db.rows("""
-            SELECT count(*) FROM \(ta) x LEFT JOIN \(tb) y ON y.Z_PK = x.\(a.column) \
-            WHERE x.\(a.column) IS NOT NULL AND (y.Z_PK IS NULL OR y.\(b.column) IS NOT x.Z_PK)
+            SELECT count(*) FROM \(ta) x LEFT JOIN \(tb) y ON y.Z_PK = x.\(ca) \
+            WHERE x.\(ca) IS NOT NULL AND (y.Z_PK IS NULL OR y.\(cb) IS NOT x.Z_PK)
             """)
         let brokenBack = try db.rows("""
-            SELECT count(*) FROM \(tb) y LEFT JOIN \(ta) x ON x.Z_PK = y.\(b.column) \
-            WHERE y.\(b.column) IS NOT NULL AND (x.Z_PK IS NULL OR x.\(a.column) IS NOT y.Z_PK)
+            SELECT count(*) FROM \(tb) y LEFT JOIN \(ta) x ON x.Z_PK = y.\(cb) \
+            WHERE y.\(cb) IS NOT NULL AND (x.Z_PK IS NULL OR x.\(ca) IS NOT y.Z_PK)
             """)
         return broken.first?.first?.int == 0 && brokenBack.first?.first?.int == 0
+    }
+
+    /// An identifier from the store's own schema, quoted for SQL (a hostile name cannot end the statement).
+    static func quoted(_ identifier: String) -> String {
+        "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 
     static func entity(_ name: String, parent: String?) -> CoreDataModel.Entity {

@@ -36,8 +36,8 @@ public struct CoreDataStoreBackend: StoreBackend {
     /// The type identifier, `coredata`.
     public static let typeIdentifier = "coredata"
 
-    /// Why writes are refused, for errors.
-    static let readOnlyReason = "the coredata store type reads stores; writing comes later"
+    /// Why a read-only open refuses writes, for errors.
+    static let readOnlyReason = "the store was opened read-only"
 
     /// The app's model every store is read with when the open's options name none (``modelOptionKey``); `nil`
     /// reads each store with the model it keeps, or one inferred from its tables.
@@ -230,6 +230,9 @@ public struct CoreDataStoreBackend: StoreBackend {
             source = .appModel(appModel)
         } else if let cached = try file.model(), let cachedSchema = try file.schema() {
             (model, schema, source) = (cached, cachedSchema, .modelCache)
+        } else if let embedded = try embeddedSchema(of: file) {
+            // A store this backend created: it keeps the framework's schema, not a model cache.
+            (model, schema, source) = (CoreDataModel(schema: embedded), embedded, .embeddedSchema)
         } else {
             // Stores before 2012 have no cache: the model is inferred from the tables (names and exact types are
             // guesses, see CoreDataInferredModel).
@@ -245,8 +248,45 @@ public struct CoreDataStoreBackend: StoreBackend {
         guard let uuid = UUID(uuidString: file.uuid) else {
             throw .corruptStore(file.url, reason: "Z_METADATA.Z_UUID '\(file.uuid)' is not a UUID")
         }
-        let custom = file.metadata.custom.mapValues(Self.metadataValue)
+        var plistCustom = file.metadata.custom
+        plistCustom[schemaMetadataKey] = nil
+        let custom = plistCustom.mapValues(Self.metadataValue)
         return (StoreMetadata(storeType: typeIdentifier, storeUUID: uuid, schema: schema, custom: custom), model, source)
+    }
+
+    /// The metadata key under which a store this backend created keeps the framework's schema (JSON): this module
+    /// cannot encode Core Data's model cache, so a created store's `Z_MODELCACHE` is empty and the schema is read
+    /// from here instead. Core Data ignores metadata keys it does not know; the key is never shown as custom
+    /// metadata.
+    public static let schemaMetadataKey = "StoreKitSwiftSchema"
+
+    private static func embeddedSchema(of file: CoreDataStoreFile) throws(StoreError) -> Schema? {
+        guard let value = file.metadata.custom[schemaMetadataKey] else { return nil }
+        let data: Data
+        switch value {
+        case .data(let d): data = d
+        case .string(let s): data = Data(s.utf8)
+        default: throw .corruptStore(file.url, reason: "metadata key \(schemaMetadataKey) is \(value.summary), not data")
+        }
+        do {
+            return try Schema(jsonData: data, file: file.url.lastPathComponent)
+        } catch {
+            throw .corruptStore(file.url, reason: "metadata key \(schemaMetadataKey): \(error)")
+        }
+    }
+
+    /// Custom metadata as a property-list value (the inverse of ``metadataValue(_:)`` for the cases both have).
+    static func propertyListValue(_ v: MetadataValue) -> PropertyListValue {
+        switch v {
+        case .null: return .null
+        case .bool(let b): return .bool(b)
+        case .integer(let i): return .integer(i)
+        case .double(let d): return .real(d)
+        case .string(let s): return .string(s)
+        case .array(let a): return .array(a.map(propertyListValue))
+        case .dictionary(let d):
+            return .dictionary(d.sorted { $0.key < $1.key }.map { (key: $0.key, value: propertyListValue($0.value)) })
+        }
     }
 
     /// A property-list value as custom metadata. `MetadataValue` has no date or data case: dates become ISO 8601
@@ -270,38 +310,127 @@ public struct CoreDataStoreBackend: StoreBackend {
         }
     }
 
-    /// Not yet: throws ``StoreError/unsupported(_:)`` (the coredata store type reads stores; writing, including
-    /// Core Data's metadata plist, comes later).
+    /// Rewrites `Z_METADATA` in one transaction: `Z_UUID` = the metadata's store UUID, and the plist's app keys =
+    /// its custom metadata (Core Data's own keys are kept as stored).
+    ///
+    /// - Throws: ``StoreError/unsupported(_:)`` when `metadata` has another schema (that is a migration),
+    ///   ``StoreError/readOnly(_:reason:)`` for a store with CloudKit tables (see ``allowCloudKitWritesOption``).
     public func writeMetadata(_ metadata: StoreMetadata, at url: URL) throws {
         try requireStore(url)
-        throw StoreError.unsupported("writing the metadata of \(url.path): \(Self.readOnlyReason)")
+        try Self.refuseCloudKit(url, options: StoreOptions())
+        let file = try CoreDataStoreFile.read(at: url)
+        let current = try Self.metadata(of: file, appModel: modelURL).metadata
+        guard current.schema == metadata.schema else {
+            throw StoreError.unsupported("\(url.path): changing the schema of a coredata store (a migration)")
+        }
+        let db = try CoreDataWritableDatabase(url)
+        defer { db.close() }
+        try db.execute("BEGIN IMMEDIATE")
+        do {
+            try CoreDataWritableStore.writeMetadataRow(
+                db, uuid: metadata.storeUUID, plist: CoreDataWritableStore.plist(file.metadata, custom: metadata.custom))
+            try db.execute("COMMIT")
+        } catch {
+            try? db.execute("ROLLBACK")
+            throw error
+        }
     }
 
     // MARK: Open
 
-    /// Opens the existing store at `url` read-only and reads its records.
+    /// The backend option (``StoreOptions/backend``) that lets a store with CloudKit mirroring tables (`ANSCK*`)
+    /// be opened for writing: `coredata.allowCloudKitWrites` = `true`. Without it such a store opens read-only only,
+    /// because records written behind CloudKit's back desynchronise the mirror.
+    public static let allowCloudKitWritesOption = "coredata.allowCloudKitWrites"
+
+    static func refuseCloudKit(_ url: URL, options: StoreOptions) throws(StoreError) {
+        guard hasCloudKitTables(url), options.backend[allowCloudKitWritesOption]?.lowercased() != "true" else { return }
+        throw .readOnly(url, reason: "a Core Data store with CloudKit mirroring tables (ANSCK*): writing it would "
+            + "desynchronise CloudKit; open it read-only, or set the backend option \(allowCloudKitWritesOption)=true")
+    }
+
+    /// Opens the store at `url`, creating it first when nothing is there and `creating` is given.
     ///
-    /// - Throws: ``StoreError/unsupported(_:)`` for a writable open (``StoreOptions/isReadOnly`` false) or when no
-    ///   store exists (the coredata store type does not create stores yet); ``StoreError/storeNotFound(_:)`` when
-    ///   nothing is at `url` and nothing is to be created; the errors of ``readMetadata(at:)``.
+    /// - A new store is laid out by ``CoreDataLayout/createEmptyStore(at:model:uuid:metadata:modelCache:persistentHistory:)``
+    ///   from `CoreDataModel(schema:)`: Core Data's tables, indexes and triggers, store UUID = `creating`'s,
+    ///   Core Data's metadata plist (version hashes, digest, checksum) with the custom metadata as app keys, plus
+    ///   the schema under ``schemaMetadataKey`` (the model cache stays empty). `historyTracking` adds Core Data's
+    ///   persistent-history tables.
+    /// - ``StoreOptions/isReadOnly``: the records are read into a snapshot; saves throw.
+    /// - Otherwise the store is writable (see `CoreDataWritableStore`), unless it has CloudKit tables
+    ///   (``allowCloudKitWritesOption``) or its tables are not the ones its model lays out.
+    ///
+    /// - Throws: ``StoreError/storeNotFound(_:)`` when nothing is at `url` and nothing is to be created; the
+    ///   errors of ``readMetadata(at:)``.
     public func open(at url: URL?, options: StoreOptions, creating: StoreMetadata?) throws -> any PersistentStore {
         guard let url else { throw StoreError.unsupported("a coredata store without a file URL") }
         if !FileManager.default.fileExists(atPath: url.path) {
-            guard creating != nil, options.createIfMissing else { throw StoreError.storeNotFound(url) }
-            throw StoreError.unsupported("creating \(url.path): \(Self.readOnlyReason)")
+            guard let creating, options.createIfMissing else { throw StoreError.storeNotFound(url) }
+            try Self.create(at: url, metadata: creating, persistentHistory: options.historyTracking)
         }
         try requireStore(url)
-        guard options.isReadOnly else {
-            throw StoreError.unsupported("opening \(url.path) for writing: \(Self.readOnlyReason) (open it read-only)")
+        guard !options.isReadOnly else {
+            let db = try ReadOnlyDatabase.open(url)
+            let file = try CoreDataStoreFile.read(at: url)
+            let (metadata, model, _) = try Self.metadata(of: file, appModel: appModel(options))
+            let reader = CoreDataRecordReader(
+                url: url, db: db, model: model, schema: metadata.schema, storeUUID: metadata.storeUUID,
+                tables: file.tableNames)
+            return try CoreDataPersistentStore(
+                url: url, metadata: metadata, records: try reader.readAll(), history: try reader.readHistory())
         }
-        let db = try ReadOnlyDatabase.open(url)
+        try Self.refuseCloudKit(url, options: options)
+        // The read-write connection first: it recovers a hot -wal the way any writer would.
+        let writer = try CoreDataWritableDatabase(url)
         let file = try CoreDataStoreFile.read(at: url)
         let (metadata, model, _) = try Self.metadata(of: file, appModel: appModel(options))
+        let layout: CoreDataLayout
+        do throws(CoreDataFormatError) {
+            layout = try CoreDataLayout(model: model)
+        } catch {
+            throw StoreError.corruptStore(url, reason: "the store's model cannot be laid out: \(error.description)")
+        }
+        try Self.requireLayout(layout, in: writer)
         let reader = CoreDataRecordReader(
-            url: url, db: db, model: model, schema: metadata.schema, storeUUID: metadata.storeUUID,
-            tables: file.tableNames)
-        return try CoreDataPersistentStore(
-            url: url, metadata: metadata, records: try reader.readAll(), history: try reader.readHistory())
+            url: url, db: try ReadOnlyDatabase.open(url), model: model, schema: metadata.schema,
+            storeUUID: metadata.storeUUID, tables: file.tableNames)
+        return try CoreDataWritableStore(
+            url: url, db: writer, metadata: metadata, plist: file.metadata, layout: layout,
+            records: try reader.readAll(), history: try reader.readHistory())
+    }
+
+    /// Refuses to write a store whose tables lack a column the model's layout has (a store laid out by a Core Data
+    /// whose naming differs from ``CoreDataLayout``'s): writing it would misplace values.
+    static func requireLayout(_ layout: CoreDataLayout, in db: CoreDataWritableDatabase) throws(StoreError) {
+        for table in layout.tables {
+            let names = Set(try db.run("PRAGMA table_info(\(CoreDataWritableStore.quoted(table.name)))").compactMap {
+                if $0.count > 1, case .text(let name) = $0[1] { return name } else { return nil }
+            })
+            let missing = table.columns.map(\.name).filter { !names.contains($0) }
+            guard missing.isEmpty else {
+                throw StoreError.unsupported("\(db.url.path): writing it: table \(table.name) lacks the columns "
+                    + "\(missing.joined(separator: ", ")) its model lays out (open it read-only)")
+            }
+        }
+    }
+
+    /// Creates an empty Core Data store for `metadata`'s schema at `url`.
+    static func create(at url: URL, metadata: StoreMetadata, persistentHistory: Bool) throws(StoreError) {
+        let model = CoreDataModel(schema: metadata.schema)
+        var plist: CoreDataMetadata
+        do throws(SchemaError) {
+            plist = try CoreDataMetadata(newStoreFor: model)
+        } catch {
+            throw .invalidSchema(error)
+        }
+        plist.custom = metadata.custom.mapValues(Self.propertyListValue)
+        do {
+            plist.custom[schemaMetadataKey] = .data(try metadata.schema.jsonData())
+        } catch {
+            throw .io(url, operation: "encoding the schema", reason: "\(error)")
+        }
+        try CoreDataLayout.createEmptyStore(
+            at: url, model: model, uuid: metadata.storeUUID, metadata: plist, persistentHistory: persistentHistory)
     }
 
     // MARK: Destroy

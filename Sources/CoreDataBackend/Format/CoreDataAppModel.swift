@@ -12,6 +12,9 @@ public enum CoreDataModelSource: Sendable, Hashable {
     /// `versionHashMismatches` names the entities whose stored version hash the inferred schema does not reproduce
     /// (usually all of them, since inferred names and types cannot); it is a warning, never an error.
     case inferred(versionHashMismatches: [String])
+    /// The framework's schema, which a store this backend created keeps in its metadata
+    /// (``CoreDataStoreBackend/schemaMetadataKey``) in place of a model cache.
+    case embeddedSchema
 }
 
 /// The app's model, read from a file and checked against a store before the store is read with it.

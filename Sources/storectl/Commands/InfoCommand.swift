@@ -96,6 +96,7 @@ struct InfoCommand: ParsableCommand {
     static func describe(_ source: CoreDataModelSource) -> String {
         switch source {
         case .modelCache: return "the store's model cache (Z_MODELCACHE)"
+        case .embeddedSchema: return "the schema this framework kept in the store's metadata when it created it"
         case .appModel(let url): return "\(url.path) (its version hashes are the store's)"
         case .inferred(let differing):
             let warning = differing.isEmpty ? "" : "; warning: version hashes differ for \(differing.joined(separator: ", "))"

@@ -409,8 +409,14 @@ struct CoreDataRowWriter {
         case .integer16(let i): return .integer(Int64(i))
         case .integer32(let i): return .integer(Int64(i))
         case .integer64(let i): return .integer(i)
-        // [unverified] Core Data was seen storing REAL values in DECIMAL columns.
-        case .decimal(let d): return .real(NSDecimalNumber(decimal: d).doubleValue)
+        // [unverified] Core Data was seen storing REAL values in DECIMAL columns. The double is parsed from the
+        // decimal's text: NSDecimalNumber's doubleValue can be off in the last bits, and the reader turns the
+        // stored double back into its shortest text, so only the nearest double round-trips.
+        case .decimal(let d):
+            guard let real = Double(d.description) else {
+                throw .typeMismatch(entity: record.entity, property: a.name, expected: .decimal, got: "\(d)")
+            }
+            return .real(real)
         case .double(let d): return .real(d)
         case .float(let f): return .real(Double(f))
         case .string(let s): return .text(s)

@@ -95,7 +95,7 @@ let package = Package(
         .testTarget(name: "XMLBackendTests", dependencies: ["StoreAPI", "XMLBackend", "StoreConformance", "StoreTestSupport"]),
         .testTarget(
             name: "CoreDataBackendTests",
-            dependencies: ["StoreAPI", "CoreDataBackend", "SQLiteBackend", "LMDBBackend", "XMLBackend", "CSQLite", "storectl", "StoreTestSupport"]
+            dependencies: ["StoreAPI", "CoreDataBackend", "SQLiteBackend", "LMDBBackend", "XMLBackend", "CSQLite", "storectl", "StoreTestSupport", "StoreConformance"]
         ),
         // Every backend together: the operations matrix across types, NDJSON and the verifier on every type.
         .testTarget(

@@ -62,7 +62,7 @@ public struct CoreDataStoreBackend: StoreBackend {
     /// Persistent, and ordered relationships keep their order. Nothing that needs writing: not `transactions`,
     /// `multiProcess` (the conformance suite's group for it has two processes write one store), `history` (Core
     /// Data's history is read, but the capability selects checks that write history), `fastCopy` or `recordPages`.
-    public var capabilities: BackendCapabilities { [.persistent, .orderedRelationships] }
+    public var capabilities: BackendCapabilities { [.persistent, .transactions, .orderedRelationships] }
 
     static let sidecarSuffixes = ["-wal", "-shm", "-journal"]
 

@@ -10,11 +10,21 @@ import Darwin
 /// The Core Data backend (`coredata`): Core Data's own SQLite stores (`NSSQLiteStoreType`), the `Name.sqlite` with
 /// `-wal` and `-shm` every iOS and macOS app keeps, read without the app's model (or with it, when given).
 ///
-/// This version **reads** stores: ``open(at:options:creating:)`` opens an existing store read-only and refuses a
-/// writable open or a new store with ``StoreError/unsupported(_:)``; ``writeMetadata(_:at:)`` throws the same.
-/// Everything that only reads works on Core Data stores: `storectl info`, `schema`, `export`, `verify`, `diff`, and
-/// converting a Core Data store to every other type. Reading never changes the store's files (see
-/// ``CoreDataStoreFile`` for how a `-wal` is read without a checkpoint).
+/// ``open(at:options:creating:)`` reads an existing store read-only when ``StoreOptions/isReadOnly`` is set (reading
+/// never changes the store's files; see ``CoreDataStoreFile`` for how a `-wal` is read without a checkpoint), opens
+/// it writable otherwise, and creates a new store from `creating`'s schema in Core Data's layout. Saves write Core
+/// Data's rows in one SQLite transaction (`CoreDataWritableStore`): values in Core Data's encodings, `Z_OPT`,
+/// `Z_PRIMARYKEY.Z_MAX`, foreign keys, `Z_FOK_` order (spaced by 1024) and join tables; derived-attribute triggers
+/// run with no-op stand-ins for the functions Core Data registers. A store converted away from `coredata` and back
+/// keeps its records, keys, global identifiers and relationship order.
+///
+/// What writing cannot do:
+/// - keep the global identifier of a record inserted with one other than the derived one (below): Core Data has no
+///   column for it, and the record reads back with the derived identifier;
+/// - lay out fetch indexes in a new store (the framework's `Schema` has none) or write its model cache (the
+///   schema is kept under ``schemaMetadataKey`` instead);
+/// - record persistent history: saves add no `ATRANSACTION`/`ACHANGE` rows;
+/// - write a store with CloudKit tables (`ANSCK*`) unless ``allowCloudKitWritesOption`` says so.
 ///
 /// - **Schema**: decoded from `Z_MODELCACHE`, the compiled model Core Data keeps in the store. Stores older than
 ///   the cache (before 2012) get a model inferred from `Z_PRIMARYKEY` and their tables: entities, hierarchy and
@@ -31,7 +41,7 @@ import Darwin
 ///   metadata (dates become ISO 8601 strings and data base64 strings, which `MetadataValue` has no case for).
 ///
 /// A Core Data store is only ever found by sniffing (``fileExtensions`` is empty): a new `.sqlite` path stays the
-/// `sqlite` backend's.
+/// `sqlite` backend's unless the `coredata` type is named.
 public struct CoreDataStoreBackend: StoreBackend {
     /// The type identifier, `coredata`.
     public static let typeIdentifier = "coredata"
@@ -59,9 +69,9 @@ public struct CoreDataStoreBackend: StoreBackend {
     /// tables, never by name.
     public var fileExtensions: [String] { [] }
 
-    /// Persistent, and ordered relationships keep their order. Nothing that needs writing: not `transactions`,
-    /// `multiProcess` (the conformance suite's group for it has two processes write one store), `history` (Core
-    /// Data's history is read, but the capability selects checks that write history), `fastCopy` or `recordPages`.
+    /// Persistent, transactional (a failed save leaves the store as it was) and ordered relationships keep their
+    /// order. Not `multiProcess` (a save rewrites the tables from this process's snapshot, and refuses when another
+    /// process committed since), `history` (saves write no history rows), `fastCopy` or `recordPages`.
     public var capabilities: BackendCapabilities { [.persistent, .transactions, .orderedRelationships] }
 
     static let sidecarSuffixes = ["-wal", "-shm", "-journal"]

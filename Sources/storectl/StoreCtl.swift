@@ -10,11 +10,14 @@ struct StoreCtl: ParsableCommand {
         discussion: """
             Store types are detected from the files themselves; a new store's type comes from its file extension \
             (.sqlite/.sqlite3/.db → sqlite, .lmdb/.mdb → lmdb, .xml/.storexml → xml) unless --type/--to says otherwise. \
-            A Core Data SQLite store (type coredata) is recognised by its Z_METADATA and Z_PRIMARYKEY tables and is \
-            read without changing its files: info, schema, export, verify, diff and convert from it work; writing one \
-            comes later. Its model comes from the store's model cache, or is inferred from its tables for stores \
-            without one (before 2012; names and exact types are then guesses), or from the app's model given with \
-            --model PATH (.xcdatamodel, .xcdatamodeld or .mom), which must match the store's version hashes.
+            A Core Data SQLite store (type coredata) is recognised by its Z_METADATA and Z_PRIMARYKEY tables; \
+            reading one (info, schema, export, verify, diff, convert from it) never changes its files. Its model \
+            comes from the store's model cache, or is inferred from its tables for stores without one (before 2012; \
+            names and exact types are then guesses), or from the app's model given with --model PATH (.xcdatamodel, \
+            .xcdatamodeld or .mom), which must match the store's version hashes. \
+            `convert app.lmdb App.sqlite --to coredata` creates a Core Data store (a new .sqlite is otherwise the \
+            sqlite type), and commands that write (import, convert into it) save into an existing one, unless it \
+            has CloudKit tables.
 
             Every command that writes a store stages it beside the destination and moves it into place only when it \
             is complete: a failed or interrupted command leaves the source untouched and no partial destination. \

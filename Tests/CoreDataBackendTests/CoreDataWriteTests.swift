@@ -197,7 +197,7 @@ import Testing
         let lmdb = dir.path("y.lmdb"), back = dir.path("z.sqlite")
         let there = try Child.storectl(["convert", store.url.path, lmdb.path])
         #expect(there.status == 0, "\(store.name) → lmdb: \(there.stderr)")
-        let again = try Child.storectl(["convert", lmdb.path, back.path, "--to", "coredata"])
+        let again = try Child.storectl(["convert", lmdb.path, back.path, "--type", "coredata"])
         #expect(again.status == 0, "lmdb → \(store.name): \(again.stderr)")
         #expect(CoreDataStoreBackend().sniff(back) == .store)
         let diff = try Child.storectl(["diff", store.url.path, back.path])

@@ -29,7 +29,9 @@ struct ConvertCommand: ParsableCommand {
     @Argument(help: "The destination path.")
     var destination: String
 
-    @Option(name: .long, help: ArgumentHelp("Destination type (default: from DST's extension).", valueName: "type"))
+    // `--type` as well, the name `create` uses: `convert app.lmdb New.sqlite --type coredata` reads naturally.
+    @Option(name: [.customLong("to"), .customLong("type")],
+            help: ArgumentHelp("Destination type (default: from DST's extension); --type is the same.", valueName: "type"))
     var to: String?
 
     @Option(name: .long, help: ArgumentHelp("Source type (default: detected).", valueName: "type"))

@@ -107,11 +107,7 @@ extension CoreDataLayout {
 /// A read-write connection used only to create a new store; closed explicitly so that SQLite checkpoints and
 /// removes the `-wal` before the file is moved into place.
 final class CreatingDatabase {
-    enum Value {
-        case integer(Int64)
-        case text(String)
-        case blob([UInt8])
-    }
+    typealias Value = SQLiteValue
 
     private var db: OpaquePointer?
     private let url: URL
@@ -149,21 +145,7 @@ final class CreatingDatabase {
             throw fail(sql)
         }
         defer { sqlite3_finalize(stmt) }
-        // SQLITE_TRANSIENT: SQLite copies the bytes before the bind call returns.
-        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
-        for (i, value) in values.enumerated() {
-            let index = Int32(i + 1)
-            let rc: Int32
-            switch value {
-            case .integer(let v): rc = sqlite3_bind_int64(stmt, index, v)
-            case .text(let s): rc = sqlite3_bind_text(stmt, index, s, -1, transient)
-            case .blob(let b):
-                rc = b.isEmpty
-                    ? sqlite3_bind_zeroblob(stmt, index, 0)
-                    : b.withUnsafeBytes { sqlite3_bind_blob64(stmt, index, $0.baseAddress, UInt64($0.count), transient) }
-            }
-            guard rc == SQLITE_OK else { throw fail(sql) }
-        }
+        guard SQLiteValue.bind(values, to: stmt) == SQLITE_OK else { throw fail(sql) }
         guard sqlite3_step(stmt) == SQLITE_DONE else { throw fail(sql) }
     }
 

@@ -97,32 +97,7 @@ final class ReadOnlyDatabase {
         return db
     }
 
-    /// One column value of a result row.
-    enum Value {
-        case null
-        case integer(Int64)
-        case real(Double)
-        case text(String)
-        case blob([UInt8])
-
-        var int: Int64? {
-            if case .integer(let i) = self { return i }
-            return nil
-        }
-
-        var text: String? {
-            if case .text(let s) = self { return s }
-            return nil
-        }
-
-        var bytes: [UInt8]? {
-            switch self {
-            case .blob(let b): return b
-            case .text(let s): return Array(s.utf8)
-            default: return nil
-            }
-        }
-    }
+    typealias Value = SQLiteValue
 
     /// Runs `sql` and returns every row.
     func rows(_ sql: String) throws(StoreError) -> [[Value]] {
@@ -140,23 +115,7 @@ final class ReadOnlyDatabase {
             guard rc == SQLITE_ROW else {
                 throw .corruptStore(url, reason: "\(sql): \(String(cString: sqlite3_errmsg(db)))")
             }
-            var row: [Value] = []
-            for i in 0..<sqlite3_column_count(stmt) {
-                switch sqlite3_column_type(stmt, i) {
-                case SQLITE_INTEGER: row.append(.integer(sqlite3_column_int64(stmt, i)))
-                case SQLITE_FLOAT: row.append(.real(sqlite3_column_double(stmt, i)))
-                case SQLITE_TEXT:
-                    row.append(.text(sqlite3_column_text(stmt, i).map { String(cString: $0) } ?? ""))
-                case SQLITE_BLOB:
-                    let n = Int(sqlite3_column_bytes(stmt, i))
-                    if n > 0, let p = sqlite3_column_blob(stmt, i) {
-                        row.append(.blob(Array(UnsafeRawBufferPointer(start: p, count: n))))
-                    } else {
-                        row.append(.blob([]))
-                    }
-                default: row.append(.null)
-                }
-            }
+            let row = SQLiteValue.row(of: stmt)
             out.append(row)
         }
     }

@@ -366,26 +366,6 @@ struct CoreDataRecordReader {
     }
 }
 
-extension ReadOnlyDatabase.Value {
-    /// An integer, or a REAL with an integral value (SQLite's NUMERIC affinity may store either).
-    var integral: Int64? {
-        switch self {
-        case .integer(let i): return i
-        case .real(let d): return d.rounded() == d ? Int64(exactly: d) : nil
-        default: return nil
-        }
-    }
-
-    /// A number as a double.
-    var real: Double? {
-        switch self {
-        case .integer(let i): return Double(i)
-        case .real(let d): return d
-        default: return nil
-        }
-    }
-}
-
 /// Which column holds each stored property of a hierarchy's table.
 ///
 /// Core Data names a property's column `Z` + its uppercased name; attributes (derived ones included) and to-one

@@ -9,13 +9,7 @@ import Foundation
 /// Core Data registers them, and without them every write to a table with such a trigger fails with "no such
 /// function". The triggers' own SQL still maintains the derived columns.
 final class CoreDataWritableDatabase {
-    enum Value {
-        case null
-        case integer(Int64)
-        case real(Double)
-        case text(String)
-        case blob([UInt8])
-    }
+    typealias Value = SQLiteValue
 
     static let triggerFunctions = [
         "NSCoreDataDATriggerUpdatedAffectedObjectValue", "NSCoreDataDATriggerInsertUpdatedAffectedObjectValue",
@@ -90,44 +84,13 @@ final class CoreDataWritableDatabase {
         let stmt = statement.stmt
         sqlite3_reset(stmt)
         sqlite3_clear_bindings(stmt)
-        // SQLITE_TRANSIENT: SQLite copies the bytes before the bind call returns.
-        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
-        for (i, value) in values.enumerated() {
-            let index = Int32(i + 1)
-            let rc: Int32
-            switch value {
-            case .null: rc = sqlite3_bind_null(stmt, index)
-            case .integer(let v): rc = sqlite3_bind_int64(stmt, index, v)
-            case .real(let v): rc = sqlite3_bind_double(stmt, index, v)
-            case .text(let s): rc = sqlite3_bind_text(stmt, index, s, -1, transient)
-            case .blob(let b):
-                rc = b.isEmpty
-                    ? sqlite3_bind_zeroblob(stmt, index, 0)
-                    : b.withUnsafeBytes { sqlite3_bind_blob64(stmt, index, $0.baseAddress, UInt64($0.count), transient) }
-            }
-            guard rc == SQLITE_OK else { throw fail(statement.sql) }
-        }
+        guard SQLiteValue.bind(values, to: stmt) == SQLITE_OK else { throw fail(statement.sql) }
         var rows: [[Value]] = []
         while true {
             let step = sqlite3_step(stmt)
             if step == SQLITE_DONE { break }
             guard step == SQLITE_ROW else { throw fail(statement.sql) }
-            var row: [Value] = []
-            for c in 0..<sqlite3_column_count(stmt) {
-                switch sqlite3_column_type(stmt, c) {
-                case SQLITE_INTEGER: row.append(.integer(sqlite3_column_int64(stmt, c)))
-                case SQLITE_FLOAT: row.append(.real(sqlite3_column_double(stmt, c)))
-                case SQLITE_TEXT: row.append(.text(sqlite3_column_text(stmt, c).map { String(cString: $0) } ?? ""))
-                case SQLITE_BLOB:
-                    let n = Int(sqlite3_column_bytes(stmt, c))
-                    if let p = sqlite3_column_blob(stmt, c), n > 0 {
-                        row.append(.blob(Array(UnsafeRawBufferPointer(start: p, count: n))))
-                    } else {
-                        row.append(.blob([]))
-                    }
-                default: row.append(.null)
-                }
-            }
+            let row = SQLiteValue.row(of: stmt)
             rows.append(row)
         }
         sqlite3_reset(stmt)
@@ -143,15 +106,5 @@ final class CoreDataWritableDatabase {
         guard let handle = db else { return }
         db = nil
         sqlite3_close_v2(handle)
-    }
-}
-
-extension CoreDataWritableDatabase.Value {
-    var int: Int64? {
-        switch self {
-        case .integer(let i): return i
-        case .real(let d): return Int64(exactly: d)
-        default: return nil
-        }
     }
 }

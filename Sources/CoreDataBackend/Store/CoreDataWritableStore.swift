@@ -53,7 +53,7 @@ final class CoreDataWritableStore: PersistentStore, @unchecked Sendable {
         for table in layout.tables {
             guard case .entity(let root) = table.kind else { continue }
             for row in try db.run("SELECT Z_PK, Z_OPT FROM \(Self.quoted(table.name))") {
-                if row.count == 2, let pk = row[0].int { locks[root, default: [:]][pk] = row[1].int ?? 1 }
+                if row.count == 2, let pk = row[0].integral { locks[root, default: [:]][pk] = row[1].integral ?? 1 }
             }
         }
         optimisticLocks = locks
@@ -67,7 +67,7 @@ final class CoreDataWritableStore: PersistentStore, @unchecked Sendable {
     static func quoted(_ name: String) -> String { "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
 
     private static func dataVersion(_ db: CoreDataWritableDatabase) throws(StoreError) -> Int64 {
-        try db.run("PRAGMA data_version").first?.first?.int ?? 0
+        try db.run("PRAGMA data_version").first?.first?.integral ?? 0
     }
 
     var url: URL? { fileURL }
@@ -183,7 +183,7 @@ final class CoreDataWritableStore: PersistentStore, @unchecked Sendable {
             try begin(db)
             do {
                 let stored = try db.run("SELECT Z_MAX FROM Z_PRIMARYKEY WHERE Z_ENT = ?", [.integer(Int64(number))])
-                let first = max(stored.first?.first?.int ?? 0, highest) + 1
+                let first = max(stored.first?.first?.integral ?? 0, highest) + 1
                 let last = first + Int64(max(count, 0)) - 1
                 try db.run("UPDATE Z_PRIMARYKEY SET Z_MAX = ? WHERE Z_ENT = ?", [.integer(max(last, first - 1)), .integer(Int64(number))])
                 try commit(db)

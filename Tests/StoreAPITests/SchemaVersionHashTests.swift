@@ -47,7 +47,18 @@ struct SchemaVersionHashTests {
         let b = try hashes { _ in }
         #expect(a == b)
         #expect(a["Author"] != a["Book"])
-        #expect(a.values.allSatisfy { $0.count == 64 && $0.allSatisfy(\.isHexDigit) })
+        // Core Data's 32-byte hashes, in base64 as its metadata shows them.
+        #expect(a.values.allSatisfy { Data(base64Encoded: $0)?.count == 32 })
+    }
+
+    /// The framework's version hash is Core Data's: the same bytes `coreDataVersionHashes` computes (which the
+    /// corpus tests hold to real Core Data stores and models).
+    @Test func versionHashesAreCoreDatas() throws {
+        let schema = try Schema(entities: Self.base)
+        #expect(schema.versionHashes == schema.coreDataVersionHashes.base64EntityHashes)
+        for entity in schema.entities {
+            #expect(Data(base64Encoded: entity.versionHash) == schema.coreDataVersionHash(ofEntity: entity.name))
+        }
     }
 
     @Test func storedChangesChangeTheHash() throws {

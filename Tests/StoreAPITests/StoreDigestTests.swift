@@ -43,8 +43,9 @@ struct StoreDigestTests {
         #expect(digest.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined() == hex)
     }
 
-    /// The hash of the benchmark dataset's `Tag` entity, as stores written before this test existed carry it.
-    @Test func versionHashesOfAFixedEntityDoNotChange() throws {
+    /// The legacy hash of the benchmark dataset's `Tag` entity, as stores written before version hashes became
+    /// Core Data's carry it: the legacy algorithm must never move, or those stores stop opening.
+    @Test func legacyVersionHashesOfAFixedEntityDoNotChange() throws {
         let schema = try Schema(entities: [
             EntityDescription(name: "Tag", attributes: [
                 AttributeDescription(name: "name", type: .string),
@@ -54,6 +55,7 @@ struct StoreDigestTests {
             EntityDescription(name: "Book", attributes: [AttributeDescription(name: "title", type: .string)],
                               relationships: [RelationshipDescription(name: "tags", destination: "Tag", inverse: "books", isToMany: true)]),
         ])
-        #expect(schema.versionHashes["Tag"] == "2682c00b9997c4e72e1b49a50fa71244171478bcc98ebc9fc237d76306f408ff")
+        #expect(schema.legacyVersionHashes["Tag"] == "2682c00b9997c4e72e1b49a50fa71244171478bcc98ebc9fc237d76306f408ff")
+        #expect(schema.versionHashes["Tag"] != schema.legacyVersionHashes["Tag"])
     }
 }

@@ -67,8 +67,7 @@ public final class StoreCoordinator: Sendable {
         do {
             let stored = store.metadata
             let names = Set(members.map(\.name))
-            let storedHashes = stored.versionHashes
-            let mismatched = members.filter { storedHashes[$0.name] != $0.versionHash }.map(\.name).sorted()
+            let mismatched = stored.mismatchedEntities(members)
             if !mismatched.isEmpty {
                 throw StoreError.incompatibleSchema(description.url ?? URL(fileURLWithPath: "/"), entities: mismatched)
             }

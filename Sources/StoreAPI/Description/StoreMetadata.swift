@@ -9,8 +9,12 @@ import Foundation
 /// Equality compares what a store says about itself — type, UUID, schema, configuration, hashes, custom keys, sync
 /// options, format — and ignores ``primaryKeyCounters``, which is allocation bookkeeping.
 public struct StoreMetadata: Sendable, Hashable, Codable {
-    /// The version of this metadata layout.
-    public static let currentFormatVersion = 1
+    /// The version of this metadata layout that new stores get: 2, whose ``versionHashes`` are Core Data's
+    /// (``Entity/versionHash``).
+    public static let currentFormatVersion = 2
+    /// The last layout whose ``versionHashes`` are the framework's first, legacy hash: stores written before the
+    /// hashes became Core Data's. They are still read, and checked against a schema with that hash.
+    public static let legacyVersionHashFormatVersion = 1
 
     /// The type identifier of the backend that wrote the store. Operations that change the type update it.
     public var storeType: String
@@ -20,13 +24,16 @@ public struct StoreMetadata: Sendable, Hashable, Codable {
     public var schema: Schema
     /// The configuration the store holds, `nil` for every entity.
     public var configuration: String?
-    /// Entity → version hash, as written. Compared with the schema a store is opened with.
+    /// Entity → version hash, as written. Compared with the schema a store is opened with
+    /// (``mismatchedEntities(_:)``): Core Data's hashes in base64 (``Entity/versionHash``), or in a store of
+    /// ``legacyVersionHashFormatVersion`` the legacy hex hashes.
     public var versionHashes: [String: String]
     /// Application-defined keys.
     public var custom: [String: MetadataValue]
     /// The sync options of the description the store was last written with.
     public var syncOptions: SyncOptions?
-    /// The metadata layout version.
+    /// The metadata layout version: ``currentFormatVersion`` for new stores, ``legacyVersionHashFormatVersion``
+    /// for stores written before version hashes became Core Data's. It decides which hash ``versionHashes`` holds.
     public var formatVersion: Int
     /// Hierarchy root → the next primary key to hand out, for stores that keep no allocator of their own: atomic
     /// stores write it with every save so a key is never reused after its record was deleted. Incremental
@@ -60,11 +67,26 @@ public struct StoreMetadata: Sendable, Hashable, Codable {
         hasher.combine(versionHashes)
     }
 
+    /// Whether ``versionHashes`` hold the legacy hash (a store written before version hashes became Core Data's).
+    public var hasLegacyVersionHashes: Bool { formatVersion <= Self.legacyVersionHashFormatVersion }
+
+    /// The version hash of `entity` in the algorithm this metadata's ``versionHashes`` were written with: its
+    /// ``Entity/versionHash``, or for a legacy store the legacy hash.
+    public func versionHash(of entity: Entity) -> String {
+        hasLegacyVersionHashes ? LegacyVersionHash.of(entity) : entity.versionHash
+    }
+
+    /// The names of those of `entities` whose version hash in the store differs from theirs (a missing one
+    /// counts), sorted: the store cannot be opened with a schema that has them.
+    public func mismatchedEntities(_ entities: [Entity]) -> [String] {
+        entities.filter { versionHashes[$0.name] != versionHash(of: $0) }.map(\.name).sorted()
+    }
+
     /// The entities whose version hash in the store differs from `schema`'s (missing on either side counts).
     public func incompatibleEntities(with schema: Schema) -> [String] {
-        let mine = versionHashes
-        let theirs = schema.versionHashes
-        return Set(mine.keys).union(theirs.keys).filter { mine[$0] != theirs[$0] }.sorted()
+        let known = Set(schema.entities.map(\.name))
+        let extra = versionHashes.keys.filter { !known.contains($0) }
+        return (mismatchedEntities(schema.entities) + extra).sorted()
     }
 
     /// The JSON encoding backends store.
@@ -82,9 +104,10 @@ public struct StoreMetadata: Sendable, Hashable, Codable {
     /// parser: every store open comes here, and `JSONDecoder`'s first use in a process cost more than the rest of
     /// opening a store.
     public static func decode(_ data: Data, url: URL) throws -> StoreMetadata {
+        let metadata: StoreMetadata
         do {
             let json = try JSONParser.parse(ArraySlice(data))
-            return try StoreMetadata(json: json)
+            metadata = try StoreMetadata(json: json)
         } catch let e as SchemaError {
             throw StoreError.corruptStore(url, reason: "stored schema is invalid: \(e)")
         } catch let e as JSONSyntaxError {
@@ -92,6 +115,12 @@ public struct StoreMetadata: Sendable, Hashable, Codable {
         } catch {
             throw StoreError.corruptStore(url, reason: "unreadable metadata: \(error)")
         }
+        // A later layout may hash differently: comparing its hashes would call a matching schema incompatible.
+        guard (1...currentFormatVersion).contains(metadata.formatVersion) else {
+            throw StoreError.corruptStore(url, reason: "metadata format version \(metadata.formatVersion) is not one this "
+                + "version reads (1 to \(currentFormatVersion)); was the store written by a newer version?")
+        }
+        return metadata
     }
 }
 

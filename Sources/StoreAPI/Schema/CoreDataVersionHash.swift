@@ -3,9 +3,9 @@ import Foundation
 /// Core Data's version hashes of a schema: what a Core Data SQLite store records in its metadata and what a compiled
 /// `.momd` records in its `VersionInfo.plist`.
 ///
-/// These are not (yet) ``Entity/versionHash``, which stores written by this framework carry; they are what Core Data
-/// computes (`NSEntityDescription.versionHash`), so a Core Data store can be checked against a schema and a store
-/// written here can name its schema the way Core Data does.
+/// They are the framework's version hashes: ``Entity/versionHash`` is the base64 of ``entityHashes``, which every
+/// store written by this framework carries, whatever its type. ``digest`` and ``checksum`` summarise a whole schema
+/// the way Core Data's metadata does.
 public struct CoreDataVersionHashes: Sendable, Hashable {
     /// Entity name → the entity's 32-byte version hash, as `NSStoreModelVersionHashes` holds it.
     public let entityHashes: [String: Data]
@@ -85,13 +85,22 @@ extension Schema {
 /// - external binary storage: the only corpus model that uses it has no recorded hash;
 /// - composite attributes (type code 2100) and object-ID attributes (2000): the schema has neither.
 @_spi(BackendKit) public struct CoreDataVersionHash {
-    private let schema: Schema
+    private let definitions: [String: EntityDescription]
     private var cache: [String: [UInt8]] = [:]
+    private var propertyCache: [String: [(name: String, hash: [UInt8])]] = [:]
 
     /// A hasher for the entities of `schema`; it remembers the hashes it computed (a sub-entity's hash covers its
     /// parent's).
     public init(schema: Schema) {
-        self.schema = schema
+        self.init(definitions: schema.definitions)
+    }
+
+    /// A hasher for definitions that have been validated (unique names, known parents, no inheritance cycle): the
+    /// schema resolver hashes them before the ``Schema`` exists.
+    init(definitions: [EntityDescription]) {
+        var byName: [String: EntityDescription] = [:]
+        for d in definitions { byName[d.name] = d }
+        self.definitions = byName
     }
 
     /// Core Data's type code for each attribute type (`NSAttributeType`).
@@ -121,24 +130,11 @@ extension Schema {
     /// The 32-byte hash of the entity named `name`; empty when the schema has no such entity.
     public mutating func entityHash(_ name: String) -> [UInt8] {
         if let known = cache[name] { return known }
-        guard let entity = schema.entity(named: name) else { return [] }
-        let definition = entity.definition
+        guard let definition = definitions[name] else { return [] }
         var input = Array(definition.name.utf8)
         input.append(definition.isAbstract ? 1 : 0)
         if let parent = definition.parent { input += entityHash(parent) }
-        var properties: [(name: String, hash: [UInt8])] = []
-        let lineage = entity.ancestorNames.reversed().compactMap { schema.entity(named: $0)?.definition } + [definition]
-        for level in lineage {
-            for a in level.attributes where !a.isTransient {
-                properties.append((a.name, Self.attributeHash(a)))
-            }
-            for a in level.derivedAttributes where !a.isTransient {
-                properties.append((a.name, Self.derivedAttributeHash(a)))
-            }
-            for r in level.relationships where !r.isTransient {
-                properties.append((r.name, Self.relationshipHash(r, declaredOn: level.name)))
-            }
-        }
+        var properties = propertyHashes(definition)
         properties.sort { Self.codePointOrder($0.name, $1.name) }
         for p in properties { input += p.hash }
         if let modifier = definition.versionHashModifier { input += Array(modifier.utf8) }
@@ -149,6 +145,28 @@ extension Schema {
         let hash = StoreDigest.sha256(input)
         cache[name] = hash
         return hash
+    }
+
+    /// The hashes of every non-transient property of `definition`, inherited ones included, in no particular
+    /// order. Remembered per entity, so a sub-entity reuses its parent's instead of hashing them again.
+    private mutating func propertyHashes(_ definition: EntityDescription, depth: Int = 0) -> [(name: String, hash: [UInt8])] {
+        if let known = propertyCache[definition.name] { return known }
+        var properties: [(name: String, hash: [UInt8])] = []
+        // Validated definitions have no inheritance cycle; the depth bound is only a backstop.
+        if let parent = definition.parent, let next = definitions[parent], depth < definitions.count {
+            properties = propertyHashes(next, depth: depth + 1)
+        }
+        for a in definition.attributes where !a.isTransient {
+            properties.append((a.name, Self.attributeHash(a)))
+        }
+        for a in definition.derivedAttributes where !a.isTransient {
+            properties.append((a.name, Self.derivedAttributeHash(a)))
+        }
+        for r in definition.relationships where !r.isTransient {
+            properties.append((r.name, Self.relationshipHash(r, declaredOn: definition.name)))
+        }
+        propertyCache[definition.name] = properties
+        return properties
     }
 
     /// `P`, the part every stored property's hash starts from.

@@ -23,7 +23,9 @@ public final class Entity: Sendable, CustomStringConvertible {
     public let relationships: [RelationshipDescription]
     /// Uniqueness constraints that apply to this entity (inherited ones first).
     public let uniquenessConstraints: [[String]]
-    /// The entity's version hash: a hex SHA-256 of everything that affects how its records are stored.
+    /// The entity's version hash: Core Data's (`NSEntityDescription.versionHash`) in base64, as a Core Data store's
+    /// metadata holds it. It covers everything that affects how the entity's records are stored; see
+    /// <doc:VersionHashes>.
     public let versionHash: String
     /// Whether the entity is abstract.
     public var isAbstract: Bool { definition.isAbstract }

@@ -55,7 +55,9 @@ public struct Schema: Sendable, Hashable {
     /// The root entities (those without a parent): one key space each.
     public var rootEntities: [Entity] { entities.filter { $0.definition.parent == nil } }
 
-    /// Entity name → version hash, for every entity.
+    /// Entity name → version hash (``Entity/versionHash``: Core Data's, in base64, as a Core Data store's
+    /// `NSStoreModelVersionHashes` holds it), for every entity. ``coreDataVersionHashes`` has them as bytes, with
+    /// the digest and checksum that summarise the whole schema.
     public var versionHashes: [String: String] {
         Dictionary(uniqueKeysWithValues: entities.map { ($0.name, $0.versionHash) })
     }
@@ -182,17 +184,17 @@ struct SchemaResolver {
                 throw .unknownConfigurationMember(configuration: config, entity: m)
             }
         }
-        // Hierarchies (self + descendants, schema order) and version hashes.
+        // Hierarchies (self + descendants, schema order) and version hashes (Core Data's, now that the
+        // definitions are known to be consistent).
         var result: [Entity] = []
+        var hasher = CoreDataVersionHash(definitions: definitions)
         for d in definitions {
             let chain = ancestors[d.name] ?? []
             let hierarchy = definitions.filter { $0.name == d.name || (ancestors[$0.name] ?? []).contains(d.name) }
                 .map(\.name)
             let attrs = allAttributes[d.name] ?? []
             let rels = allRelationships[d.name] ?? []
-            let hash = VersionHash.compute(
-                entity: d, ancestors: chain, attributes: attrs, relationships: rels,
-                uniquenessConstraints: allConstraints[d.name] ?? [])
+            let hash = Data(hasher.entityHash(d.name)).base64EncodedString()
             result.append(Entity(
                 definition: d, rootName: chain.last ?? d.name, ancestorNames: chain, hierarchyNames: hierarchy,
                 attributes: attrs, relationships: rels, uniquenessConstraints: allConstraints[d.name] ?? [],

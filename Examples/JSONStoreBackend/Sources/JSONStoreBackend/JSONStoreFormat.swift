@@ -4,7 +4,7 @@ import Foundation
 ///
 /// ```json
 /// {"format":"storeapi.json-store","formatVersion":1,
-/// "metadata":{"formatVersion":1,"schema":{…},"storeType":"json","storeUUID":"6F1C…",…},
+/// "metadata":{"formatVersion":2,"schema":{…},"storeType":"json","storeUUID":"6F1C…",…},
 /// "records":[
 /// {"attributes":{"born":null,"name":"Ann"},"entity":"Author","gid":"0C7A…","pk":1,"relationships":{"books":[7]}},
 /// {"attributes":{"cover":"iVBORw0KGgo=","title":"Dune"},"entity":"Book","gid":"91D3…","pk":7,"relationships":{"author":1}}

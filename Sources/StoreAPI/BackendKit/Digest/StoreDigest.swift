@@ -138,10 +138,14 @@
     /// `message` padded as both digests require (a 1 bit, zeros, the bit length as a big-endian 64-bit number) to
     /// whole 64-byte blocks.
     private static func padded(_ message: [UInt8]) -> [UInt8] {
-        var data = message
+        // Sized once: version hashes digest many short inputs on every store open.
+        let zeros = (119 - message.count % 64) % 64
+        var data: [UInt8] = []
+        data.reserveCapacity(message.count + 1 + zeros + 8)
+        data += message
         let bitLength = UInt64(message.count) &* 8
         data.append(0x80)
-        while data.count % 64 != 56 { data.append(0) }
+        data.append(contentsOf: repeatElement(0, count: zeros))
         for i in (0..<8).reversed() { data.append(UInt8(truncatingIfNeeded: bitLength >> (UInt64(i) * 8))) }
         return data
     }
@@ -156,7 +160,12 @@
 
     /// The digest words as big-endian bytes.
     private static func bigEndianBytes(_ h: [UInt32]) -> [UInt8] {
-        h.flatMap { v in (0..<4).map { UInt8(truncatingIfNeeded: v >> (24 - $0 * 8)) } }
+        [UInt8](unsafeUninitializedCapacity: h.count * 4) { buffer, count in
+            for (i, v) in h.enumerated() {
+                for j in 0..<4 { buffer[i * 4 + j] = UInt8(truncatingIfNeeded: v >> (24 - UInt32(j) * 8)) }
+            }
+            count = h.count * 4
+        }
     }
 
     /// The SHA-256 digest of `message` as 64 lowercase hex digits.

@@ -10,6 +10,9 @@ struct InfoCommand: ParsableCommand {
         discussion: """
             Reads the store without writing to it. --json prints the same facts as a JSON object for scripts.
 
+            The format version says which version hashes the store records: 2, Core Data's (see 'storectl \
+            schema'); 1, the framework's earlier hash, which stores written before kept and still open with.
+
             Examples:
               storectl info library.sqlite
               storectl info library.lmdb --json | jq '.entities[] | {name, records}'
@@ -109,7 +112,8 @@ struct InfoCommand: ParsableCommand {
             "Store:       \(r.path)",
             "Type:        \(r.type)",
             "Store UUID:  \(r.storeUUID)",
-            "Format:      version \(r.formatVersion)",
+            "Format:      version \(r.formatVersion)"
+                + (r.formatVersion <= StoreMetadata.legacyVersionHashFormatVersion ? " (legacy version hashes)" : ""),
         ]
         if let c = r.configuration { lines.append("Configuration: \(c)") }
         if let s = r.syncOptions { lines.append("Sync:        \(s.remote.absoluteString) (\(s.containerIdentifier), \(s.scope.rawValue))") }

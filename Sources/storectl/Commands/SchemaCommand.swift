@@ -8,8 +8,15 @@ struct SchemaCommand: ParsableCommand {
         abstract: "Show a schema: from an Xcode model, a JSON schema file, or a store's own metadata.",
         discussion: """
             Prints entities (with inheritance), attributes, relationships, uniqueness constraints and \
-            configurations. --json prints the framework's JSON schema form instead, which converts an Xcode model \
-            to JSON (usable with 'storectl create --model').
+            configurations, and each entity's version hash. --json prints the framework's JSON schema form \
+            instead, which converts an Xcode model to JSON (usable with 'storectl create --model').
+
+            Version hashes are Core Data's, in base64 as a Core Data store's metadata holds them \
+            (NSStoreModelVersionHashes); every store type records them and a store opens only with a schema whose \
+            hashes match. --json adds "versionHashes" (entity → hash), "versionHashesDigest" \
+            (NSStoreModelVersionHashesDigest) and "versionChecksum" (NSStoreModelVersionChecksumKey); reading the \
+            JSON back ignores them. For a store they are the hashes of the schema shown, which for a Core Data \
+            store read from its model cache are the store's own.
 
             Examples:
               storectl schema Library.xcdatamodeld
@@ -37,7 +44,7 @@ struct SchemaCommand: ParsableCommand {
                 schema = try Backends.registry.detectBackend(at: url).readMetadata(at: url).schema
             }
             if json {
-                FileHandle.standardOutput.write(try schema.jsonData())
+                FileHandle.standardOutput.write(try SchemaWithVersionHashes(schema: schema).jsonData())
                 FileHandle.standardOutput.write(Data("\n".utf8))
             } else {
                 Console.output(Self.text(schema))
@@ -52,6 +59,7 @@ struct SchemaCommand: ParsableCommand {
             if let p = e.definition.parent { head += " : \(p)" }
             if e.isAbstract { head += " (abstract)" }
             lines.append(head)
+            lines.append("  version hash \(e.versionHash)")
             for a in e.definition.attributes {
                 var line = "  \(a.name): \(a.type.rawValue)"
                 if a.isOptional { line += "?" }
@@ -79,6 +87,34 @@ struct SchemaCommand: ParsableCommand {
                 lines.append("  \(name): \(members.joined(separator: ", "))")
             }
         }
+        let hashes = schema.coreDataVersionHashes
+        lines.append("")
+        lines.append("Version hashes digest: \(hashes.digest)")
+        lines.append("Version checksum:      \(hashes.checksum)")
         return lines.joined(separator: "\n")
+    }
+}
+
+/// The schema's JSON form with its version hashes beside it, as Core Data's metadata names them. The schema
+/// readers ignore the extra keys, so the output still reads back as the schema.
+struct SchemaWithVersionHashes: Encodable {
+    let schema: Schema
+
+    private enum CodingKeys: String, CodingKey { case versionHashes, versionHashesDigest, versionChecksum }
+
+    func encode(to encoder: any Encoder) throws {
+        try schema.encode(to: encoder)
+        let hashes = schema.coreDataVersionHashes
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(hashes.base64EntityHashes, forKey: .versionHashes)
+        try c.encode(hashes.digest, forKey: .versionHashesDigest)
+        try c.encode(hashes.checksum, forKey: .versionChecksum)
+    }
+
+    /// Pretty-printed with sorted keys, as ``Schema/jsonData()`` prints the schema alone.
+    func jsonData() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return try encoder.encode(self)
     }
 }

@@ -31,6 +31,15 @@ public protocol StoreBackend: Sendable {
     /// these. Returns an empty array when nothing exists.
     func ownedFiles(ofStoreAt url: URL) -> [URL]
 
+    /// Where `file`, one of the ``ownedFiles(ofStoreAt:)`` of the store built at the staging path `staged`, goes
+    /// when that store is moved into place at `destination`; `nil` leaves it out of the move.
+    ///
+    /// The default maps the files named after the store: `staged`'s name followed by a suffix (`-wal`, a lock
+    /// file, or nothing for the main file) becomes `destination`'s name followed by the same suffix. A backend that
+    /// owns files named otherwise (Core Data's `.Name_SUPPORT` folder) maps those itself, or they are lost on every
+    /// copy, replace and relocation.
+    func placedLocation(of file: URL, staged: URL, destination: URL) -> URL?
+
     /// Reads the store's metadata without a full open.
     func readMetadata(at url: URL) throws -> StoreMetadata
 
@@ -75,6 +84,14 @@ public protocol StoreBackend: Sendable {
 }
 
 extension StoreBackend {
+    public func placedLocation(of file: URL, staged: URL, destination: URL) -> URL? {
+        let stagedName = staged.lastPathComponent
+        let name = file.lastPathComponent
+        guard name.hasPrefix(stagedName) else { return nil }
+        return destination.deletingLastPathComponent()
+            .appendingPathComponent(destination.lastPathComponent + name.dropFirst(stagedName.count))
+    }
+
     public func copyStore(from source: URL, to destination: URL) throws {
         throw StoreError.unsupported("fast copy for \(typeIdentifier) stores")
     }

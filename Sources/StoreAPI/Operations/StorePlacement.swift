@@ -32,15 +32,11 @@ enum StorePlacement {
                 aside.append(target)
             }
         }
-        let stagedName = staged.lastPathComponent
-        let finalName = destination.lastPathComponent
         // Sidecars first, the main file (or directory) last.
         let ordered = stagedFiles.filter { $0.standardizedFileURL != staged.standardizedFileURL }
             + stagedFiles.filter { $0.standardizedFileURL == staged.standardizedFileURL }
         for f in ordered {
-            let name = f.lastPathComponent
-            guard name.hasPrefix(stagedName) else { continue }
-            let target = destination.deletingLastPathComponent().appendingPathComponent(finalName + name.dropFirst(stagedName.count))
+            guard let target = backend.placedLocation(of: f, staged: staged, destination: destination) else { continue }
             try AtomicFile.rename(f, to: target)
         }
         try AtomicFile.fsyncDirectory(of: destination)

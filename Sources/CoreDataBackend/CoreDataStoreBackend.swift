@@ -70,9 +70,11 @@ public struct CoreDataStoreBackend: StoreBackend {
     public var fileExtensions: [String] { [] }
 
     /// Persistent, transactional (a failed save leaves the store as it was) and ordered relationships keep their
-    /// order. Not `multiProcess` (a save rewrites the tables from this process's snapshot, and refuses when another
-    /// process committed since), `history` (saves write no history rows), `fastCopy` or `recordPages`.
-    public var capabilities: BackendCapabilities { [.persistent, .transactions, .orderedRelationships] }
+    /// order; ``copyStore(from:to:)`` copies the file with SQLite's backup API (`fastCopy`). Not `multiProcess` (a
+    /// save rewrites the tables from this process's snapshot, and refuses when another process committed since),
+    /// `history` (saves write no history rows), `onlineBackup` (a backup of a loaded store is copied from its
+    /// records) or `recordPages`.
+    public var capabilities: BackendCapabilities { [.persistent, .transactions, .orderedRelationships, .fastCopy] }
 
     static let sidecarSuffixes = ["-wal", "-shm", "-journal"]
 
@@ -145,9 +147,27 @@ public struct CoreDataStoreBackend: StoreBackend {
     }
 
     /// `.Name_SUPPORT` beside `Name.sqlite`: Core Data's folder for external binary data (`_EXTERNAL_DATA`).
+    ///
+    /// A store being built under a staging name (``AtomicFile/stagingURL(for:)``) keeps it as `<staging name>-SUPPORT`
+    /// instead, a name the framework's staging cleanup recognises as that store's; ``placedLocation(of:staged:destination:)``
+    /// renames it to the real store's `.Name_SUPPORT` when the store is moved into place.
     static func supportFolder(of url: URL) -> URL {
+        if url.lastPathComponent.hasPrefix(AtomicFile.stagingPrefix) { return sidecar(url, "-SUPPORT") }
         let name = url.deletingPathExtension().lastPathComponent
         return url.deletingLastPathComponent().appendingPathComponent(".\(name)_SUPPORT")
+    }
+
+    /// The staged store's support folder becomes `destination`'s `.Name_SUPPORT`; its other files keep their
+    /// suffix after the store's name (`-wal`, `-shm`).
+    public func placedLocation(of file: URL, staged: URL, destination: URL) -> URL? {
+        if file.standardizedFileURL == Self.supportFolder(of: staged).standardizedFileURL {
+            return Self.supportFolder(of: destination)
+        }
+        let stagedName = staged.lastPathComponent
+        let name = file.lastPathComponent
+        guard name.hasPrefix(stagedName) else { return nil }
+        return destination.deletingLastPathComponent()
+            .appendingPathComponent(destination.lastPathComponent + name.dropFirst(stagedName.count))
     }
 
     /// The folders CloudKit mirroring may keep assets in beside a store. [unverified: the corpus has no CloudKit

@@ -120,6 +120,34 @@ final class ReadOnlyDatabase {
         }
     }
 
+    /// Copies the database, as this connection reads it (a `-wal` included), into the new file `destination` with
+    /// SQLite's backup API, in one step so the copy is one consistent snapshot. The copy is synced to disk.
+    func backup(to destination: URL) throws(StoreError) {
+        var handle: OpaquePointer?
+        let rc = sqlite3_open_v2(destination.path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_EXCLUSIVE, nil)
+        defer { sqlite3_close_v2(handle) }
+        guard rc == SQLITE_OK, let target = handle else {
+            throw .io(destination, operation: "creating the copy of \(url.path)", reason: String(cString: sqlite3_errstr(rc)))
+        }
+        guard let backup = sqlite3_backup_init(target, "main", db, "main") else {
+            throw .io(destination, operation: "copying \(url.path)", reason: String(cString: sqlite3_errmsg(target)))
+        }
+        // A lock held by another process is waited for a few seconds, never for ever.
+        var step = SQLITE_OK, waits = 0
+        repeat {
+            step = sqlite3_backup_step(backup, -1)
+            if step == SQLITE_BUSY || step == SQLITE_LOCKED {
+                waits += 1
+                sqlite3_sleep(10)
+            }
+        } while (step == SQLITE_OK || step == SQLITE_BUSY || step == SQLITE_LOCKED) && waits < 500
+        let finished = sqlite3_backup_finish(backup)
+        guard step == SQLITE_DONE, finished == SQLITE_OK else {
+            let code = step == SQLITE_DONE ? finished : step
+            throw .io(destination, operation: "copying \(url.path)", reason: String(cString: sqlite3_errstr(code)))
+        }
+    }
+
     /// The names of the tables in the store.
     func tableNames() throws(StoreError) -> Set<String> {
         Set(try rows("SELECT name FROM sqlite_master WHERE type = 'table'").compactMap { $0.first?.text })

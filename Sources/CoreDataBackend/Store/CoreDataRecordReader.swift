@@ -333,35 +333,10 @@ struct CoreDataRecordReader {
             return .uri(u)
         case .binary, .transformable:
             guard let bytes = v.bytes else { throw bad("\(v)") }
-            if a.allowsExternalBinaryDataStorage { return .binary(try externalData(bytes, a, table: table, pk: pk)) }
+            if a.allowsExternalBinaryDataStorage {
+                return .binary(try CoreDataExternalData.decode(bytes, store: url, table: table, primaryKey: pk, attribute: a.name))
+            }
             return .binary(Data(bytes))
-        }
-    }
-
-    /// [unverified: no corpus store has one] A value that may live outside the store starts with a marker byte:
-    /// 1, then the bytes; 2, then the file name (UTF-8, NUL-terminated) in `.Name_SUPPORT/_EXTERNAL_DATA/`.
-    private func externalData(
-        _ bytes: [UInt8], _ a: AttributeDescription, table: String, pk: Int64
-    ) throws(StoreError) -> Data {
-        guard let marker = bytes.first else { return Data() }
-        switch marker {
-        case 1:
-            return Data(bytes.dropFirst())
-        case 2:
-            let name = String(decoding: bytes.dropFirst().prefix { $0 != 0 }, as: UTF8.self)
-            guard !name.isEmpty, !name.contains("/"), name != "..", name != "." else {
-                throw .corruptStore(url, reason: "\(table) row Z_PK \(pk), \(a.name): a bad external data file name")
-            }
-            let file = CoreDataStoreBackend.supportFolder(of: url)
-                .appendingPathComponent("_EXTERNAL_DATA").appendingPathComponent(name)
-            do {
-                return try Data(contentsOf: file)
-            } catch {
-                throw .corruptStore(url, reason: "\(table) row Z_PK \(pk), \(a.name): external data file "
-                    + "\(file.path) cannot be read (\(error.localizedDescription))")
-            }
-        default:
-            throw .corruptStore(url, reason: "\(table) row Z_PK \(pk), \(a.name): unknown external storage marker \(marker)")
         }
     }
 }

@@ -157,16 +157,20 @@ final class CoreDataWritableStore: PersistentStore, @unchecked Sendable {
             try next.snapshot().forEachRecord { records.append($0) }
             var newPlist = plist
             if let m = changes.metadata { newPlist = Self.plist(plist, custom: m.custom) }
+            let external = CoreDataExternalDataWriter(store: fileURL, layout: layout, schema: schema)
             try begin(db)
             do {
-                let writer = CoreDataRowWriter(layout: layout, schema: schema, db: db, url: fileURL)
+                try external.loadReferences(db)
+                let writer = CoreDataRowWriter(layout: layout, schema: schema, db: db, url: fileURL, external: external)
                 try writer.write(records, locks: locks)
                 if let m = changes.metadata { try Self.writeMetadataRow(db, uuid: m.storeUUID, plist: newPlist) }
                 try commit(db)
             } catch {
                 try? db.execute("ROLLBACK")
+                external.discardWritten()
                 throw error
             }
+            external.removeUnreferenced(db)
             snapshot = next
             byEntity = Self.group(records)
             optimisticLocks = locks
@@ -221,6 +225,8 @@ struct CoreDataRowWriter {
     let schema: Schema
     let db: CoreDataWritableDatabase
     let url: URL
+    /// Where values of attributes that allow external storage go (see ``CoreDataExternalDataWriter``).
+    var external: CoreDataExternalDataWriter? = nil
 
     /// Core Data's spacing of `Z_FOK_` values (see ``CoreDataWritableStore``).
     static let orderSpacing: Int64 = 1024
@@ -306,7 +312,9 @@ struct CoreDataRowWriter {
                                 values.append(.null)
                                 continue
                             }
-                            values.append(try encode(r.attributes[i], e.attributes[i], record: r))
+                            values.append(try external?.encode(r.attributes[i], e.attributes[i], table: table.name,
+                                                               column: column.name, primaryKey: pk)
+                                ?? encode(r.attributes[i], e.attributes[i], record: r))
                         case .foreignKey(let owner, let name):
                             guard isA(r.entity, owner), let k = try toOne(r, name) else { values.append(.null); continue }
                             values.append(.integer(k))
@@ -423,8 +431,8 @@ struct CoreDataRowWriter {
         case .boolean(let b): return .integer(b ? 1 : 0)
         case .date(let d): return .real(d.timeIntervalSinceReferenceDate)
         case .binary(let data):
-            // [unverified] A value that may be stored externally is written inline behind marker byte 1.
-            return .blob(a.allowsExternalBinaryDataStorage ? [1] + Array(data) : Array(data))
+            // A value that may be stored externally is written inline behind its marker (CoreDataExternalData).
+            return .blob(a.allowsExternalBinaryDataStorage ? CoreDataExternalData.inlineColumn(data) : Array(data))
         case .uuid(let u):
             let b = u.uuid
             return .blob([b.0, b.1, b.2, b.3, b.4, b.5, b.6, b.7, b.8, b.9, b.10, b.11, b.12, b.13, b.14, b.15])

@@ -38,7 +38,9 @@ struct CopyCommand: ParsableCommand {
             let src = URL(fileURLWithPath: source)
             let dst = URL(fileURLWithPath: destination)
             let backend = try Backends.existing(src, type: type)
-            if let suggested = Backends.registry.backend(forExtensionOf: dst), suggested.typeIdentifier != backend.typeIdentifier {
+            // A copy named like its source is that type's (a Core Data `App.sqlite` backed up as `Backup.sqlite`).
+            if dst.pathExtension.lowercased() != src.pathExtension.lowercased(),
+               let suggested = Backends.registry.backend(forExtensionOf: dst), suggested.typeIdentifier != backend.typeIdentifier {
                 throw CommandFailure("\(dst.path): the extension suggests a \(suggested.typeIdentifier) store, but copy keeps the type (\(backend.typeIdentifier)); use 'storectl convert' to change it")
             }
             let result = try Transfers.copy(from: src, type: backend.typeIdentifier, to: dst, type: backend.typeIdentifier,

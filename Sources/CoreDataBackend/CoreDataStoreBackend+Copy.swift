@@ -1,0 +1,79 @@
+import Foundation
+@_spi(BackendKit) import StoreAPI
+
+extension CoreDataStoreBackend {
+    /// Copies the store at `source` to the new path `destination`: the database with SQLite's backup API (what the
+    /// source's `-wal` holds included, without checkpointing it or changing any of its files), then its
+    /// `.Name_SUPPORT` folder with the external binary data. Everything Core Data keeps in the file travels
+    /// unchanged: the model cache, persistent history, CloudKit's tables, fetch indexes.
+    ///
+    /// The support folder is copied after the database. When a save in another process replaced a value in
+    /// between (so a file the copied database refers to was already deleted from the source), the copy is made
+    /// again; a file missing from the source itself is a damage the copy carries, as `verify` reports it.
+    ///
+    /// - Throws: ``StoreError/storeExists(_:)`` when something is at `destination`; the errors of reading the
+    ///   source; ``StoreError/io(_:operation:reason:)`` when the copy cannot be written (nothing of it is left).
+    public func copyStore(from source: URL, to destination: URL) throws {
+        try requireStore(source)
+        guard !FileManager.default.fileExists(atPath: destination.path) else { throw StoreError.storeExists(destination) }
+        let sourceSupport = Self.supportFolder(of: source)
+        let attempts = 3
+        for attempt in 1...attempts {
+            do {
+                try ReadOnlyDatabase.open(source).backup(to: destination)
+                try AtomicFile.fsync(path: destination)
+                guard FileManager.default.fileExists(atPath: sourceSupport.path) else { return }
+                try CoreDataExternalData.copyTree(sourceSupport, to: Self.supportFolder(of: destination))
+                let changed = try externalReferences(ofStoreAt: destination).contains { name in
+                    !FileManager.default.fileExists(
+                        atPath: CoreDataExternalData.folder(ofStoreAt: destination).appendingPathComponent(name).path)
+                        && FileManager.default.fileExists(
+                            atPath: CoreDataExternalData.folder(ofStoreAt: source).appendingPathComponent(name).path)
+                }
+                guard changed else { return }
+                guard attempt < attempts else {
+                    throw StoreError.io(destination, operation: "copying \(source.path)",
+                                        reason: "its external data files kept changing while they were copied")
+                }
+            } catch {
+                Self.removeCopy(at: destination)
+                throw error
+            }
+            Self.removeCopy(at: destination)
+        }
+    }
+
+    /// Deletes what a copy wrote at `destination`.
+    static func removeCopy(at destination: URL) {
+        for suffix in ["-SUPPORT"] + sidecarSuffixes { try? FileManager.default.removeItem(at: sidecar(destination, suffix)) }
+        try? FileManager.default.removeItem(at: supportFolder(of: destination))
+        try? FileManager.default.removeItem(at: destination)
+    }
+
+    /// The names of the external data files the store at `url` refers to (read with the model its records are
+    /// read with).
+    func externalReferences(ofStoreAt url: URL) throws -> Set<String> {
+        var names: Set<String> = []
+        for r in try Self.externalReferences(ofStoreAt: url, appModel: modelURL) {
+            if case .file(let name) = r.content { names.insert(name) }
+        }
+        return names
+    }
+
+    /// Every non-inline value of an attribute that allows external storage in the store at `url`.
+    static func externalReferences(ofStoreAt url: URL, appModel: URL?) throws -> [CoreDataExternalData.Reference] {
+        let file = try CoreDataStoreFile.read(at: url)
+        let (metadata, model, _) = try metadata(of: file, appModel: appModel)
+        let layout: CoreDataLayout
+        do throws(CoreDataFormatError) {
+            layout = try CoreDataLayout(model: model)
+        } catch {
+            throw StoreError.corruptStore(url, reason: "the store's model cannot be laid out: \(error.description)")
+        }
+        let db = try ReadOnlyDatabase.open(url)
+        let columns = try CoreDataExternalData.columns(layout, schema: metadata.schema).filter { c throws(StoreError) in
+            try CoreDataStoreVerifier.columns(of: c.table, in: db).contains(c.column)
+        }
+        return try CoreDataExternalData.references(in: columns, rows: { sql throws(StoreError) in try db.rows(sql) })
+    }
+}

@@ -1,0 +1,107 @@
+@_spi(BackendKit) @testable import CoreDataBackend
+import Foundation
+@_spi(BackendKit) import StoreAPI
+import StoreTestSupport
+import Testing
+
+/// Bad input through the backend's public API and the storectl binary: a metadata plist that is not one, a model
+/// cache with an unknown attribute type code, a truncated `-wal` (with and without its `-shm`). Each is a
+/// `StoreError` naming the file, or for the WAL SQLite's own recovery (the transactions whose frames are whole),
+/// and never a crash or a hang. (A missing external-data file: ``CoreDataExternalDataTests``.)
+@Suite struct CoreDataBadInputTests {
+    typealias Fixture = ExternalDataFixture
+
+    static func store(_ dir: TemporaryDirectory) throws -> URL {
+        let url = dir.path("Photos.sqlite")
+        let (coordinator, loaded) = try Fixture.create(at: url)
+        try coordinator.removeStore(loaded)
+        return url
+    }
+
+    /// `body` throws a `StoreError` whose text names `url` and contains `fragment`.
+    static func expectError(_ url: URL, _ fragment: String, sourceLocation: SourceLocation = #_sourceLocation,
+                            _ body: () throws -> Void) {
+        do {
+            try body()
+            Issue.record("no error", sourceLocation: sourceLocation)
+        } catch let error as StoreError {
+            #expect("\(error)".contains(url.path) && "\(error)".contains(fragment), "\(error)", sourceLocation: sourceLocation)
+        } catch {
+            Issue.record("not a StoreError: \(error)", sourceLocation: sourceLocation)
+        }
+    }
+
+    static func storectlFails(_ arguments: [String], naming fragments: [String],
+                              sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let run = try Child.storectl(arguments)
+        #expect(!run.killedBySignal && run.status != 0, "\(arguments)", sourceLocation: sourceLocation)
+        for f in fragments {
+            #expect(run.stderr.contains(f), "'\(f)' in \(run.stderr)", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test func aMetadataPlistThatIsNotOneNamesTheFile() throws {
+        let dir = try TemporaryDirectory("coredata-bad-plist")
+        defer { dir.remove() }
+        let url = try Self.store(dir)
+        try CoreDataStoreFileTests.execute(url, "UPDATE Z_METADATA SET Z_PLIST = ?", blob: Array("<plist>not binary</plist>".utf8))
+        let backend = CoreDataStoreBackend()
+        Self.expectError(url, "Z_METADATA") { _ = try backend.readMetadata(at: url) }
+        Self.expectError(url, "Z_METADATA") {
+            _ = try backend.open(at: url, options: StoreOptions(isReadOnly: true, createIfMissing: false), creating: nil)
+        }
+        try Self.storectlFails(["info", url.path], naming: [url.lastPathComponent, "Z_METADATA"])
+    }
+
+    @Test func anUnknownAttributeTypeCodeNamesTheFile() throws {
+        let dir = try TemporaryDirectory("coredata-bad-typecode")
+        defer { dir.remove() }
+        let url = try Self.store(dir)
+        let cache = try RawDeflate.deflate(ModelCacheTests.model(typeCode: 4242))
+        try CoreDataStoreFileTests.execute(url, "DELETE FROM Z_MODELCACHE", blob: [])
+        try CoreDataStoreFileTests.execute(url, "INSERT INTO Z_MODELCACHE (Z_CONTENT) VALUES (?)", blob: cache)
+        let backend = CoreDataStoreBackend()
+        Self.expectError(url, "unknown attribute type code 4242") { _ = try backend.readMetadata(at: url) }
+        Self.expectError(url, "unknown attribute type code 4242") {
+            _ = try backend.open(at: url, options: StoreOptions(), creating: nil)
+        }
+        try Self.storectlFails(["export", url.path, "--output", dir.path("out.ndjson").path],
+                               naming: [url.lastPathComponent, "4242"])
+        #expect(!FileManager.default.fileExists(atPath: dir.path("out.ndjson").path))
+    }
+
+    /// A `-wal` cut short at several places (inside its header, inside a frame, just before its end), read with
+    /// and without its `-shm`: SQLite keeps the transactions whose frames are whole and ignores the torn tail, or
+    /// the read fails with an error naming the store. Reading never changes the `-wal`.
+    @Test(arguments: [true, false])
+    func aTruncatedWALReadsItsWholeTransactionsOrNamesTheFile(keepShm: Bool) throws {
+        let dir = try TemporaryDirectory("coredata-bad-wal")
+        defer { dir.remove() }
+        let pristine = try dir.directory("pristine").appendingPathComponent("Photos.sqlite")
+        try Fixture.createWithWAL(at: pristine)
+        let walSize = try #require(try FileManager.default.attributesOfItem(atPath: pristine.path + "-wal")[.size] as? NSNumber).intValue
+        for cut in [0, 20, 32 + 24 + 100, walSize / 2, walSize - 1] where cut < walSize {
+            let folder = try dir.directory("cut-\(cut)")
+            let url = folder.appendingPathComponent("Photos.sqlite")
+            try FileManager.default.copyItem(at: pristine, to: url)
+            try FileManager.default.copyItem(at: CoreDataStoreBackend.supportFolder(of: pristine),
+                                             to: CoreDataStoreBackend.supportFolder(of: url))
+            let wal = try Data(contentsOf: URL(fileURLWithPath: pristine.path + "-wal")).prefix(cut)
+            try wal.write(to: URL(fileURLWithPath: url.path + "-wal"))
+            if keepShm { try FileManager.default.copyItem(atPath: pristine.path + "-shm", toPath: url.path + "-shm") }
+            let walHash = CoreDataCorpusTests.sha256(url.path + "-wal")
+            do {
+                let images = try Fixture.images(url)
+                // Whatever survived is whole: an image is all of its bytes or absent.
+                for (title, data) in images {
+                    #expect([Fixture.large, Fixture.small].contains(data), "cut \(cut): \(title) is torn")
+                }
+            } catch let error as StoreError {
+                #expect("\(error)".contains(url.path), "cut \(cut): \(error)")
+            }
+            #expect(CoreDataCorpusTests.sha256(url.path + "-wal") == walHash, "cut \(cut): the -wal changed")
+            let info = try Child.storectl(["info", url.path])
+            #expect(!info.killedBySignal, "cut \(cut): storectl info crashed")
+        }
+    }
+}

@@ -152,16 +152,27 @@ public struct CoreDataStoreBackend: StoreBackend {
     /// instead, a name the framework's staging cleanup recognises as that store's; ``placedLocation(of:staged:destination:)``
     /// renames it to the real store's `.Name_SUPPORT` when the store is moved into place.
     static func supportFolder(of url: URL) -> URL {
-        if url.lastPathComponent.hasPrefix(AtomicFile.stagingPrefix) { return sidecar(url, "-SUPPORT") }
+        if isStaging(url) { return sidecar(url, "-SUPPORT") }
         let name = url.deletingPathExtension().lastPathComponent
         return url.deletingLastPathComponent().appendingPathComponent(".\(name)_SUPPORT")
     }
 
-    /// The staged store's support folder becomes `destination`'s `.Name_SUPPORT`; its other files keep their
-    /// suffix after the store's name (`-wal`, `-shm`).
+    /// Whether `url` is a store being built under a staging name (``AtomicFile/stagingURL(for:)``).
+    static func isStaging(_ url: URL) -> Bool { url.lastPathComponent.hasPrefix(AtomicFile.stagingPrefix) }
+
+    /// The staged store's support folder becomes `destination`'s `.Name_SUPPORT`, and its CloudKit asset folder
+    /// the one of the same kind beside `destination`; its other files keep their suffix after the store's name
+    /// (`-wal`, `-shm`).
+    ///
+    /// An asset folder is placed only where nothing is: a store being replaced has had its own moved aside by
+    /// then, so a folder still there belongs to something else (`ckAssetFiles` is not named after a store), and
+    /// it is never merged into. The staged folder then stays under its staging name, for the staging cleanup.
     public func placedLocation(of file: URL, staged: URL, destination: URL) -> URL? {
-        if file.standardizedFileURL == Self.supportFolder(of: staged).standardizedFileURL {
-            return Self.supportFolder(of: destination)
+        let target = file.standardizedFileURL
+        if target == Self.supportFolder(of: staged).standardizedFileURL { return Self.supportFolder(of: destination) }
+        for (from, to) in zip(Self.cloudKitAssetFolders(of: staged), Self.cloudKitAssetFolders(of: destination))
+        where target == from.standardizedFileURL {
+            return FileManager.default.fileExists(atPath: to.path) ? nil : to
         }
         let stagedName = staged.lastPathComponent
         let name = file.lastPathComponent
@@ -173,7 +184,11 @@ public struct CoreDataStoreBackend: StoreBackend {
     /// The folders CloudKit mirroring may keep assets in beside a store. [unverified: the corpus has no CloudKit
     /// store; app developers report both `ckAssetFiles` and `Name_ckAssets`. Both are matched, and only for a store
     /// with CloudKit's `ANSCK*` tables, so an unrelated folder of that name beside a plain store is never touched.]
+    ///
+    /// A store being built under a staging name keeps them as `<staging name>-ckAssetFiles` and
+    /// `<staging name>-ckAssets`, placed like its support folder (``placedLocation(of:staged:destination:)``).
     static func cloudKitAssetFolders(of url: URL) -> [URL] {
+        if isStaging(url) { return [sidecar(url, "-ckAssetFiles"), sidecar(url, "-ckAssets")] }
         let dir = url.deletingLastPathComponent()
         let name = url.deletingPathExtension().lastPathComponent
         return [dir.appendingPathComponent("ckAssetFiles"), dir.appendingPathComponent("\(name)_ckAssets")]
@@ -347,7 +362,8 @@ public struct CoreDataStoreBackend: StoreBackend {
     ///   ``StoreError/readOnly(_:reason:)`` for a store with CloudKit tables (see ``allowCloudKitWritesOption``).
     public func writeMetadata(_ metadata: StoreMetadata, at url: URL) throws {
         try requireStore(url)
-        try Self.refuseCloudKit(url, options: StoreOptions())
+        // A copy being made (a backup stamped, a restore unstamped) is nobody's live store yet.
+        if !Self.isStaging(url) { try Self.refuseCloudKit(url, options: StoreOptions()) }
         let file = try CoreDataStoreFile.read(at: url)
         let current = try Self.metadata(of: file, appModel: modelURL).metadata
         guard current.schema == metadata.schema else {

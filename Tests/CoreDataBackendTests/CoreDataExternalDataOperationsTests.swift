@@ -153,6 +153,33 @@ import Testing
         #expect(Set(Fixture.externalFiles(url)).isDisjoint(with: changed))
     }
 
+    /// A store with CloudKit tables owns the asset folders beside it (both names, as neither is verified): relocate
+    /// moves them, and they arrive with the store's name where theirs has it.
+    @Test func relocateMovesCloudKitAssetFolders() throws {
+        let dir = try TemporaryDirectory("coredata-extdata-cloudkit")
+        defer { dir.remove() }
+        let old = try dir.directory("old").appendingPathComponent("App.sqlite")
+        let (coordinator, loaded) = try Fixture.create(at: old)
+        try coordinator.removeStore(loaded)
+        try CoreDataVerifyTests.damage(old, "CREATE TABLE ANSCKRECORDMETADATA (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER, Z_OPT INTEGER)")
+        _ = try dir.directory("old/ckAssetFiles")
+        _ = try dir.directory("old/App_ckAssets")
+        _ = try dir.write("asset one", to: "old/ckAssetFiles/A1")
+        _ = try dir.write("asset two", to: "old/App_ckAssets/B2")
+        let owned = CoreDataStoreBackend().ownedFiles(ofStoreAt: old).map(\.lastPathComponent)
+        #expect(Set(owned) == ["App.sqlite", ".App_SUPPORT", "ckAssetFiles", "App_ckAssets"], "\(owned)")
+        let before = Self.hashes(old.deletingLastPathComponent())
+        let new = try dir.directory("shared").appendingPathComponent("Shared.sqlite")
+        #expect(try Self.operations().relocateStore(from: old, to: new) == .moved)
+        #expect((try FileManager.default.contentsOfDirectory(atPath: old.deletingLastPathComponent().path)).isEmpty)
+        let after = Self.hashes(new.deletingLastPathComponent())
+        #expect(after["ckAssetFiles/A1"] == before["ckAssetFiles/A1"])
+        #expect(after["Shared_ckAssets/B2"] == before["App_ckAssets/B2"])
+        #expect(try Fixture.images(new) == ["big": Fixture.large, "little": Fixture.small])
+        #expect(Set(CoreDataStoreBackend().ownedFiles(ofStoreAt: new).map(\.lastPathComponent))
+                == ["Shared.sqlite", ".Shared_SUPPORT", "ckAssetFiles", "Shared_ckAssets"])
+    }
+
     @Test func convertingToLMDBAndBackKeepsEveryValue() throws {
         let dir = try TemporaryDirectory("coredata-extdata-convert")
         defer { dir.remove() }

@@ -34,7 +34,7 @@ final class CoreDataExternalDataWriter {
     func loadReferences(_ db: CoreDataWritableDatabase) throws(StoreError) {
         guard !columns.isEmpty else { return }
         before = [:]
-        for r in try CoreDataExternalData.references(in: columns, rows: { sql throws(StoreError) in try db.run(sql) }) {
+        for r in try CoreDataExternalData.references(in: columns, shortOnly: true, rows: { sql throws(StoreError) in try db.run(sql) }) {
             if case .file(let name) = r.content {
                 before[Key(table: r.column.table, column: r.column.column, primaryKey: r.primaryKey)] = name
             }
@@ -63,7 +63,7 @@ final class CoreDataExternalDataWriter {
     /// deleted stays, unreferenced and harmless.
     func removeUnreferenced(_ db: CoreDataWritableDatabase) {
         guard !before.isEmpty else { return }
-        guard let now = try? CoreDataExternalData.references(in: columns, rows: { sql throws(StoreError) in try db.run(sql) })
+        guard let now = try? CoreDataExternalData.references(in: columns, shortOnly: true, rows: { sql throws(StoreError) in try db.run(sql) })
         else { return }
         var kept: Set<String> = []
         for r in now { if case .file(let name) = r.content { kept.insert(name) } }

@@ -5,7 +5,7 @@ extension CoreDataStoreBackend {
     /// Copies the store at `source` to the new path `destination`: the database with SQLite's backup API (what the
     /// source's `-wal` holds included, without checkpointing it or changing any of its files), then its
     /// `.Name_SUPPORT` folder with the external binary data and, for a store with CloudKit tables, its CloudKit
-    /// asset folders (``cloudKitAssetFolders(of:)``). Everything Core Data keeps in the file travels unchanged: the
+    /// asset folders (`ckAssetFiles`, `Name_ckAssets`). Everything Core Data keeps in the file travels unchanged: the
     /// model cache, persistent history, CloudKit's tables, fetch indexes.
     ///
     /// The support folder is copied after the database. When a save in another process replaced a value in

@@ -205,7 +205,7 @@ struct CoreDataStoreVerifier {
 
 extension CoreDataStoreBackend {
     /// SQLite's `PRAGMA integrity_check` (read-only: a `-wal` is read, never checkpointed), then the consistency of
-    /// the Z-tables (``CoreDataStoreVerifier``: `Z_MAX`, `Z_ENT` values, foreign keys, join rows, external data
+    /// the Z-tables (`Z_MAX`, `Z_ENT` values, foreign keys, join rows, external data
     /// files), with the model the store's records are read with. Each problem names the table, column and key.
     ///
     /// - Throws: the errors of ``readMetadata(at:)`` when the store's bookkeeping cannot be read at all.

@@ -220,10 +220,12 @@ public struct CoreDataStoreBackend: StoreBackend {
         return tables.contains { $0.hasPrefix("ANSCK") }
     }
 
-    /// Throws the typed error for anything at `url` that is not a Core Data store.
-    func requireStore(_ url: URL) throws(StoreError) {
+    /// Throws the typed error for anything at `url` that is not a Core Data store, or (unless `wholeWAL` is
+    /// false) whose `-wal` was cut short (``CoreDataWALCheck``).
+    func requireStore(_ url: URL, wholeWAL: Bool = true) throws(StoreError) {
         switch sniff(url) {
         case .store:
+            if wholeWAL { try CoreDataWALCheck.requireWhole(url) }
             return
         case .foreign(let what):
             throw .wrongStoreType(url, expected: typeIdentifier, found: what)
@@ -487,7 +489,7 @@ public struct CoreDataStoreBackend: StoreBackend {
     /// after deleting the `-wal` would otherwise leave a main file that looks whole but lacks what the log held.
     /// Until the main file goes the path is still a store, so a retry finishes the job.
     public func destroyStore(at url: URL) throws {
-        try requireStore(url)
+        try requireStore(url, wholeWAL: false)
         Self.checkpoint(url)
         for file in ownedFiles(ofStoreAt: url).reversed() {
             do {

@@ -204,13 +204,16 @@ struct CoreDataStoreVerifier {
 }
 
 extension CoreDataStoreBackend {
-    /// SQLite's `PRAGMA integrity_check` (read-only: a `-wal` is read, never checkpointed), then the consistency of
+    /// A `-wal` cut short (the only problem reported then), SQLite's `PRAGMA integrity_check` (read-only: a `-wal`
+    /// is read, never checkpointed), then the consistency of
     /// the Z-tables (`Z_MAX`, `Z_ENT` values, foreign keys, join rows, external data
     /// files), with the model the store's records are read with. Each problem names the table, column and key.
     ///
     /// - Throws: the errors of ``readMetadata(at:)`` when the store's bookkeeping cannot be read at all.
     public func checkIntegrity(at url: URL) throws -> [String] {
-        try requireStore(url)
+        try requireStore(url, wholeWAL: false)
+        // What SQLite reads of a cut -wal is an older store; checking that would only mislead.
+        if let torn = CoreDataWALCheck.problem(ofStoreAt: url) { return [torn] }
         let db = try ReadOnlyDatabase.open(url)
         let engine = try db.rows("PRAGMA integrity_check").compactMap { $0.first?.text }.filter { $0 != "ok" }
         // Queries over a damaged file can report nonsense or fail; its own damage is what to fix first.

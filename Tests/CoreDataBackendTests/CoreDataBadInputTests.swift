@@ -6,8 +6,8 @@ import Testing
 
 /// Bad input through the backend's public API and the storectl binary: a metadata plist that is not one, a model
 /// cache with an unknown attribute type code, a truncated `-wal` (with and without its `-shm`). Each is a
-/// `StoreError` naming the file, or for the WAL SQLite's own recovery (the transactions whose frames are whole),
-/// and never a crash or a hang. (A missing external-data file: ``CoreDataExternalDataTests``.)
+/// `StoreError` naming the file, never a crash or a hang. (A missing external-data file:
+/// ``CoreDataExternalDataTests``.)
 @Suite struct CoreDataBadInputTests {
     typealias Fixture = ExternalDataFixture
 
@@ -70,38 +70,47 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: dir.path("out.ndjson").path))
     }
 
-    /// A `-wal` cut short at several places (inside its header, inside a frame, just before its end), read with
-    /// and without its `-shm`: SQLite keeps the transactions whose frames are whole and ignores the torn tail, or
-    /// the read fails with an error naming the store. Reading never changes the `-wal`.
+    /// A `-wal` cut short at several places (inside its header, inside its first frame, halfway, one byte short),
+    /// with and without its `-shm`: SQLite would silently read an older (here: empty) store, so reads, copies and
+    /// `storectl` refuse it naming the `-wal`; verify reports it; reading never changes it. Cut exactly between two
+    /// frames it is whole as far as anyone can tell, and reads its whole transactions.
     @Test(arguments: [true, false])
-    func aTruncatedWALReadsItsWholeTransactionsOrNamesTheFile(keepShm: Bool) throws {
+    func aTruncatedWALIsAnErrorNamingIt(keepShm: Bool) throws {
         let dir = try TemporaryDirectory("coredata-bad-wal")
         defer { dir.remove() }
         let pristine = try dir.directory("pristine").appendingPathComponent("Photos.sqlite")
         try Fixture.createWithWAL(at: pristine)
-        let walSize = try #require(try FileManager.default.attributesOfItem(atPath: pristine.path + "-wal")[.size] as? NSNumber).intValue
-        for cut in [0, 20, 32 + 24 + 100, walSize / 2, walSize - 1] where cut < walSize {
+        let walData = try Data(contentsOf: URL(fileURLWithPath: pristine.path + "-wal"))
+        let frame = 24 + 4096
+        #expect((walData.count - 32) % frame == 0 && walData.count > 32 + 2 * frame, "a whole WAL of several frames")
+        let backend = CoreDataStoreBackend()
+        for cut in [20, 32 + 24 + 100, walData.count / 2, walData.count - 1, 32 + frame] {
             let folder = try dir.directory("cut-\(cut)")
             let url = folder.appendingPathComponent("Photos.sqlite")
             try FileManager.default.copyItem(at: pristine, to: url)
             try FileManager.default.copyItem(at: CoreDataStoreBackend.supportFolder(of: pristine),
                                              to: CoreDataStoreBackend.supportFolder(of: url))
-            let wal = try Data(contentsOf: URL(fileURLWithPath: pristine.path + "-wal")).prefix(cut)
-            try wal.write(to: URL(fileURLWithPath: url.path + "-wal"))
+            try walData.prefix(cut).write(to: URL(fileURLWithPath: url.path + "-wal"))
             if keepShm { try FileManager.default.copyItem(atPath: pristine.path + "-shm", toPath: url.path + "-shm") }
             let walHash = CoreDataCorpusTests.sha256(url.path + "-wal")
-            do {
-                let images = try Fixture.images(url)
-                // Whatever survived is whole: an image is all of its bytes or absent.
-                for (title, data) in images {
-                    #expect([Fixture.large, Fixture.small].contains(data), "cut \(cut): \(title) is torn")
-                }
-            } catch let error as StoreError {
-                #expect("\(error)".contains(url.path), "cut \(cut): \(error)")
-            }
-            #expect(CoreDataCorpusTests.sha256(url.path + "-wal") == walHash, "cut \(cut): the -wal changed")
             let info = try Child.storectl(["info", url.path])
             #expect(!info.killedBySignal, "cut \(cut): storectl info crashed")
+            if (cut - 32) % frame == 0 {
+                // Whatever survived is whole: an image is all of its bytes or absent.
+                for (title, data) in try Fixture.images(url) {
+                    #expect([Fixture.large, Fixture.small].contains(data), "cut \(cut): \(title) is torn")
+                }
+                #expect(info.status == 0, "cut \(cut): \(info.stderr)")
+            } else {
+                Self.expectError(url, "-wal was cut short") { _ = try Fixture.images(url) }
+                Self.expectError(url, "-wal was cut short") { _ = try backend.readMetadata(at: url) }
+                Self.expectError(url, "-wal was cut short") { try backend.copyStore(from: url, to: dir.path("copy-\(cut).sqlite")) }
+                #expect(!FileManager.default.fileExists(atPath: dir.path("copy-\(cut).sqlite").path))
+                let problems = try backend.checkIntegrity(at: url)
+                #expect(problems.count == 1 && problems.first?.contains(url.path + "-wal") == true, "cut \(cut): \(problems)")
+                #expect(info.status != 0 && info.stderr.contains("Photos.sqlite-wal"), "cut \(cut): \(info.stderr)")
+            }
+            #expect(CoreDataCorpusTests.sha256(url.path + "-wal") == walHash, "cut \(cut): the -wal changed")
         }
     }
 }

@@ -91,7 +91,8 @@ enum CoreDataExternalData {
         case .file(let name):
             let file = folder(ofStoreAt: url).appendingPathComponent(name)
             do {
-                return try Data(contentsOf: file, options: .mappedIfSafe)
+                // Read, never mapped: a file another process truncates under a mapping would crash the reader.
+                return try Data(contentsOf: file)
             } catch {
                 let why = FileManager.default.fileExists(atPath: file.path)
                     ? "cannot be read (\(error.localizedDescription))" : "is missing"
@@ -200,7 +201,7 @@ enum CoreDataExternalData {
     /// Whether the file at `url` holds exactly `data`.
     static func file(_ url: URL, holds data: Data) -> Bool {
         guard let size = (try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? NSNumber,
-            size.intValue == data.count, let stored = try? Data(contentsOf: url, options: .mappedIfSafe)
+            size.intValue == data.count, let stored = try? Data(contentsOf: url)
         else { return false }
         return stored == data
     }
@@ -219,7 +220,7 @@ enum CoreDataExternalData {
                 case S_IFDIR:
                     try copyTree(from, to: to)
                 case S_IFREG:
-                    let data = try Data(contentsOf: from, options: .mappedIfSafe)
+                    let data = try Data(contentsOf: from)
                     try data.write(to: to)
                     try AtomicFile.fsync(path: to)
                 default:

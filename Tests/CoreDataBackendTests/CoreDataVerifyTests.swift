@@ -90,6 +90,20 @@ import Testing
         #expect(damaged.stdout.contains("Z_PRIMARYKEY.Z_MAX 0"), "\(damaged.stdout)\(damaged.stderr)")
     }
 
+    /// Damage that stops the records from reading (an unknown `Z_ENT`) still gets every problem listed, not only
+    /// the first error of the read.
+    @Test func storectlVerifyListsEveryProblemWhenRecordsCannotBeRead() throws {
+        let dir = try TemporaryDirectory("coredata-verify-unreadable")
+        defer { dir.remove() }
+        let url = try Self.store(dir, "a")
+        try Self.damage(url, "UPDATE ZPHOTO SET Z_ENT = 99 WHERE ZTITLE = 'little'; UPDATE ZPHOTO SET ZALBUM = 77 WHERE ZTITLE = 'big'")
+        let run = try Child.storectl(["verify", url.path])
+        #expect(run.status == 1, "\(run.stdout)\(run.stderr)")
+        for fragment in ["ZPHOTO.Z_ENT", "ZPHOTO.ZALBUM", "records: cannot be read"] {
+            #expect(run.stdout.contains(fragment), "'\(fragment)' in \(run.stdout)\(run.stderr)")
+        }
+    }
+
     @Test func aDamagedFileIsAnErrorOrAProblemNeverACrash() throws {
         let dir = try TemporaryDirectory("coredata-verify-bytes")
         defer { dir.remove() }

@@ -46,14 +46,20 @@ struct VerifyCommand: ParsableCommand {
             let url = URL(fileURLWithPath: store)
             let backend = try Backends.existing(url, type: type)
             problems = try backend.checkIntegrity(at: url).map { "engine: \($0)" }
-            let opened = try backend.open(at: url, options: StoreOptions(isReadOnly: true, createIfMissing: false), creating: nil)
-            defer { try? opened.close() }
-            let bar = ProgressBar("verifying", quiet: common.quiet || json)
+            var records = 0
             do {
-                defer { bar.finish() }
-                problems += try StoreVerifier(progress: bar.handler).verify(opened)
+                let opened = try backend.open(at: url, options: StoreOptions(isReadOnly: true, createIfMissing: false), creating: nil)
+                defer { try? opened.close() }
+                let bar = ProgressBar("verifying", quiet: common.quiet || json)
+                do {
+                    defer { bar.finish() }
+                    problems += try StoreVerifier(progress: bar.handler).verify(opened)
+                }
+                records = try StoreTransfer.countRecords(opened)
+            } catch let error as StoreError where !problems.isEmpty {
+                // The damage the engine check found is often what stops the records from reading: list it all.
+                problems.append("records: cannot be read: \(error)")
             }
-            let records = try StoreTransfer.countRecords(opened)
             if json {
                 try JSONOutput.print(Report(path: url.path, type: backend.typeIdentifier, ok: problems.isEmpty, records: records, problems: problems))
             } else if problems.isEmpty {

@@ -8,9 +8,9 @@ extension CoreDataStoreBackend {
     /// asset folders (`ckAssetFiles`, `Name_ckAssets`). Everything Core Data keeps in the file travels unchanged: the
     /// model cache, persistent history, CloudKit's tables, fetch indexes.
     ///
-    /// The support folder is copied after the database. When a save in another process replaced a value in
-    /// between (so a file the copied database refers to was already deleted from the source), the copy is made
-    /// again; a file missing from the source itself is a damage the copy carries, as `verify` reports it.
+    /// The support folder is copied after the database. When a save replaced a value in between (so a file the
+    /// copied database refers to was already deleted from the source, which no longer refers to it), the copy is
+    /// made again; a file the source refers to and lacks is a damage the copy carries, as `verify` reports it.
     ///
     /// - Throws: ``StoreError/storeExists(_:)`` when something is at `destination`,
     ///   ``StoreError/refused(_:reason:)`` when a sidecar or folder of the copy's name is already beside it; the
@@ -33,13 +33,15 @@ extension CoreDataStoreBackend {
                 try Self.copyCloudKitAssets(from: source, to: destination)
                 guard FileManager.default.fileExists(atPath: sourceSupport.path) else { return }
                 try CoreDataExternalData.copyTree(sourceSupport, to: Self.supportFolder(of: destination))
-                let changed = try externalReferences(ofStoreAt: destination).contains { name in
-                    !FileManager.default.fileExists(
-                        atPath: CoreDataExternalData.folder(ofStoreAt: destination).appendingPathComponent(name).path)
-                        && FileManager.default.fileExists(
-                            atPath: CoreDataExternalData.folder(ofStoreAt: source).appendingPathComponent(name).path)
-                }
-                guard changed else { return }
+                // A file the copy refers to but lacks was deleted from the source after the database was copied
+                // (a save replaced its value) unless the source still refers to it: then the source lacks it too.
+                // When the model cannot be read to find the references, the copy stands as made.
+                let folder = CoreDataExternalData.folder(ofStoreAt: destination)
+                guard let referenced = try? externalReferences(ofStoreAt: destination) else { return }
+                let missing = referenced.filter { !FileManager.default.fileExists(atPath: folder.appendingPathComponent($0).path) }
+                guard !missing.isEmpty, let current = try? externalReferences(ofStoreAt: source),
+                    !missing.isSubset(of: current)
+                else { return }
                 guard attempt < attempts else {
                     throw StoreError.io(destination, operation: "copying \(source.path)",
                                         reason: "its external data files kept changing while they were copied")

@@ -81,6 +81,39 @@ import Testing
         #expect(Self.hashes(source.deletingLastPathComponent()) == before, "the source is untouched")
     }
 
+    /// A file the source refers to and lacks is copied as the damage it is (a copy is faithful), and verify
+    /// reports it on both.
+    @Test func copyCarriesAMissingFileAsTheDamageItIs() throws {
+        let dir = try TemporaryDirectory("coredata-extdata-copy-damaged")
+        defer { dir.remove() }
+        let source = try Self.source(in: dir)
+        let name = try #require(Fixture.externalFiles(source).first)
+        try FileManager.default.removeItem(at: CoreDataExternalData.folder(ofStoreAt: source).appendingPathComponent(name))
+        let copy = dir.path("Copy.sqlite")
+        try Self.operations().copyStore(from: source, to: copy)
+        for url in [source, copy] {
+            let problems = try CoreDataStoreBackend().checkIntegrity(at: url)
+            #expect(problems.count == 1 && problems.first?.contains(name) == true, "\(problems)")
+        }
+    }
+
+    /// The staged support folder of a copy killed before it was placed is recognised as staging and removed by
+    /// the next operation on that destination.
+    @Test func aKilledCopysStagedSupportFolderIsCleanedUp() throws {
+        let dir = try TemporaryDirectory("coredata-extdata-leftover")
+        defer { dir.remove() }
+        let source = try Self.source(in: dir)
+        let destination = try dir.directory("dst").appendingPathComponent("App.sqlite")
+        let staged = AtomicFile.stagingURL(for: destination)
+        let leftover = CoreDataStoreBackend.supportFolder(of: staged)
+        #expect(leftover.lastPathComponent == staged.lastPathComponent + "-SUPPORT")
+        try FileManager.default.createDirectory(at: leftover.appendingPathComponent("_EXTERNAL_DATA"), withIntermediateDirectories: true)
+        try Data("half".utf8).write(to: leftover.appendingPathComponent("_EXTERNAL_DATA/X"))
+        try Self.operations().copyStore(from: source, to: destination)
+        let listing = try FileManager.default.contentsOfDirectory(atPath: destination.deletingLastPathComponent().path).sorted()
+        #expect(listing == [".App_SUPPORT", "App.sqlite"], "\(listing)")
+    }
+
     @Test func relocateMovesEveryFile() throws {
         let dir = try TemporaryDirectory("coredata-extdata-relocate")
         defer { dir.remove() }

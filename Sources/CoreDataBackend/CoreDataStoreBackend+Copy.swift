@@ -83,16 +83,14 @@ extension CoreDataStoreBackend {
     /// read with).
     func externalReferences(ofStoreAt url: URL) throws -> Set<String> {
         var names: Set<String> = []
-        for r in try Self.externalReferences(ofStoreAt: url, appModel: modelURL, shortOnly: true) {
+        for r in try Self.externalReferences(ofStoreAt: url, appModel: modelURL) {
             if case .file(let name) = r.content { names.insert(name) }
         }
         return names
     }
 
     /// Every non-inline value of an attribute that allows external storage in the store at `url`.
-    static func externalReferences(
-        ofStoreAt url: URL, appModel: URL?, shortOnly: Bool
-    ) throws -> [CoreDataExternalData.Reference] {
+    static func externalReferences(ofStoreAt url: URL, appModel: URL?) throws -> [CoreDataExternalData.Reference] {
         let file = try CoreDataStoreFile.read(at: url)
         let (metadata, model, _) = try metadata(of: file, appModel: appModel)
         let layout: CoreDataLayout
@@ -105,6 +103,6 @@ extension CoreDataStoreBackend {
         let columns = try CoreDataExternalData.columns(layout, schema: metadata.schema).filter { c throws(StoreError) in
             try CoreDataStoreVerifier.columns(of: c.table, in: db).contains(c.column)
         }
-        return try CoreDataExternalData.references(in: columns, shortOnly: shortOnly, rows: { sql throws(StoreError) in try db.rows(sql) })
+        return try CoreDataExternalData.references(in: columns, rows: { sql throws(StoreError) in try db.rows(sql) })
     }
 }

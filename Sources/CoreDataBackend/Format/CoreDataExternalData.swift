@@ -139,23 +139,21 @@ enum CoreDataExternalData {
         return out
     }
 
-    /// The longest column value ``references(in:shortOnly:rows:)`` looks at when asked for short ones only: a
-    /// file reference is a marker, a name and a NUL, far below it.
+    /// The longest value a save looks at for a file reference (``CoreDataExternalReferenceScanner``): a reference
+    /// is a marker, a name and a NUL, far below it.
     static let longestReference = 1024
 
     /// Every row of `columns` whose value is not inline: file references and invalid values (empty and inline
-    /// values are left out). With `shortOnly`, values longer than ``longestReference`` are not read at all (SQLite
-    /// gets a blob's length without loading it), which is all a save needs. `rows` runs a query on the store.
+    /// values are left out). `rows` runs a query on the store; SQLite loads every value whole to look at it.
     static func references(
-        in columns: [Column], shortOnly: Bool = false, rows: (String) throws(StoreError) -> [[SQLiteValue]]
+        in columns: [Column], rows: (String) throws(StoreError) -> [[SQLiteValue]]
     ) throws(StoreError) -> [Reference] {
         var out: [Reference] = []
         for c in columns {
             let column = CoreDataWritableStore.quoted(c.column)
             // Inline values (marker 1) and NULLs are skipped by SQLite; anything else is looked at.
-            let longest = shortOnly ? longestReference : Int.max
             let sql = "SELECT Z_PK, \(column) FROM \(CoreDataWritableStore.quoted(c.table)) WHERE \(column) IS NOT NULL "
-                + "AND length(\(column)) BETWEEN 1 AND \(longest) AND substr(CAST(\(column) AS BLOB), 1, 1) <> x'01'"
+                + "AND length(\(column)) > 0 AND substr(CAST(\(column) AS BLOB), 1, 1) <> x'01'"
             for row in try rows(sql) {
                 guard row.count == 2, let pk = row[0].int else { continue }
                 let content: Content

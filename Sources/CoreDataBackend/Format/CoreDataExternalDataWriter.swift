@@ -4,10 +4,10 @@ import Foundation
 /// The external binary data of one save (see ``CoreDataExternalData`` for the format and the write order).
 ///
 /// A save makes one writer and, inside its transaction:
-/// 1. ``loadReferences(_:)`` before changing any row: the files the store refers to now;
+/// 1. ``loadReferences()`` before changing any row: the files the store refers to now;
 /// 2. ``encode(_:_:table:column:primaryKey:)`` for every value of an attribute that allows external storage: a
 ///    large value becomes a new, durable file (or keeps the file it had, when that file holds the same bytes);
-/// 3. after the commit, ``removeUnreferenced(_:)`` deletes the files the store referred to before and no longer
+/// 3. after the commit, ``removeUnreferenced()`` deletes the files the store referred to before and no longer
 ///    does; after a rollback, ``discardWritten()`` deletes the files this save wrote.
 ///
 /// For a store whose model has no such attribute every step does nothing.
@@ -30,11 +30,12 @@ final class CoreDataExternalDataWriter {
 
     private var folder: URL { CoreDataExternalData.folder(ofStoreAt: storeURL) }
 
-    /// Notes the file every row refers to before the save changes anything.
-    func loadReferences(_ db: CoreDataWritableDatabase) throws(StoreError) {
+    /// Notes the file every row refers to before the save changes anything (called inside the save's write
+    /// transaction, before its first change: what is committed is what the save starts from).
+    func loadReferences() throws(StoreError) {
         guard !columns.isEmpty else { return }
         before = [:]
-        for r in try CoreDataExternalData.references(in: columns, shortOnly: true, rows: { sql throws(StoreError) in try db.run(sql) }) {
+        for r in try CoreDataExternalReferenceScanner(storeURL).references(in: columns) {
             if case .file(let name) = r.content {
                 before[Key(table: r.column.table, column: r.column.column, primaryKey: r.primaryKey)] = name
             }
@@ -61,10 +62,9 @@ final class CoreDataExternalDataWriter {
 
     /// After the commit: deletes the files referred to before the save and no longer. A file that cannot be
     /// deleted stays, unreferenced and harmless.
-    func removeUnreferenced(_ db: CoreDataWritableDatabase) {
+    func removeUnreferenced() {
         guard !before.isEmpty else { return }
-        guard let now = try? CoreDataExternalData.references(in: columns, shortOnly: true, rows: { sql throws(StoreError) in try db.run(sql) })
-        else { return }
+        guard let now = try? CoreDataExternalReferenceScanner(storeURL).references(in: columns) else { return }
         var kept: Set<String> = []
         for r in now { if case .file(let name) = r.content { kept.insert(name) } }
         for name in Set(before.values).subtracting(kept) {

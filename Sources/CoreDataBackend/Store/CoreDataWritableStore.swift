@@ -160,7 +160,7 @@ final class CoreDataWritableStore: PersistentStore, @unchecked Sendable {
             let external = CoreDataExternalDataWriter(store: fileURL, layout: layout, schema: schema)
             try begin(db)
             do {
-                try external.loadReferences(db)
+                try external.loadReferences()
                 let writer = CoreDataRowWriter(layout: layout, schema: schema, db: db, url: fileURL, external: external)
                 try writer.write(records, locks: locks)
                 if let m = changes.metadata { try Self.writeMetadataRow(db, uuid: m.storeUUID, plist: newPlist) }
@@ -170,7 +170,7 @@ final class CoreDataWritableStore: PersistentStore, @unchecked Sendable {
                 external.discardWritten()
                 throw error
             }
-            external.removeUnreferenced(db)
+            external.removeUnreferenced()
             snapshot = next
             byEntity = Self.group(records)
             optimisticLocks = locks

@@ -7,9 +7,10 @@ import Foundation
 /// - No `-wal` and no `-journal`: `immutable=1`. The main file then holds every committed transaction, and an
 ///   immutable open takes no lock and creates nothing: a plain `mode=ro` open of a store in WAL mode would create a
 ///   `-wal` and a `-shm` beside it.
-/// - A `-wal` with its `-shm`: `mode=ro`. SQLite reads the WAL through the existing `-shm` (it may rebuild that
-///   index, which is shared memory, not data) and a read-only connection never checkpoints, so the main file and the
-///   `-wal` keep their bytes.
+/// - A `-wal` with its `-shm`: `mode=ro&readonly_shm=1`. SQLite reads the WAL through the existing `-shm` opened
+///   read-only (a plain `mode=ro` reader still writes its read marks into the `-shm`; with the `-shm` read-only it
+///   keeps its index of the WAL in its own memory when no writer is live), and a read-only connection never
+///   checkpoints, so the main file, the `-wal` and the `-shm` keep their bytes.
 /// - A `-wal` without its `-shm` (copied out of a device backup): `mode=ro` would create a `-shm` beside the store,
 ///   and `immutable=1` would ignore the WAL and read an empty store (in every corpus store with a `-wal` the data is
 ///   all in it). So the main file and the `-wal` are copied into a private temporary directory and read there.
@@ -56,7 +57,7 @@ final class ReadOnlyDatabase {
             do throws(StoreError) {
                 // The copy is private: whatever SQLite does to it (a -shm created, a journal rolled back) changes
                 // nothing of the user's.
-                let db = try connect(copy, reportAs: url, mode: hasJournal ? .privateCopyWritable : .readOnly)
+                let db = try connect(copy, reportAs: url, mode: hasJournal ? .privateCopyWritable : .privateCopyReadOnly)
                 return ReadOnlyDatabase(url: url, db: db, snapshotDirectory: dir)
             } catch {
                 try? fm.removeItem(at: dir)
@@ -68,8 +69,11 @@ final class ReadOnlyDatabase {
     }
 
     private enum Mode {
-        /// `mode=ro`: reads through SQLite's locks and the WAL.
+        /// `mode=ro&readonly_shm=1`: reads through SQLite's locks and the WAL, and opens the `-shm` read-only so
+        /// that not even SQLite's read marks are written into the user's files.
         case readOnly
+        /// `mode=ro` on a private copy, where SQLite may create the `-shm` it needs.
+        case privateCopyReadOnly
         /// `mode=ro&immutable=1`: the file cannot change while it is read; no lock, nothing created beside it.
         case immutable
         /// A private copy SQLite may write (to roll back a hot journal); never the user's file.
@@ -81,7 +85,8 @@ final class ReadOnlyDatabase {
         c.scheme = "file"
         c.path = file.path
         switch mode {
-        case .readOnly: c.queryItems = [URLQueryItem(name: "mode", value: "ro")]
+        case .readOnly: c.queryItems = [URLQueryItem(name: "mode", value: "ro"), URLQueryItem(name: "readonly_shm", value: "1")]
+        case .privateCopyReadOnly: c.queryItems = [URLQueryItem(name: "mode", value: "ro")]
         case .immutable: c.queryItems = [URLQueryItem(name: "mode", value: "ro"), URLQueryItem(name: "immutable", value: "1")]
         case .privateCopyWritable: c.queryItems = []
         }

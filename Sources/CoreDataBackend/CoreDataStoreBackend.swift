@@ -13,7 +13,7 @@ import Darwin
 /// ``open(at:options:creating:)`` reads an existing store read-only when ``StoreOptions/isReadOnly`` is set (reading
 /// never changes the store's files; see ``CoreDataStoreFile`` for how a `-wal` is read without a checkpoint), opens
 /// it writable otherwise, and creates a new store from `creating`'s schema in Core Data's layout. Saves write Core
-/// Data's rows in one SQLite transaction (`CoreDataWritableStore`): values in Core Data's encodings, `Z_OPT`,
+/// Data's rows in one SQLite transaction (`CoreDataStore`): values in Core Data's encodings, `Z_OPT`,
 /// `Z_PRIMARYKEY.Z_MAX`, foreign keys, `Z_FOK_` order (spaced by 1024) and join tables; derived-attribute triggers
 /// run with no-op stand-ins for the functions Core Data registers. A store converted away from `coredata` and back
 /// keeps its records, keys, global identifiers and relationship order.
@@ -69,12 +69,15 @@ public struct CoreDataStoreBackend: StoreBackend {
     /// tables, never by name.
     public var fileExtensions: [String] { [] }
 
-    /// Persistent, transactional (a failed save leaves the store as it was) and ordered relationships keep their
-    /// order; ``copyStore(from:to:)`` copies the file with SQLite's backup API (`fastCopy`). Not `multiProcess` (a
-    /// save rewrites the tables from this process's snapshot, and refuses when another process committed since),
-    /// `history` (saves write no history rows), `onlineBackup` (a backup of a loaded store is copied from its
-    /// records) or `recordPages`.
-    public var capabilities: BackendCapabilities { [.persistent, .transactions, .orderedRelationships, .fastCopy] }
+    /// Persistent, transactional (a failed save leaves the store as it was), ordered relationships keep their
+    /// order; ``copyStore(from:to:)`` copies the file with SQLite's backup API (`fastCopy`); stores read pages of
+    /// records (`recordPages`: a conversion to a store that inserts pages moves them without making records). Not
+    /// `multiProcess` (a save refuses when another process committed since this store last read or wrote the
+    /// file), `history` (saves write no history rows) or `onlineBackup` (a backup of a loaded store is copied
+    /// from its records).
+    public var capabilities: BackendCapabilities {
+        [.persistent, .transactions, .orderedRelationships, .fastCopy, .recordPages]
+    }
 
     static let sidecarSuffixes = ["-wal", "-shm", "-journal"]
 
@@ -373,13 +376,16 @@ public struct CoreDataStoreBackend: StoreBackend {
         }
         let db = try CoreDataWritableDatabase(url)
         defer { db.close() }
-        try db.execute("BEGIN IMMEDIATE")
+        guard let handle = db.handle else { throw StoreError.io(url, operation: "writing metadata", reason: "the connection is closed") }
+        let connection = CoreDataConnection(url: url, handle: handle, owner: db)
+        defer { connection.finalize() }
+        try connection.run("BEGIN IMMEDIATE")
         do {
-            try CoreDataWritableStore.writeMetadataRow(
-                db, uuid: metadata.storeUUID, plist: CoreDataWritableStore.plist(file.metadata, custom: metadata.custom))
-            try db.execute("COMMIT")
+            try CoreDataStore.writeMetadataRow(
+                connection, uuid: metadata.storeUUID, plist: CoreDataStore.plist(file.metadata, custom: metadata.custom))
+            try connection.run("COMMIT")
         } catch {
-            try? db.execute("ROLLBACK")
+            _ = try? connection.run("ROLLBACK")
             throw error
         }
     }
@@ -404,8 +410,8 @@ public struct CoreDataStoreBackend: StoreBackend {
     ///   Core Data's metadata plist (version hashes, digest, checksum) with the custom metadata as app keys, plus
     ///   the schema under ``schemaMetadataKey`` (the model cache stays empty). `historyTracking` adds Core Data's
     ///   persistent-history tables.
-    /// - ``StoreOptions/isReadOnly``: the records are read into a snapshot; saves throw.
-    /// - Otherwise the store is writable (see `CoreDataWritableStore`), unless it has CloudKit tables
+    /// - ``StoreOptions/isReadOnly``: records are read on demand without changing any file; saves throw.
+    /// - Otherwise the store is writable (see `CoreDataStore`), unless it has CloudKit tables
     ///   (``allowCloudKitWritesOption``) or its tables are not the ones its model lays out.
     ///
     /// - Throws: ``StoreError/storeNotFound(_:)`` when nothing is at `url` and nothing is to be created; the
@@ -421,11 +427,7 @@ public struct CoreDataStoreBackend: StoreBackend {
             let db = try ReadOnlyDatabase.open(url)
             let file = try CoreDataStoreFile.read(at: url)
             let (metadata, model, _) = try Self.metadata(of: file, appModel: appModel(options))
-            let reader = CoreDataRecordReader(
-                url: url, db: db, model: model, schema: metadata.schema, storeUUID: metadata.storeUUID,
-                tables: file.tableNames)
-            return try CoreDataPersistentStore(
-                url: url, metadata: metadata, records: try reader.readAll(), history: try reader.readHistory())
+            return try CoreDataStore(url: url, readOnly: db, metadata: metadata, model: model, tables: file.tableNames)
         }
         try Self.refuseCloudKit(url, options: options)
         // The read-write connection first: it recovers a hot -wal the way any writer would.
@@ -439,19 +441,16 @@ public struct CoreDataStoreBackend: StoreBackend {
             throw StoreError.corruptStore(url, reason: "the store's model cannot be laid out: \(error.description)")
         }
         try Self.requireLayout(layout, in: writer)
-        let reader = CoreDataRecordReader(
-            url: url, db: try ReadOnlyDatabase.open(url), model: model, schema: metadata.schema,
-            storeUUID: metadata.storeUUID, tables: file.tableNames)
-        return try CoreDataWritableStore(
-            url: url, db: writer, metadata: metadata, plist: file.metadata, layout: layout,
-            records: try reader.readAll(), history: try reader.readHistory())
+        return try CoreDataStore(
+            url: url, writer: writer, history: try ReadOnlyDatabase.open(url), metadata: metadata, plist: file.metadata,
+            model: model, layout: layout, tables: file.tableNames)
     }
 
     /// Refuses to write a store whose tables lack a column the model's layout has (a store laid out by a Core Data
     /// whose naming differs from ``CoreDataLayout``'s): writing it would misplace values.
     static func requireLayout(_ layout: CoreDataLayout, in db: CoreDataWritableDatabase) throws(StoreError) {
         for table in layout.tables {
-            let names = Set(try db.run("PRAGMA table_info(\(CoreDataWritableStore.quoted(table.name)))").compactMap {
+            let names = Set(try db.run("PRAGMA table_info(\(CoreDataSQL.quoted(table.name)))").compactMap {
                 if $0.count > 1, case .text(let name) = $0[1] { return name } else { return nil }
             })
             let missing = table.columns.map(\.name).filter { !names.contains($0) }

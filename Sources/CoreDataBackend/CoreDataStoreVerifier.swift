@@ -25,10 +25,10 @@ struct CoreDataStoreVerifier {
 
     /// The column names of `table`.
     static func columns(of table: String, in db: ReadOnlyDatabase) throws(StoreError) -> Set<String> {
-        Set(try db.rows("PRAGMA table_info(\(CoreDataWritableStore.quoted(table)))").compactMap { $0.count > 1 ? $0[1].text : nil })
+        Set(try db.rows("PRAGMA table_info(\(CoreDataSQL.quoted(table)))").compactMap { $0.count > 1 ? $0[1].text : nil })
     }
 
-    private func q(_ name: String) -> String { CoreDataWritableStore.quoted(name) }
+    private func q(_ name: String) -> String { CoreDataSQL.quoted(name) }
 
     /// Runs `sql` and lists one problem per row, `describe` making its text; past ``listedPerCheck`` rows, one
     /// line counts the rest.

@@ -150,9 +150,9 @@ enum CoreDataExternalData {
     ) throws(StoreError) -> [Reference] {
         var out: [Reference] = []
         for c in columns {
-            let column = CoreDataWritableStore.quoted(c.column)
+            let column = CoreDataSQL.quoted(c.column)
             // Inline values (marker 1) and NULLs are skipped by SQLite; anything else is looked at.
-            let sql = "SELECT Z_PK, \(column) FROM \(CoreDataWritableStore.quoted(c.table)) WHERE \(column) IS NOT NULL "
+            let sql = "SELECT Z_PK, \(column) FROM \(CoreDataSQL.quoted(c.table)) WHERE \(column) IS NOT NULL "
                 + "AND length(\(column)) > 0 AND substr(CAST(\(column) AS BLOB), 1, 1) <> x'01'"
             for row in try rows(sql) {
                 guard row.count == 2, let pk = row[0].int else { continue }

@@ -40,8 +40,8 @@ final class CoreDataExternalReferenceScanner {
     func references(in columns: [CoreDataExternalData.Column]) throws(StoreError) -> [CoreDataExternalData.Reference] {
         var out: [CoreDataExternalData.Reference] = []
         for c in columns {
-            let sql = "SELECT Z_PK FROM \(CoreDataWritableStore.quoted(c.table)) "
-                + "WHERE typeof(\(CoreDataWritableStore.quoted(c.column))) = 'blob'"
+            let sql = "SELECT Z_PK FROM \(CoreDataSQL.quoted(c.table)) "
+                + "WHERE typeof(\(CoreDataSQL.quoted(c.column))) = 'blob'"
             var statement: OpaquePointer?
             guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK, let stmt = statement else {
                 sqlite3_finalize(statement)

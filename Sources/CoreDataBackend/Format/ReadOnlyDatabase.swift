@@ -104,6 +104,9 @@ final class ReadOnlyDatabase {
 
     typealias Value = SQLiteValue
 
+    /// The connection, for statements an open store prepares once and keeps (see `CoreDataConnection`).
+    var handle: OpaquePointer { db }
+
     /// Runs `sql` and returns every row.
     func rows(_ sql: String) throws(StoreError) -> [[Value]] {
         var statement: OpaquePointer?

@@ -60,7 +60,17 @@ enum SQLiteValue {
             case .null: rc = sqlite3_bind_null(stmt, index)
             case .integer(let v): rc = sqlite3_bind_int64(stmt, index, v)
             case .real(let v): rc = sqlite3_bind_double(stmt, index, v)
-            case .text(let s): rc = sqlite3_bind_text(stmt, index, s, -1, transient)
+            case .text(let s):
+                // By length: a string may hold NUL characters, which a NUL-terminated bind would cut off at.
+                var s = s
+                rc = s.withUTF8 { utf8 in
+                    utf8.withMemoryRebound(to: CChar.self) { text in
+                        // A non-null pointer even for "": a null one would bind NULL.
+                        text.isEmpty
+                            ? sqlite3_bind_text(stmt, index, "", 0, transient)
+                            : sqlite3_bind_text64(stmt, index, text.baseAddress, UInt64(text.count), transient, UInt8(SQLITE_UTF8))
+                    }
+                }
             case .blob(let b):
                 rc = b.isEmpty
                     ? sqlite3_bind_zeroblob(stmt, index, 0)
@@ -73,17 +83,24 @@ enum SQLiteValue {
 
     /// The columns of the row `stmt` has just stepped to.
     static func row(of stmt: OpaquePointer) -> [SQLiteValue] {
-        (0..<sqlite3_column_count(stmt)).map { c in
-            switch sqlite3_column_type(stmt, c) {
-            case SQLITE_INTEGER: return .integer(sqlite3_column_int64(stmt, c))
-            case SQLITE_FLOAT: return .real(sqlite3_column_double(stmt, c))
-            case SQLITE_TEXT: return .text(sqlite3_column_text(stmt, c).map { String(cString: $0) } ?? "")
-            case SQLITE_BLOB:
-                let n = Int(sqlite3_column_bytes(stmt, c))
-                guard n > 0, let p = sqlite3_column_blob(stmt, c) else { return .blob([]) }
-                return .blob(Array(UnsafeRawBufferPointer(start: p, count: n)))
-            default: return .null
-            }
+        (0..<sqlite3_column_count(stmt)).map { column(of: stmt, $0) }
+    }
+
+    /// Column `c` of the row `stmt` has just stepped to.
+    static func column(of stmt: OpaquePointer, _ c: Int32) -> SQLiteValue {
+        switch sqlite3_column_type(stmt, c) {
+        case SQLITE_INTEGER: return .integer(sqlite3_column_int64(stmt, c))
+        case SQLITE_FLOAT: return .real(sqlite3_column_double(stmt, c))
+        case SQLITE_TEXT:
+            // By length, not up to the first NUL: a text value may hold NUL characters.
+            let n = Int(sqlite3_column_bytes(stmt, c))
+            guard n > 0, let p = sqlite3_column_text(stmt, c) else { return .text("") }
+            return .text(String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self))
+        case SQLITE_BLOB:
+            let n = Int(sqlite3_column_bytes(stmt, c))
+            guard n > 0, let p = sqlite3_column_blob(stmt, c) else { return .blob([]) }
+            return .blob(Array(UnsafeRawBufferPointer(start: p, count: n)))
+        default: return .null
         }
     }
 }

@@ -13,4 +13,89 @@ enum CoreDataGlobalID {
     static func make(store: UUID, root: String, primaryKey: Int64) -> UUID {
         NameBasedUUID.make(namespace: store, name: "\(root)/p\(primaryKey)")
     }
+
+    /// The same UUIDs as ``make(store:root:primaryKey:)``, made without allocating: every record read needs one, and
+    /// the general digest's arrays cost more than the hash. The namespace and the `root/p` prefix are kept; a
+    /// message that does not fit one SHA-1 block takes the general path.
+    struct Maker {
+        private let store: UUID
+        private let root: String
+        /// Namespace bytes, then the UTF-8 of `root/p`.
+        private let prefix: [UInt8]
+
+        init(store: UUID, root: String) {
+            self.store = store
+            self.root = root
+            let ns = store.uuid
+            prefix = [ns.0, ns.1, ns.2, ns.3, ns.4, ns.5, ns.6, ns.7, ns.8, ns.9, ns.10, ns.11, ns.12, ns.13, ns.14, ns.15]
+                + Array("\(root)/p".utf8)
+        }
+
+        func make(_ primaryKey: Int64) -> UUID {
+            // The key's decimal digits (and sign), written backwards.
+            var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
+            let count: Int = withUnsafeMutableBytes(of: &digits) { d in
+                var n = primaryKey.magnitude
+                var i = 0
+                repeat {
+                    d[i] = UInt8(ascii: "0") + UInt8(n % 10)
+                    n /= 10
+                    i += 1
+                } while n > 0
+                if primaryKey < 0 {
+                    d[i] = UInt8(ascii: "-")
+                    i += 1
+                }
+                return i
+            }
+            let length = prefix.count + count
+            guard length <= 55 else { return CoreDataGlobalID.make(store: store, root: root, primaryKey: primaryKey) }
+            var block: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
+            let h = withUnsafeMutableBytes(of: &block) { bytes -> (UInt32, UInt32, UInt32, UInt32) in
+                for (i, b) in prefix.enumerated() { bytes[i] = b }
+                withUnsafeBytes(of: digits) { d in
+                    for i in 0..<count { bytes[prefix.count + i] = d[count - 1 - i] }
+                }
+                bytes[length] = 0x80
+                let bits = UInt64(length) * 8
+                for i in 0..<8 { bytes[63 - i] = UInt8(truncatingIfNeeded: bits >> (8 * UInt64(i))) }
+                let w = bytes.bindMemory(to: UInt32.self)
+                for i in 0..<16 { w[i] = UInt32(bigEndian: w[i]) }
+                return Self.compress(w)
+            }
+            func byte(_ word: UInt32, _ k: UInt32) -> UInt8 { UInt8(truncatingIfNeeded: word >> (24 - 8 * k)) }
+            return UUID(uuid: (
+                byte(h.0, 0), byte(h.0, 1), byte(h.0, 2), byte(h.0, 3), byte(h.1, 0), byte(h.1, 1),
+                (byte(h.1, 2) & 0x0F) | 0x50, byte(h.1, 3), (byte(h.2, 0) & 0x3F) | 0x80, byte(h.2, 1), byte(h.2, 2),
+                byte(h.2, 3), byte(h.3, 0), byte(h.3, 1), byte(h.3, 2), byte(h.3, 3)))
+        }
+
+        /// SHA-1 of one padded block (big-endian words, overwritten with the message schedule): the first four words
+        /// of the digest (a UUID takes 16 bytes).
+        private static func compress(_ block: UnsafeMutableBufferPointer<UInt32>) -> (UInt32, UInt32, UInt32, UInt32) {
+            @inline(__always) func rotl(_ x: UInt32, _ n: UInt32) -> UInt32 { (x << n) | (x >> (32 - n)) }
+            let m = block
+            var (a, b, c, d, e): (UInt32, UInt32, UInt32, UInt32, UInt32) =
+                (0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0)
+            for i in 0..<80 {
+                let wi: UInt32
+                if i < 16 {
+                    wi = m[i]
+                } else {
+                    wi = rotl(m[(i - 3) & 15] ^ m[(i - 8) & 15] ^ m[(i - 14) & 15] ^ m[i & 15], 1)
+                    m[i & 15] = wi
+                }
+                let f: UInt32, k: UInt32
+                switch i {
+                case 0..<20: f = (b & c) | (~b & d); k = 0x5A827999
+                case 20..<40: f = b ^ c ^ d; k = 0x6ED9EBA1
+                case 40..<60: f = (b & c) | (b & d) | (c & d); k = 0x8F1BBCDC
+                default: f = b ^ c ^ d; k = 0xCA62C1D6
+                }
+                let t = rotl(a, 5) &+ f &+ e &+ k &+ wi
+                (e, d, c, b, a) = (d, c, rotl(b, 30), a, t)
+            }
+            return (0x67452301 &+ a, 0xEFCDAB89 &+ b, 0x98BADCFE &+ c, 0x10325476 &+ d)
+        }
+    }
 }

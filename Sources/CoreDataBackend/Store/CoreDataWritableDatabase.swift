@@ -45,6 +45,9 @@ final class CoreDataWritableDatabase {
         if let db { sqlite3_close_v2(db) }
     }
 
+    /// The connection while open, for statements an open store prepares once and keeps (see `CoreDataConnection`).
+    var handle: OpaquePointer? { db }
+
     /// The extended result code of the last failure (to tell a uniqueness violation from other errors).
     var lastExtendedError: Int32 { db.map { sqlite3_extended_errcode($0) } ?? SQLITE_MISUSE }
 

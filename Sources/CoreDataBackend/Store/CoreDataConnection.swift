@@ -1,0 +1,135 @@
+import CSQLite
+import Foundation
+@_spi(BackendKit) import StoreAPI
+
+/// The statements an open Core Data store runs, prepared once per SQL text and kept for the life of the store, over
+/// the connection it reads through (read-only, or the writer's, so that reads see the store's own writes).
+///
+/// A store runs the same few statements for every page and every save; preparing them again each time would cost
+/// more than running them. Not thread-safe: the owning store serialises its use.
+final class CoreDataConnection {
+    let url: URL
+    private let handle: OpaquePointer
+    private var statements: [String: OpaquePointer] = [:]
+    /// Keeps the connection's owner (which closes it) alive while statements are prepared on it.
+    private let owner: AnyObject
+
+    init(url: URL, handle: OpaquePointer, owner: AnyObject) {
+        self.url = url
+        self.handle = handle
+        self.owner = owner
+    }
+
+    deinit { finalize() }
+
+    /// Releases every prepared statement; the connection can then be closed.
+    func finalize() {
+        for s in statements.values { sqlite3_finalize(s) }
+        statements = [:]
+    }
+
+    private func failure(_ sql: String) -> StoreError {
+        .io(url, operation: sql, reason: String(cString: sqlite3_errmsg(handle)))
+    }
+
+    /// The statement for `sql`, prepared on first use.
+    func statement(_ sql: String) throws(StoreError) -> OpaquePointer {
+        if let s = statements[sql] { return s }
+        var prepared: OpaquePointer?
+        guard sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &prepared, nil) == SQLITE_OK,
+            let s = prepared
+        else {
+            sqlite3_finalize(prepared)
+            throw failure(sql)
+        }
+        statements[sql] = s
+        return s
+    }
+
+    /// Binds `values`, calls `row` for every row `sql` produces (the statement positioned on it), and resets the
+    /// statement, also when `row` throws.
+    func query(_ sql: String, _ values: [SQLiteValue] = [], row: (OpaquePointer) throws -> Void) throws {
+        let s = try statement(sql)
+        sqlite3_reset(s)
+        sqlite3_clear_bindings(s)
+        defer { sqlite3_reset(s) }
+        guard SQLiteValue.bind(values, to: s) == SQLITE_OK else { throw failure(sql) }
+        while true {
+            let rc = sqlite3_step(s)
+            if rc == SQLITE_DONE { return }
+            guard rc == SQLITE_ROW else { throw failure(sql) }
+            try row(s)
+        }
+    }
+
+    /// Runs a statement that returns no rows; returns how many rows it changed.
+    @discardableResult
+    func run(_ sql: String, _ values: [SQLiteValue] = []) throws(StoreError) -> Int {
+        let s = try statement(sql)
+        sqlite3_reset(s)
+        sqlite3_clear_bindings(s)
+        defer { sqlite3_reset(s) }
+        guard SQLiteValue.bind(values, to: s) == SQLITE_OK else { throw failure(sql) }
+        var rc = sqlite3_step(s)
+        while rc == SQLITE_ROW { rc = sqlite3_step(s) }
+        guard rc == SQLITE_DONE else { throw failure(sql) }
+        return Int(sqlite3_changes(handle))
+    }
+
+    /// The first column of the first row of `sql`, as an integer.
+    func integer(_ sql: String, _ values: [SQLiteValue] = []) throws -> Int64? {
+        var out: Int64?
+        try query(sql, values) { s in
+            if out == nil, sqlite3_column_type(s, 0) != SQLITE_NULL { out = sqlite3_column_int64(s, 0) }
+        }
+        return out
+    }
+
+    /// The extended result code of the last failure (to tell a uniqueness violation from other errors).
+    var lastExtendedError: Int32 { sqlite3_extended_errcode(handle) }
+
+    /// The column names of `table`, in order; empty when there is no such table.
+    func columns(of table: String) throws -> [String] {
+        var names: [String] = []
+        try query("PRAGMA table_info(\(CoreDataSQL.quoted(table)))") { s in
+            if let text = sqlite3_column_text(s, 1) { names.append(String(cString: text)) }
+        }
+        return names
+    }
+}
+
+/// SQL text helpers shared by the store's readers and writers.
+enum CoreDataSQL {
+    /// `name` as a quoted SQL identifier.
+    static func quoted(_ name: String) -> String {
+        // Statements are built per save and per page: the common name without a quote skips Foundation's search.
+        guard name.utf8.contains(UInt8(ascii: "\"")) else { return "\"" + name + "\"" }
+        return "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    /// `?, ?, …` for `count` parameters.
+    static func placeholders(_ count: Int) -> String {
+        Array(repeating: "?", count: count).joined(separator: ", ")
+    }
+
+    /// The most keys in one `IN (…)` list: well under SQLite's parameter limit.
+    static let chunk = 500
+
+    /// `keys` in chunks of at most ``chunk`` values, each padded (with its own last key) to 1, 16 or ``chunk``
+    /// values, so that a few statement texts serve every list and stay prepared.
+    static func chunks(_ keys: [Int64]) -> [[SQLiteValue]] {
+        var out: [[SQLiteValue]] = []
+        var start = 0
+        while start < keys.count {
+            let remaining = keys.count - start
+            let size = remaining <= 1 ? 1 : remaining <= 16 ? 16 : chunk
+            var values = keys[start..<min(keys.count, start + size)].map { SQLiteValue.integer($0) }
+            if let last = values.last, values.count < size {
+                values += Array(repeating: last, count: size - values.count)
+            }
+            out.append(values)
+            start += size
+        }
+        return out
+    }
+}

@@ -1,0 +1,141 @@
+import CSQLite
+import Foundation
+@_spi(BackendKit) import StoreAPI
+
+extension CoreDataRowReader {
+    /// The records ``scan(_:after:limit:)`` returns, as one ``RecordPage``: the common values (numbers, dates,
+    /// ASCII text, UUIDs, inline binary data) go from the row into the page without becoming Swift values; the
+    /// others (decimals, URIs, non-ASCII text, externally stored data, values of an unexpected SQL type) take the
+    /// record path's conversion, so a page holds exactly what a scan returns and fails where it fails.
+    func scanPage(_ ep: CoreDataReadPlan.EntityPlan, after primaryKey: Int64?, limit: Int) throws -> RecordPage {
+        let attributes = ep.entity.attributes
+        var page = RecordPage(entity: ep.entity.name, capacity: max(0, min(limit, 10_000)),
+                              bytesPerRecord: 16 * max(1, attributes.count))
+        guard limit > 0 else { return page }
+        let table = ep.table
+        guard let pkAt = table.index["Z_PK"], let entAt = table.index["Z_ENT"] else {
+            throw StoreError.corruptStore(url, reason: "table \(table.name) has no Z_PK or Z_ENT column")
+        }
+        for (i, column) in ep.attributeColumns.enumerated() where column == nil {
+            throw StoreError.corruptStore(url, reason: "table \(table.name) has no column for \(ep.entity.name).\(attributes[i].name)")
+        }
+        for case .broken(let reason) in ep.links { throw StoreError.corruptStore(url, reason: reason) }
+        let columns = ep.attributeColumns.map { Int32($0?.index ?? 0) }
+        let links = ep.links
+        // The rows' to-one keys, record by record (relationships are appended after the rows: to-manys need
+        // queries of their own).
+        var toOne: [Int64?] = []
+        let sql = "SELECT \(table.selectList) FROM \(CoreDataSQL.quoted(table.name)) WHERE Z_ENT = ? AND Z_PK > ? "
+            + "ORDER BY Z_PK LIMIT \(limit)"
+        try connection.query(sql, [.integer(ep.number), .integer(primaryKey ?? .min)]) { s in
+            guard sqlite3_column_type(s, Int32(pkAt)) == SQLITE_INTEGER else {
+                throw StoreError.corruptStore(url, reason: "table \(table.name) has a row without an integer Z_PK")
+            }
+            let pk = sqlite3_column_int64(s, Int32(pkAt))
+            guard sqlite3_column_type(s, Int32(entAt)) == SQLITE_INTEGER, sqlite3_column_int64(s, Int32(entAt)) == ep.number else {
+                throw StoreError.corruptStore(url, reason: "\(table.name) row Z_PK \(pk): Z_ENT is not \(ep.number)")
+            }
+            page.beginRecord(primaryKey: pk, globalID: ep.globalID.make(pk))
+            for i in attributes.indices {
+                if !Self.appendDirectly(s, columns[i], attributes[i], to: &page) {
+                    page.append(try values.value(SQLiteValue.column(of: s, columns[i]), attributes[i], table: table.name, pk: pk))
+                }
+            }
+            page.endValues()
+            for link in links {
+                if case .column(let at) = link {
+                    toOne.append(sqlite3_column_type(s, Int32(at)) == SQLITE_INTEGER ? sqlite3_column_int64(s, Int32(at)) : nil)
+                }
+            }
+        }
+        guard !page.isEmpty else { return page }
+        let keys = page.primaryKeys
+        var related: [Int: [Int64: [Int64]]] = [:]
+        for (j, link) in links.enumerated() {
+            switch link {
+            case .referencing, .join: related[j] = try self.related(link, owners: keys)
+            default: break
+            }
+        }
+        var nextToOne = 0
+        for pk in keys {
+            for (j, link) in links.enumerated() {
+                switch link {
+                case .column:
+                    page.appendToOne(toOne[nextToOne])
+                    nextToOne += 1
+                case .referencing(_, _, _, let first):
+                    let members = related[j]?[pk] ?? []
+                    if first { page.appendToOne(members.first) } else { page.appendToMany(members) }
+                case .join:
+                    page.appendToMany(related[j]?[pk] ?? [])
+                case .empty(let toMany):
+                    if toMany { page.appendToMany([Int64]()) } else { page.appendToOne(nil) }
+                case .broken(let reason):
+                    throw StoreError.corruptStore(url, reason: reason)
+                }
+            }
+            page.endLinks()
+        }
+        return page
+    }
+
+    /// Appends column `c` as attribute `a`'s value when it has the SQL type the attribute is normally stored as and
+    /// needs no conversion; `false` (nothing appended) otherwise.
+    private static func appendDirectly(
+        _ s: OpaquePointer, _ c: Int32, _ a: AttributeDescription, to page: inout RecordPage
+    ) -> Bool {
+        let type = sqlite3_column_type(s, c)
+        if type == SQLITE_NULL {
+            page.appendNull()
+            return true
+        }
+        switch a.type {
+        case .integer16, .integer32, .integer64, .boolean:
+            guard type == SQLITE_INTEGER else { return false }
+            let v = sqlite3_column_int64(s, c)
+            switch a.type {
+            case .integer16:
+                guard Int16(exactly: v) != nil else { return false }
+                page.appendInteger(v, tag: .integer16)
+            case .integer32:
+                guard Int32(exactly: v) != nil else { return false }
+                page.appendInteger(v, tag: .integer32)
+            case .integer64: page.appendInteger(v, tag: .integer64)
+            default: page.appendBoolean(v != 0)
+            }
+            return true
+        case .double, .float, .date:
+            guard type == SQLITE_FLOAT else { return false }
+            let d = sqlite3_column_double(s, c)
+            switch a.type {
+            case .double: page.appendDouble(d, tag: .double)
+            case .float: page.appendFloat(Float(d))
+            default: page.appendDouble(d, tag: .date)
+            }
+            return true
+        case .string:
+            guard type == SQLITE_TEXT else { return false }
+            let n = Int(sqlite3_column_bytes(s, c))
+            guard let p = sqlite3_column_text(s, c) else { return false }
+            let bytes = UnsafeRawBufferPointer(start: p, count: n)
+            // ASCII is valid UTF-8 as it stands; anything else is decoded (and repaired) as the record path does.
+            guard !bytes.contains(where: { $0 >= 0x80 }) else { return false }
+            page.appendBytes(bytes, tag: .string)
+            return true
+        case .uuid:
+            guard type == SQLITE_BLOB, sqlite3_column_bytes(s, c) == 16, let p = sqlite3_column_blob(s, c) else { return false }
+            let b = UnsafeRawBufferPointer(start: p, count: 16)
+            page.appendUUID(UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
+                                        b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15])))
+            return true
+        case .binary, .transformable:
+            guard type == SQLITE_BLOB, !a.allowsExternalBinaryDataStorage else { return false }
+            let n = Int(sqlite3_column_bytes(s, c))
+            page.appendBytes(UnsafeRawBufferPointer(start: sqlite3_column_blob(s, c), count: n), tag: .binary)
+            return true
+        case .decimal, .uri:
+            return false
+        }
+    }
+}

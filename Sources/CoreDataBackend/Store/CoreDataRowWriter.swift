@@ -1,0 +1,448 @@
+import CSQLite
+import Foundation
+@_spi(BackendKit) import StoreAPI
+
+/// What a save could not write yet because the row it belongs in is not stored yet, kept by the open store until
+/// that row is inserted. A transfer saves a store entity by entity, so an owner's ordered list arrives before its
+/// members, and a to-one before a destination whose sub-entity its entity column names.
+struct CoreDataPendingLinks {
+    struct Key: Hashable {
+        var table: String
+        var column: String
+        var primaryKey: Int64
+    }
+
+    struct Target: Hashable {
+        var root: String
+        var primaryKey: Int64
+    }
+
+    /// A table's column.
+    struct Column: Hashable {
+        var table: String
+        var column: String
+    }
+
+    /// A member's position in its owner's ordered list, by the member's order column and key (a dictionary per
+    /// column: a transfer can hold one entry for every member of a large table).
+    private var positions: [Column: [Int64: Int64]] = [:]
+    /// The owner and position of a member of a to-many without an inverse, by the member's hidden key column.
+    private var owners: [Column: [Int64: (owner: Int64, position: Int64?)]] = [:]
+
+    mutating func setPosition(_ position: Int64, for key: Key) {
+        positions[Column(table: key.table, column: key.column), default: [:]][key.primaryKey] = position
+    }
+
+    /// The position kept for `key`, removed.
+    mutating func takePosition(_ key: Key) -> Int64? {
+        positions[Column(table: key.table, column: key.column)]?.removeValue(forKey: key.primaryKey)
+    }
+
+    mutating func setOwner(_ owner: (owner: Int64, position: Int64?), for key: Key) {
+        owners[Column(table: key.table, column: key.column), default: [:]][key.primaryKey] = owner
+    }
+
+    func owner(_ key: Key) -> (owner: Int64, position: Int64?)? {
+        owners[Column(table: key.table, column: key.column)]?[key.primaryKey]
+    }
+
+    mutating func removeOwner(_ key: Key) {
+        owners[Column(table: key.table, column: key.column)]?[key.primaryKey] = nil
+    }
+    /// Rows whose entity column waits for the `Z_ENT` of the record their key points at.
+    var entityColumns: [Target: [(table: String, column: String, primaryKey: Int64)]] = [:]
+    /// The highest `Z_PK` stored in each table, as far as this store knows (a key above it has no row yet).
+    var highestKey: [String: Int64] = [:]
+    /// In a bulk load: the column of each join table whose side writes its rows, and the other side's pairs.
+    var joinWriters: [String: String] = [:]
+    var deferredJoins: [String: CoreDataDeferredJoin] = [:]
+}
+
+/// Writes one save into a Core Data store's tables, inside the caller's transaction, touching only the rows the
+/// changes name (see ``CoreDataWritePlan`` for where each value goes):
+///
+/// - deleted records: their rows, their join rows, and the foreign keys that pointed at them (set to NULL);
+/// - inserted records: one row each, with `Z_OPT` 1;
+/// - updated records: `Z_OPT` + 1 and the columns of the values ``StoreChanges/updatedProperties`` says changed;
+/// - the members of each inserted or changed to-many: their order column (from the owner's list: a member's
+///   position, from 1, times ``orderSpacing``), a to-many without an inverse's hidden key, or join rows;
+/// - `Z_PRIMARYKEY.Z_MAX` of each hierarchy that got records, kept at or above every key in its table.
+///
+/// A member whose owner's list is not in the save (it moved to an owner stored earlier) goes after the owner's
+/// last member.
+struct CoreDataRowWriter {
+    let plan: CoreDataWritePlan
+    let schema: Schema
+    let db: CoreDataConnection
+    let url: URL
+    let storeUUID: UUID
+    /// In a bulk load the foreign-key indexes are dropped: positions that would be looked up by foreign key (a
+    /// member whose owner's list is not known, a pair whose other side's list is not known) are left NULL, since a
+    /// transfer delivers every owner's list.
+    let isBulkLoad: Bool
+    /// Where values of attributes that allow external storage go (see ``CoreDataExternalDataWriter``).
+    var external: CoreDataExternalDataWriter? = nil
+
+    /// Core Data's spacing of `Z_FOK_` values: the spacing seen in real stores, which leaves Core Data room to insert
+    /// between two members without renumbering.
+    static let orderSpacing: Int64 = 1024
+
+    private typealias Key = CoreDataPendingLinks.Key
+
+    func save(_ changes: StoreChanges, pending: inout CoreDataPendingLinks) throws {
+        func entityPlan(_ name: String) throws -> CoreDataWritePlan.EntityPlan {
+            guard let p = plan.entities[name] else {
+                _ = try schema.requireEntity(name)
+                throw StoreError.unsupported("\(url.path): entity \(name) has no table in this store")
+            }
+            return p
+        }
+        // The records of this save by root and key, and the positions their lists give their members.
+        var inSave: [String: [Int64: String]] = [:]
+        var inserted: [String: Set<Int64>] = [:]
+        var positions: [Key: Int64] = [:]
+        var owners: [Key: (owner: Int64, position: Int64?)] = [:]
+        var changed: [(record: Record, plan: CoreDataWritePlan.EntityPlan, relationships: [Int], isInsert: Bool)] = []
+        for r in changes.inserted {
+            let p = try entityPlan(r.entity)
+            inSave[p.root, default: [:]][r.primaryKey] = r.entity
+            inserted[p.root, default: []].insert(r.primaryKey)
+            changed.append((r, p, Array(p.links.indices), true))
+        }
+        for (u, r) in changes.updated.enumerated() {
+            let p = try entityPlan(r.entity)
+            inSave[p.root, default: [:]][r.primaryKey] = r.entity
+            changed.append((r, p, changes.changedProperties(ofUpdated: u)?.relationships ?? Array(p.links.indices), false))
+        }
+        for (r, p, relationships, _) in changed {
+            for i in relationships where i < p.links.count && i < r.relationships.count {
+                guard case .members(let link) = p.links[i], let saved = inSave[link.root] else { continue }
+                // Members outside this save get theirs from `writeMembers` (their rows, or the pending links).
+                for (j, m) in r.relationships[i].keys.enumerated() where saved[m] != nil {
+                    let position = Int64(j + 1) * Self.orderSpacing
+                    if link.hasInverse {
+                        if let order = link.order { positions[Key(table: link.table, column: order, primaryKey: m)] = position }
+                    } else {
+                        owners[Key(table: link.table, column: link.foreignKey, primaryKey: m)] =
+                            (r.primaryKey, link.order == nil ? nil : position)
+                    }
+                }
+            }
+        }
+
+        for key in changes.deleted { try delete(key, entityPlan(key.entity)) }
+        for r in changes.inserted {
+            try insert(r, try entityPlan(r.entity), inSave: inSave, positions: positions, owners: owners, pending: &pending)
+        }
+        for (u, r) in changes.updated.enumerated() {
+            try update(r, try entityPlan(r.entity), changes.changedProperties(ofUpdated: u), inSave: inSave,
+                       positions: positions)
+        }
+        for (r, p, relationships, isInsert) in changed {
+            for i in relationships where i < p.links.count && i < r.relationships.count {
+                try writeMembers(r, p, i, isInsert: isInsert, inserted: inserted, pending: &pending)
+            }
+        }
+        for (root, keys) in inserted {
+            guard let number = plan.rootNumbers[root], let highest = keys.max() else { continue }
+            try db.run("UPDATE Z_PRIMARYKEY SET Z_MAX = max(ifnull(Z_MAX, 0), ?) WHERE Z_ENT = ?",
+                       [.integer(highest), .integer(number)])
+        }
+    }
+
+    // MARK: Rows
+
+    private func delete(_ key: RecordKey, _ p: CoreDataWritePlan.EntityPlan) throws {
+        let q = CoreDataSQL.quoted
+        let pk = SQLiteValue.integer(key.primaryKey)
+        try db.run("DELETE FROM \(q(p.table.name)) WHERE Z_PK = ?", [pk])
+        for c in plan.incoming[p.root] ?? [] {
+            let extra = [c.entityColumn, c.order].compactMap { $0 }.map { ", \(q($0)) = NULL" }.joined()
+            try db.run("UPDATE \(q(c.table)) SET \(q(c.column)) = NULL\(extra) WHERE \(q(c.column)) = ?", [pk])
+        }
+        for c in plan.joinColumns[p.root] ?? [] {
+            try db.run("DELETE FROM \(q(c.table)) WHERE \(q(c.column)) = ?", [pk])
+        }
+    }
+
+    private func insert(
+        _ r: Record, _ p: CoreDataWritePlan.EntityPlan, inSave: [String: [Int64: String]], positions: [Key: Int64],
+        owners: [Key: (owner: Int64, position: Int64?)], pending: inout CoreDataPendingLinks
+    ) throws {
+        let e = p.entity
+        let attributes = e.attributes
+        var values: [SQLiteValue] = []
+        values.reserveCapacity(p.sources.count)
+        let table = p.table.name
+        let columns = p.table.columns
+        let sources = p.sources
+        for c in sources.indices {
+            let source = sources[c]
+            let column = columns[c].name
+            switch source {
+            case .primaryKey: values.append(.integer(r.primaryKey))
+            case .entityNumber: values.append(.integer(p.number))
+            case .optimisticLock: values.append(.integer(1))
+            case .null: values.append(.null)
+            case .attribute(let i):
+                guard i < r.attributes.count else { values.append(.null); continue }
+                values.append(try external?.encode(r.attributes[i], attributes[i], table: table, column: column,
+                                                   primaryKey: r.primaryKey)
+                    ?? encode(r.attributes[i], attributes[i], record: r))
+            case .toOne(let i):
+                values.append(toOne(r, i).map { .integer($0) } ?? .null)
+            case .toOneEntity(let i):
+                guard let k = toOne(r, i), case .toOne(_, _, _, let root) = p.links[i] else { values.append(.null); continue }
+                if isBulkLoad {
+                    // Filled for every row at once when the load finishes (`fillEntityColumns`).
+                    values.append(.null)
+                } else if let n = try entityNumber(root: root, key: k, inSave: inSave) {
+                    values.append(.integer(n))
+                } else {
+                    values.append(.null)
+                    pending.entityColumns[.init(root: root, primaryKey: k), default: []].append((table, column, r.primaryKey))
+                }
+            case .toOneOrder(let i):
+                guard let owner = toOne(r, i), case .toOne(let fk, _, _, _) = p.links[i] else { values.append(.null); continue }
+                let key = Key(table: table, column: column, primaryKey: r.primaryKey)
+                if let position = positions[key] ?? pending.takePosition(key) {
+                    values.append(.integer(position))
+                } else if isBulkLoad {
+                    values.append(.null)
+                } else {
+                    values.append(.integer(try nextPosition(table: table, order: column, foreignKey: fk, owner: owner)))
+                }
+            case .inverselessKey(let keyColumn):
+                let key = Key(table: table, column: keyColumn, primaryKey: r.primaryKey)
+                values.append((owners[key] ?? pending.owner(key)).map { .integer($0.owner) } ?? .null)
+            case .inverselessOrder(let keyColumn):
+                let key = Key(table: table, column: keyColumn, primaryKey: r.primaryKey)
+                values.append((owners[key] ?? pending.owner(key))?.position.map { .integer($0) } ?? .null)
+            }
+        }
+        for case .inverselessKey(let keyColumn) in p.sources {
+            pending.removeOwner(Key(table: table, column: keyColumn, primaryKey: r.primaryKey))
+        }
+        try run(p.table.insertSQL, values, table: table, pk: r.primaryKey)
+        pending.highestKey[table] = max(pending.highestKey[table] ?? .min, r.primaryKey)
+        if let waiting = pending.entityColumns.removeValue(forKey: .init(root: p.root, primaryKey: r.primaryKey)) {
+            for w in waiting {
+                try db.run("UPDATE \(CoreDataSQL.quoted(w.table)) SET \(CoreDataSQL.quoted(w.column)) = ? WHERE Z_PK = ?",
+                           [.integer(p.number), .integer(w.primaryKey)])
+            }
+        }
+    }
+
+    private func update(
+        _ r: Record, _ p: CoreDataWritePlan.EntityPlan, _ changed: ChangedProperties?, inSave: [String: [Int64: String]],
+        positions: [Key: Int64]
+    ) throws {
+        let q = CoreDataSQL.quoted
+        var sets = ["Z_ENT = ?", "Z_OPT = ifnull(Z_OPT, 0) + 1"]
+        var values: [SQLiteValue] = [.integer(p.number)]
+        for i in changed?.attributes ?? Array(p.entity.attributes.indices) {
+            guard i < r.attributes.count, i < p.attributeColumns.count, let column = p.attributeColumns[i] else { continue }
+            sets.append("\(q(column)) = ?")
+            values.append(try external?.encode(r.attributes[i], p.entity.attributes[i], table: p.table.name, column: column,
+                                               primaryKey: r.primaryKey)
+                ?? encode(r.attributes[i], p.entity.attributes[i], record: r))
+        }
+        for i in changed?.relationships ?? Array(p.links.indices) {
+            guard i < p.links.count, case .toOne(let fk, let ent, let order, let root) = p.links[i] else { continue }
+            let key = toOne(r, i)
+            sets.append("\(q(fk)) = ?")
+            values.append(key.map { .integer($0) } ?? .null)
+            if let ent {
+                sets.append("\(q(ent)) = ?")
+                values.append(try key.flatMap { try entityNumber(root: root, key: $0, inSave: inSave) }.map { .integer($0) } ?? .null)
+            }
+            if let order {
+                sets.append("\(q(order)) = ?")
+                if let key {
+                    let position = try positions[Key(table: p.table.name, column: order, primaryKey: r.primaryKey)]
+                        ?? nextPosition(table: p.table.name, order: order, foreignKey: fk, owner: key)
+                    values.append(.integer(position))
+                } else {
+                    values.append(.null)
+                }
+            }
+        }
+        values.append(.integer(r.primaryKey))
+        let sql = "UPDATE \(q(p.table.name)) SET \(sets.joined(separator: ", ")) WHERE Z_PK = ?"
+        guard try run(sql, values, table: p.table.name, pk: r.primaryKey) > 0 else {
+            throw StoreError.objectNotFound(ObjectID(storeUUID: storeUUID, entity: r.entity, primaryKey: r.primaryKey))
+        }
+    }
+
+    /// Writes what the members of relationship `i` of `r` hold of it: order columns, hidden keys or join rows.
+    private func writeMembers(
+        _ r: Record, _ p: CoreDataWritePlan.EntityPlan, _ i: Int, isInsert: Bool, inserted: [String: Set<Int64>],
+        pending: inout CoreDataPendingLinks
+    ) throws {
+        let q = CoreDataSQL.quoted
+        let members = r.relationships[i].keys
+        switch p.links[i] {
+        case .toOne, .none:
+            return
+        case .unwritable(let reason):
+            guard !members.isEmpty || !isInsert else { return }
+            throw StoreError.unsupported("\(url.path): \(reason)")
+        case .members(let link):
+            if !link.hasInverse, !isInsert {
+                let extra = link.order.map { ", \(q($0)) = NULL" } ?? ""
+                try db.run("UPDATE \(q(link.table)) SET \(q(link.foreignKey)) = NULL\(extra) WHERE \(q(link.foreignKey)) = ?",
+                           [.integer(r.primaryKey)])
+            }
+            // With an inverse, each member's own to-one holds the key: only an ordered list has more to write.
+            guard !link.hasInverse || link.order != nil else { return }
+            let highest = try highestKey(link.table, &pending)
+            for (j, m) in members.enumerated() where inserted[link.root]?.contains(m) != true {
+                let position = Int64(j + 1) * Self.orderSpacing
+                let changedRows: Int
+                if m > highest {
+                    changedRows = 0
+                } else if link.hasInverse, let order = link.order {
+                    changedRows = try db.run("UPDATE \(q(link.table)) SET \(q(order)) = ? WHERE Z_PK = ? AND \(q(link.foreignKey)) = ?",
+                                             [.integer(position), .integer(m), .integer(r.primaryKey)])
+                } else {
+                    let extra = link.order.map { ", \(q($0)) = ?" } ?? ""
+                    var values: [SQLiteValue] = [.integer(r.primaryKey)]
+                    if link.order != nil { values.append(.integer(position)) }
+                    changedRows = try db.run("UPDATE \(q(link.table)) SET \(q(link.foreignKey)) = ?\(extra) WHERE Z_PK = ?",
+                                             values + [.integer(m)])
+                }
+                guard changedRows == 0 else { continue }
+                // Not stored yet (a transfer writes owners before members): kept until the member's row is inserted.
+                if link.hasInverse, let order = link.order {
+                    pending.setPosition(position, for: Key(table: link.table, column: order, primaryKey: m))
+                } else if !link.hasInverse {
+                    pending.setOwner((r.primaryKey, link.order == nil ? nil : position),
+                                     for: Key(table: link.table, column: link.foreignKey, primaryKey: m))
+                }
+            }
+        case .join(let link):
+            var current: Set<Int64> = []
+            if !isInsert {
+                try db.query("SELECT \(q(link.theirs)) FROM \(q(link.table)) WHERE \(q(link.mine)) = ?", [.integer(r.primaryKey)]) { s in
+                    current.insert(sqlite3_column_int64(s, 0))
+                }
+                for gone in current.subtracting(members) {
+                    try db.run("DELETE FROM \(q(link.table)) WHERE \(q(link.mine)) = ? AND \(q(link.theirs)) = ?",
+                               [.integer(r.primaryKey), .integer(gone)])
+                }
+            }
+            if isBulkLoad, isInsert, link.myOrder == nil {
+                // The first side of a join table a bulk load meets writes its rows; the other, unordered, only
+                // adds its pairs to a checksum that must match the table when the load finishes.
+                let writer = pending.joinWriters[link.table, default: link.mine]
+                pending.joinWriters[link.table] = writer
+                if writer != link.mine {
+                    pending.deferredJoins[link.table, default: CoreDataDeferredJoin(
+                        table: link.table, column: link.mine, other: link.theirs, entity: p.entity.name,
+                        relationship: p.entity.relationships[i].name)].add(mine: r.primaryKey, theirs: members)
+                    return
+                }
+            }
+            let sql = isBulkLoad ? link.bulkUpsertSQL : link.upsertSQL
+            for (j, t) in members.enumerated() {
+                var values: [SQLiteValue] = [.integer(r.primaryKey), .integer(t)]
+                if link.myOrder != nil { values.append(.integer(Int64(j + 1) * Self.orderSpacing)) }
+                if link.theirOrder != nil, !isBulkLoad { values.append(.integer(t)) }
+                try run(sql, values, table: link.table, pk: r.primaryKey)
+            }
+        }
+    }
+
+    /// Sets every to-one's entity column from its destination's row, in one statement per column: a bulk load
+    /// leaves them NULL rather than look each destination up.
+    func fillEntityColumns() throws {
+        let q = CoreDataSQL.quoted
+        var done: Set<String> = []
+        for p in plan.entities.values {
+            for link in p.links {
+                guard case .toOne(let fk, let ent?, _, let root) = link, let destination = plan.tables[root]?.name,
+                    done.insert(p.table.name + "." + ent).inserted
+                else { continue }
+                try db.run("UPDATE \(q(p.table.name)) SET \(q(ent)) = (SELECT d.Z_ENT FROM \(q(destination)) AS d "
+                    + "WHERE d.Z_PK = \(q(p.table.name)).\(q(fk))) WHERE \(q(fk)) IS NOT NULL")
+            }
+        }
+    }
+
+    // MARK: Helpers
+
+    private func toOne(_ r: Record, _ i: Int) -> Int64? {
+        guard i < r.relationships.count, case .toOne(let k) = r.relationships[i] else { return nil }
+        return k
+    }
+
+    /// The `Z_ENT` of the record `key` of hierarchy `root`: from this save, else from the store; `nil` when it is
+    /// not stored yet.
+    private func entityNumber(root: String, key: Int64, inSave: [String: [Int64: String]]) throws -> Int64? {
+        if let name = inSave[root]?[key], let n = plan.entities[name]?.number { return n }
+        guard let sql = plan.tables[root]?.entitySQL else { return nil }
+        return try db.integer(sql, [.integer(key)])
+    }
+
+    /// The position after the last member of `owner`'s ordered list.
+    private func nextPosition(table: String, order: String, foreignKey: String, owner: Int64) throws -> Int64 {
+        let q = CoreDataSQL.quoted
+        let last = try db.integer("SELECT max(\(q(order))) FROM \(q(table)) WHERE \(q(foreignKey)) = ?", [.integer(owner)])
+        return (last ?? 0) + Self.orderSpacing
+    }
+
+    private func highestKey(_ table: String, _ pending: inout CoreDataPendingLinks) throws -> Int64 {
+        if let k = pending.highestKey[table] { return k }
+        let k = try db.integer("SELECT max(Z_PK) FROM \(CoreDataSQL.quoted(table))") ?? 0
+        pending.highestKey[table] = k
+        return k
+    }
+
+    @discardableResult
+    private func run(_ sql: String, _ values: [SQLiteValue], table: String, pk: Int64) throws(StoreError) -> Int {
+        do throws(StoreError) {
+            return try db.run(sql, values)
+        } catch {
+            let code = db.lastExtendedError
+            // SQLITE_CONSTRAINT_UNIQUE / _PRIMARYKEY: a uniqueness constraint or a duplicate join row.
+            if code == SQLITE_CONSTRAINT | (8 << 8) || code == SQLITE_CONSTRAINT | (6 << 8),
+                case .io(_, _, let reason) = error
+            {
+                throw StoreError.refused(url, reason: "\(table) row Z_PK \(pk): \(reason)")
+            }
+            throw error
+        }
+    }
+
+    /// A value as Core Data stores it (see the format reference, §5).
+    private func encode(
+        _ v: StoreValue, _ a: AttributeDescription, record: Record
+    ) throws(StoreError) -> SQLiteValue {
+        switch v {
+        case .null: return .null
+        case .integer16(let i): return .integer(Int64(i))
+        case .integer32(let i): return .integer(Int64(i))
+        case .integer64(let i): return .integer(i)
+        // [unverified] Core Data was seen storing REAL values in DECIMAL columns. The double is parsed from the
+        // decimal's text: NSDecimalNumber's doubleValue can be off in the last bits, and the reader turns the
+        // stored double back into its shortest text, so only the nearest double round-trips.
+        case .decimal(let d):
+            guard let real = Double(d.description) else {
+                throw .typeMismatch(entity: record.entity, property: a.name, expected: .decimal, got: "\(d)")
+            }
+            return .real(real)
+        case .double(let d): return .real(d)
+        case .float(let f): return .real(Double(f))
+        case .string(let s): return .text(s)
+        case .boolean(let b): return .integer(b ? 1 : 0)
+        case .date(let d): return .real(d.timeIntervalSinceReferenceDate)
+        case .binary(let data):
+            // A value that may be stored externally is written inline behind its marker (CoreDataExternalData).
+            return .blob(a.allowsExternalBinaryDataStorage ? CoreDataExternalData.inlineColumn(data) : Array(data))
+        case .uuid(let u):
+            let b = u.uuid
+            return .blob([b.0, b.1, b.2, b.3, b.4, b.5, b.6, b.7, b.8, b.9, b.10, b.11, b.12, b.13, b.14, b.15])
+        case .uri(let u): return .text(u.absoluteString)
+        }
+    }
+}

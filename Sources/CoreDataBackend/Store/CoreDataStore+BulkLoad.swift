@@ -1,0 +1,63 @@
+import CSQLite
+import Foundation
+@_spi(BackendKit) import StoreAPI
+
+/// Bulk loads (see ``BulkLoadingStore``): while a transfer fills a new, empty store, the indexes of its record and
+/// join tables (foreign keys, `Z_ENT`, join columns, uniqueness constraints) are dropped and created again at the
+/// end, each from one sort instead of a B-tree insert per row; the entity columns of to-one keys (`Z<n>_<REL>`) are
+/// filled by one statement each at the end instead of a lookup per row; and commits do not wait for the disk
+/// (`synchronous = NORMAL` in WAL mode: a crash loses at most the last commits of a load that is redone anyway).
+/// A many-to-many's second side writes no rows: its pairs are checked against the table at the end
+/// (``CoreDataDeferredJoin``). A uniqueness constraint the loaded records break, or two sides of a many-to-many
+/// that disagree, make ``finishBulkLoad()`` throw, naming it.
+extension CoreDataStore: BulkLoadingStore {
+    func beginBulkLoad() throws -> Bool {
+        try lock.withLock {
+            guard deferredIndexes == nil, (try? requireWriter()) != nil else { return false }
+            var indexes: [String]?
+            try transaction { c, w in
+                let tables = Set(w.plan.tables.values.map(\.name)).union(w.plan.joinTables)
+                for table in tables {
+                    if try c.integer("SELECT EXISTS (SELECT 1 FROM \(CoreDataSQL.quoted(table)))") == 1 { return }
+                }
+                var found: [(name: String, sql: String)] = []
+                try c.query("SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name") { s in
+                    guard let name = sqlite3_column_text(s, 0), let table = sqlite3_column_text(s, 1),
+                        let sql = sqlite3_column_text(s, 2), tables.contains(String(cString: table))
+                    else { return }
+                    found.append((String(cString: name), String(cString: sql)))
+                }
+                for index in found { try w.db.execute("DROP INDEX \(CoreDataSQL.quoted(index.name))") }
+                indexes = found.map(\.sql)
+            }
+            guard let indexes, let (_, w) = try? requireWriter() else { return false }
+            try? w.db.execute("PRAGMA synchronous = NORMAL")
+            deferredIndexes = indexes
+            return true
+        }
+    }
+
+    func finishBulkLoad() throws {
+        try lock.withLock {
+            guard let statements = deferredIndexes else { return }
+            deferredIndexes = nil
+            let (_, w) = try requireWriter()
+            defer { try? w.db.execute("PRAGMA synchronous = FULL") }
+            do {
+                try transaction { c, w in
+                    try rowWriter(c, w).fillEntityColumns()
+                    for sql in statements { try w.db.execute(sql) }
+                }
+                // After the indexes, so that a failed check leaves a store with all of them.
+                let joins = pendingJoins()
+                for join in joins.values.sorted(by: { $0.table < $1.table }) {
+                    guard let c = try? requireWriter().0 else { break }
+                    try join.verify(c)
+                }
+            } catch let error as StoreError {
+                guard case .io(_, _, let reason) = error, reason.contains("UNIQUE constraint failed") else { throw error }
+                throw StoreError.corruptStore(url ?? w.db.url, reason: "the loaded records break a uniqueness constraint (\(reason))")
+            }
+        }
+    }
+}

@@ -50,7 +50,7 @@ let package = Package(
 
         .executableTarget(
             name: "storebench",
-            dependencies: ["StoreAPI", "SQLiteBackend", "LMDBBackend", "XMLBackend", "CSQLite", "CLMDB", "CLibXML2"],
+            dependencies: ["StoreAPI", "SQLiteBackend", "LMDBBackend", "XMLBackend", "CoreDataBackend", "CSQLite", "CLMDB", "CLibXML2"],
             path: "Benchmarks/storebench"
         ),
 

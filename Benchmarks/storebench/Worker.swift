@@ -12,6 +12,7 @@ import Foundation
 /// - `ref-write TYPE FROM DST`: captures the store FROM (untimed), then times the engine writing the same content
 ///   to DST.
 /// - `open TYPE PATH` / `ref-open TYPE PATH`: opening a store and fetching its first book, ours and the engine's.
+/// - `coredata-open PATH`: opening a Core Data store read-only and reading its book with key 1 (timed in process).
 enum Worker {
     static func run(_ args: [String]) -> Never {
         do {
@@ -96,6 +97,9 @@ enum Worker {
                 return try withExtendedLifetime(context) { try book.value(forKey: "title").stringValue ?? "" }
             }
             return seconds(s, ["found": title.isEmpty ? "0" : "1"])
+        case "coredata-open":
+            let (found, s) = try CoreDataSection.openAndRead(try arg(0))
+            return ["found": found ? "1" : "0", "seconds": String(format: "%.6f", s)]
         case "ref-open":
             let type = try arg(0)
             let path = try arg(1)

@@ -1,3 +1,4 @@
+import CoreDataBackend
 import Foundation
 import LMDBBackend
 import SQLiteBackend
@@ -24,6 +25,7 @@ SQLiteStoreBackend.disableMemoryStatistics()
 BackendRegistry.shared.register(SQLiteStoreBackend())
 BackendRegistry.shared.register(LMDBStoreBackend())
 BackendRegistry.shared.register(XMLStoreBackend())
+BackendRegistry.shared.register(CoreDataStoreBackend())
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "--worker" { Worker.run(Array(arguments.dropFirst())) }
@@ -59,7 +61,7 @@ func runBenchmarks(_ options: Options) throws -> [String] {
 
     for size in options.sizes {
         let dataset = try Dataset(total: size)
-        let datasetSections = Options.sections.filter(options.wants)
+        let datasetSections = Options.sections.filter { !Options.ownDatasetSections.contains($0) && options.wants($0) }
         if !datasetSections.isEmpty {
             let dir = SourceStores.directory(root: dataRoot, total: dataset.total)
             print("\n# \(dataset.total) records: \(dataset.authors) authors, \(dataset.tags) tags, \(dataset.books) books, \(dataset.reviews) reviews")
@@ -122,6 +124,11 @@ func runBenchmarks(_ options: Options) throws -> [String] {
         }
         if options.wants("lmdb"), !(try runLMDBBenchmark(count: size, runs: options.runs(for: size))) { failures.append("lmdb micro-benchmark check") }
         if options.wants("xml") { runXMLBenchmark(count: size) }
+    }
+
+    if options.wants("coredata") {
+        failures += try CoreDataSection.run(sizes: options.sizes, dataRoot: dataRoot, scratch: work, runs: options.runs(for:),
+                                            product: product, table: table, verifyUpTo: options.smoke ? .max : options.verifyUpTo)
     }
 
     // Peak RSS of each conversion at the largest size over the next largest: flat means streaming.

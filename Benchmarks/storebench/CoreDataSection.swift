@@ -1,0 +1,185 @@
+import CoreDataBackend
+import Foundation
+import LMDBBackend
+import StoreAPI
+
+/// The `coredata` section: a Core Data store (``CoreDataDataset``: inheritance, to-one with entity column, ordered
+/// to-many, many-to-many) converted to LMDB and back by our conversion — a fresh process per run, as users run it —
+/// beside the engines' C references doing the same reads and writes on the same stores in the same run: sqlite3
+/// `SELECT *` of every Core Data table + LMDB `mdb_put` of exactly our LMDB store's entries in one transaction, and
+/// an LMDB cursor walk + prepared INSERTs of exactly the Core Data store's rows in one transaction. Then a fresh
+/// process opens the largest store and reads one record by key.
+enum CoreDataSection {
+    /// The targets: both conversions within 1.5× of their reference; one record of a 10⁶-record store
+    /// opened and read in under 5 ms.
+    static let maxRatio = 1.5
+    static let openTargetSeconds = 0.005
+
+    static func directory(root: URL, total: Int) -> URL {
+        root.appendingPathComponent("coredata-v\(Dataset.version)-\(total)")
+    }
+
+    static func source(_ dir: URL, _ type: String) -> URL {
+        dir.appendingPathComponent(type == "coredata" ? "source.sqlite" : "source.\(type)")
+    }
+
+    /// Builds the Core Data and LMDB source stores through each backend's store API, unless kept from a run before.
+    static func ensureSources(_ dataset: CoreDataDataset, in dir: URL) throws -> [String: Timing?] {
+        var built: [String: Timing?] = [:]
+        for type in ["coredata", "lmdb"] {
+            let url = source(dir, type)
+            let stamp = dir.appendingPathComponent(".complete-\(type)")
+            if FileManager.default.fileExists(atPath: stamp.path), FileManager.default.fileExists(atPath: url.path) {
+                built[type] = .some(nil)
+                continue
+            }
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            for leftover in (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []
+            where leftover.hasPrefix(url.lastPathComponent) {
+                try FileManager.default.removeItem(at: dir.appendingPathComponent(leftover))
+            }
+            let (_, seconds) = try Measure.timing {
+                let backend = try BackendRegistry.shared.backend(for: type)
+                let store = try backend.open(at: url, options: StoreOptions(), creating: dataset.metadata(type: type))
+                do {
+                    try dataset.forEachBatch(5_000) { try store.save(StoreChanges(inserted: $0)) }
+                    try store.close()
+                } catch {
+                    try? store.close()
+                    throw error
+                }
+            }
+            _ = FileManager.default.createFile(atPath: stamp.path, contents: Data())
+            built[type] = seconds
+        }
+        return built
+    }
+
+    /// Runs the section for every size; returns the failures.
+    static func run(sizes: [Int], dataRoot: URL, scratch: URL, runs: (Int) -> Int, product: ProductRunner, table: ResultsTable,
+                    verifyUpTo: Int) throws -> [String] {
+        var failures: [String] = []
+        var largest: (total: Int, url: URL)?
+        var peaks: [(Int, [String: Int])] = []
+        for size in sizes {
+            let dataset = try CoreDataDataset(total: size)
+            let dir = directory(root: dataRoot, total: dataset.total)
+            table.begin("coredata: convert to and from a Core Data store, \(ResultRow.count(dataset.total)) records "
+                + "(Person/Author inheritance, to-one, ordered to-many, many-to-many; target ≤1.5× the C reference)")
+            for (type, seconds) in try ensureSources(dataset, in: dir).sorted(by: { $0.key < $1.key }) {
+                var row = ResultRow.timed("build source (\(type))", records: dataset.total, ours: (seconds ?? nil) ?? Timing(cpu: 0, wall: 0),
+                                          reference: nil, referenceName: "generated through the store API; not a product figure")
+                if seconds == nil || seconds! == nil { row.ours = "reused"; row.rate = ""; row.oursWall = "" }
+                table.add(row)
+            }
+            let work = scratch.appendingPathComponent("coredata-\(dataset.total)")
+            try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: work) }
+            var sizePeaks: [String: Int] = [:]
+            for (from, to) in [("coredata", "lmdb"), ("lmdb", "coredata")] {
+                let name = "convert \(from) → \(to)"
+                var times: [Timing] = [], references: [Timing] = [], rss: [Double] = [], anon: [Double] = []
+                for run in 0..<runs(dataset.total) {
+                    func reference() throws {
+                        let read = try ChildProcess.worker(["ref-read", from == "coredata" ? "sqlite" : "lmdb", source(dir, from).path])
+                        let dst = work.appendingPathComponent("ref-write.\(to)")
+                        remove(dst)
+                        defer { remove(dst) }
+                        let write = try ChildProcess.worker(["ref-write", to == "coredata" ? "sqlite" : "lmdb", source(dir, to).path, dst.path])
+                        references.append(read.reportedTiming + write.reportedTiming)
+                    }
+                    if run % 2 == 1 { try reference() }
+                    let dst = work.appendingPathComponent(to == "coredata" ? "converted.sqlite" : "converted.lmdb")
+                    remove(dst)
+                    let outcome = try product.convert(source(dir, from), dst, type: to)
+                    times.append(outcome.timing)
+                    rss.append(Double(outcome.peakRSS))
+                    anon.append(Double(outcome.peakAnon))
+                    if run == 0, let problem = verify(dst, against: source(dir, from), dataset: dataset, verifyUpTo: verifyUpTo) {
+                        failures.append("coredata \(name): \(problem)")
+                        print("error: coredata \(name): \(problem)")
+                    }
+                    remove(dst)
+                    if run % 2 == 0 { try reference() }
+                }
+                let peak = Int(Measure.median(rss))
+                sizePeaks[name] = peak
+                table.add(.timed(name, records: dataset.total, ours: Timing.median(times), reference: Timing.median(references),
+                                 referenceName: from == "coredata" ? "sqlite3 SELECT * + mdb_put, 1 txn" : "mdb_cursor walk + prepared INSERTs, 1 txn",
+                                 maxRatio: maxRatio, peakRSS: peak, peakAnon: Int(Measure.median(anon))))
+            }
+            peaks.append((dataset.total, sizePeaks))
+            largest = (dataset.total, source(dir, "coredata"))
+        }
+        if peaks.count >= 2, let (smallSize, small) = peaks.first, let (largeSize, large) = peaks.last {
+            table.begin("coredata: peak RSS flatness, \(ResultRow.count(smallSize)) → \(ResultRow.count(largeSize)) records (target ≤1.2×)")
+            for (name, rss) in large.sorted(by: { $0.key < $1.key }) {
+                guard let before = small[name] else { continue }
+                table.add(.flatness("RSS growth " + name, small: (smallSize, before), large: (largeSize, rss), limit: 1.2))
+            }
+        }
+        if let largest {
+            table.begin("coredata: open a \(ResultRow.count(largest.total))-record store and read one record by key (fresh process; target < 5 ms at 10⁶)")
+            var opens: [Double] = []
+            for _ in 0..<max(3, runs(largest.total)) {
+                let outcome = try ChildProcess.worker(["coredata-open", largest.url.path])
+                guard outcome.result["found"] == "1" else {
+                    failures.append("coredata open: the record was not found")
+                    break
+                }
+                opens.append(outcome.double("seconds") ?? .infinity)
+            }
+            let median = Measure.median(opens)
+            var row = ResultRow(name: "open + read Book p1 (coredata)", records: largest.total, ours: String(format: "%.2f ms", median * 1000))
+            row.target = largest.total >= 1_000_000 ? "<5 ms" : "-"
+            row.met = largest.total >= 1_000_000 ? median < openTargetSeconds : nil
+            row.referenceName = "open, metadata, model, one SELECT by Z_PK (in-process time)"
+            table.add(row)
+        }
+        return failures
+    }
+
+    /// `nil` when the store at `copy` holds the records of `source` (compared record by record up to `verifyUpTo`,
+    /// else counted); otherwise what differs.
+    static func verify(_ copy: URL, against source: URL, dataset: CoreDataDataset, verifyUpTo: Int) -> String? {
+        do {
+            let a = try BenchEnvironment.openReadOnly(source)
+            defer { try? a.close() }
+            let b = try BenchEnvironment.openReadOnly(copy)
+            defer { try? b.close() }
+            if dataset.total <= verifyUpTo {
+                let differences = try StoreComparison(comparesMetadata: false, listLimit: 5).compare(a, b)
+                return differences.isIdentical ? nil : differences.summary
+            }
+            for name in CoreDataDataset.entityNames {
+                let n = try b.count(FetchRequest(entity: name, includesSubentities: false))
+                if n != dataset.count(of: name) { return "\(n) \(name) records, expected \(dataset.count(of: name))" }
+            }
+            return nil
+        } catch {
+            return "cannot verify: \(error)"
+        }
+    }
+
+    /// Removes `url` and every file beside it whose name starts with its name (sidecars, staging).
+    static func remove(_ url: URL) {
+        let fm = FileManager.default
+        let dir = url.deletingLastPathComponent()
+        for entry in (try? fm.contentsOfDirectory(atPath: dir.path)) ?? [] where entry.hasPrefix(url.lastPathComponent) {
+            try? fm.removeItem(at: dir.appendingPathComponent(entry))
+        }
+        try? fm.removeItem(at: dir.appendingPathComponent("." + url.deletingPathExtension().lastPathComponent + "_SUPPORT"))
+    }
+
+    /// The worker's `coredata-open PATH`: opens the store read-only and reads Book key 1, timed in process.
+    static func openAndRead(_ path: String) throws -> (found: Bool, seconds: Double) {
+        let url = URL(fileURLWithPath: path)
+        let (found, t) = try Measure.timing { () throws -> Bool in
+            let store = try CoreDataStoreBackend().open(
+                at: url, options: StoreOptions(isReadOnly: true, createIfMissing: false), creating: nil)
+            defer { try? store.close() }
+            return try store.records(withKeys: [1], root: "Book").first?.primaryKey == 1
+        }
+        return (found, t.wall)
+    }
+}

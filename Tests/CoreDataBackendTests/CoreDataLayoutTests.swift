@@ -109,8 +109,8 @@ import Testing
         #expect(indexes == Set(layout.indexes.map(\.name)))
     }
 
-    /// A schema (here the one the store's model decodes to) lays out as its model does, minus the fetch indexes a
-    /// schema cannot hold, and hashes to the store's version hashes.
+    /// A schema (here the one the store's model decodes to) lays out as its model does, fetch indexes included,
+    /// and hashes to the store's version hashes.
     @Test(arguments: storesWithModel())
     func schemaLaysOutAsItsModel(_ store: Store) throws {
         let file = try CoreDataStoreFile.read(at: store.url)
@@ -121,11 +121,8 @@ import Testing
         #expect(fromSchema.entities == fromModel.entities)
         #expect(fromSchema.tables == fromModel.tables)
         #expect(fromSchema.triggers == fromModel.triggers)
-        let withoutFetchIndexes = fromModel.indexes.filter {
-            if case .fetchIndex = $0.kind { return false }
-            return true
-        }
-        #expect(fromSchema.indexes == withoutFetchIndexes)
+        #expect(fromSchema.indexes.sorted { $0.name < $1.name } == fromModel.indexes.sorted { $0.name < $1.name })
+        #expect(fromSchema.statements().sorted() == fromModel.statements().sorted())
         let metadata = try CoreDataMetadata(newStoreFor: CoreDataModel(schema: schema))
         #expect(metadata.versionHashes == file.metadata.versionHashes)
     }
@@ -186,6 +183,56 @@ import Testing
         where !table.hasPrefix("Z_") {
             #expect(try db.rows("SELECT COUNT(*) FROM \(table)").first?.first?.int == 0, "\(table)")
         }
+    }
+
+    /// The Xcode model each corpus store was written with (the store's fixture sits beside that model version in its
+    /// project; see CoreDataVersionHashTests for the matching), for the stores whose model is in the corpus.
+    static let xcodeModels: [String: String] = {
+        var map = [
+            "SampleModel_V1.sqlite": "alemar11__CoreDataPlus__SampleModel.xcdatamodeld/SampleModel.xcdatamodel",
+            "SampleModel_V2.sqlite": "alemar11__CoreDataPlus__SampleModel.xcdatamodeld/SampleModel2.xcdatamodel",
+            "SampleModel3_V1.sqlite": "alemar11__CoreDataPlus__SampleModel3.xcdatamodeld/SampleModel3.xcdatamodel",
+            "Bookmarks_V1.sqlite": "duckduckgo__BrowserServicesKit__BookmarksModel.xcdatamodeld/BookmarksModel.xcdatamodel",
+            "SyncMetadata_V3.sqlite": "duckduckgo__BrowserServicesKit__SyncMetadata.xcdatamodeld/SyncMetadata 3.xcdatamodel",
+            "CoreDataMigration_Example_1.sqlite":
+                "wibosco__CoreDataMigrationRevised-Example__CoreDataMigration_Example.xcdatamodeld/CoreDataMigration_Example.xcdatamodel",
+        ]
+        for v in 2...5 {
+            map["Bookmarks_V\(v).sqlite"] = "duckduckgo__BrowserServicesKit__BookmarksModel.xcdatamodeld/BookmarksModel \(v).xcdatamodel"
+        }
+        for v in 2...3 {
+            map["CoreDataMigration_Example_\(v).sqlite"] =
+                "wibosco__CoreDataMigrationRevised-Example__CoreDataMigration_Example.xcdatamodeld/CoreDataMigration_Example \(v).xcdatamodel"
+        }
+        for v in ["1.0.0", "1.1.0", "1.1.2", "1.2.0", "2.0.0"] {
+            map["Example_v\(v).sqlite"] = "jeffreybergier__CoreDataMigrationTests__Model.xcdatamodeld/v\(v).xcdatamodel"
+        }
+        return map
+    }()
+
+    static func storesWithXcodeModel() -> [Store] { storesWithModel().filter { xcodeModels[$0.name] != nil } }
+
+    /// The bar: a store created empty from the app's Xcode model (through the framework's schema, fetch
+    /// indexes included) has the corpus store's tables, columns, indexes and triggers, statement for statement.
+    @Test(arguments: storesWithXcodeModel())
+    func emptyStoreFromTheXcodeModelMatchesTheStore(_ store: Store) throws {
+        let models = try #require(PackagePaths.corpus("models"))
+        let path = try #require(Self.xcodeModels[store.name])
+        let schema = try Schema(xcodeModelAt: models.appendingPathComponent(path))
+        let file = try CoreDataStoreFile.read(at: store.url)
+        let dir = try TemporaryDirectory("cdlayout-xcode")
+        defer { dir.remove() }
+        let url = dir.path(store.name)
+        try CoreDataLayout.createEmptyStore(at: url, model: CoreDataModel(schema: schema))
+        #expect(try Self.master(url) == Self.master(store.url))
+        // The Xcode model and the store's cache are one schema, indexed attributes included.
+        let cached = try #require(try file.schema())
+        for entity in schema.definitions {
+            let fromCache = cached.entity(named: entity.name)?.definition
+            #expect(fromCache?.fetchIndexes == entity.fetchIndexes, "\(entity.name)")
+            #expect(fromCache?.attributes.map(\.isIndexed) == entity.attributes.map(\.isIndexed), "\(entity.name)")
+        }
+        #expect(try CoreDataStoreFile.read(at: url).metadata.versionHashes == file.metadata.versionHashes)
     }
 
     /// The derived-attribute triggers of a created store keep the count when rows are inserted, moved and deleted,

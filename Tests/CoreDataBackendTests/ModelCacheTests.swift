@@ -83,4 +83,28 @@ import Testing
         _ = model.entityNumbers()
         #expect(throws: SchemaError.self) { try model.schema() }
     }
+
+    /// A compiled model's fetch indexes in the schema: the compiler's index for an indexed attribute folds back into
+    /// the attribute's flag; partial ones, ones over unknown properties or of unknown types, and a second of one
+    /// name are left out rather than making the model unreadable.
+    @Test func fetchIndexesTheSchemaCannotHoldAreLeftOut() throws {
+        var model = CoreDataModel(schema: try Schema(entities: [EntityDescription(name: "A", attributes: [
+            AttributeDescription(name: "x", type: .integer64, isIndexed: true), AttributeDescription(name: "y", type: .string),
+        ])]))
+        typealias Index = CoreDataModel.FetchIndex
+        typealias Element = CoreDataModel.FetchIndexElement
+        #expect(model.entities[0].fetchIndexes == [Index(name: "x", elements: [Element(property: "x")])])
+        model.entities[0].fetchIndexes += [
+            Index(name: "byY", elements: [Element(property: "y", isAscending: false)]),
+            Index(name: "byY", elements: [Element(property: "x")]),
+            Index(name: "partial", elements: [Element(property: "y")], isPartial: true),
+            Index(name: "unknown", elements: [Element(property: "z")]),
+            Index(name: "odd", elements: [Element(property: "y", type: 7)]),
+            Index(name: "empty", elements: []),
+        ]
+        let a = try #require(try model.schema().entity(named: "A")?.definition)
+        #expect(a.attributes.map(\.isIndexed) == [true, false])
+        #expect(a.fetchIndexes == [FetchIndex(name: "byY", elements: [FetchIndex.Element(property: "y", isAscending: false)])])
+        #expect(a.allFetchIndexes.map(\.name) == ["x", "byY"])
+    }
 }

@@ -100,6 +100,9 @@ import Foundation
         /// decoder renders (key paths, functions, constants, variables).
         public var derivationExpression: String?
         public var userInfo: [String: String]
+        /// `NSIsIndexed`: the legacy per-attribute index flag. The compiler also lists a fetch index named after the
+        /// attribute, which is what the store's index is made from.
+        public var isIndexed: Bool = false
     }
 
     /// A relationship of the compiled model.
@@ -158,6 +161,14 @@ import Foundation
     public func schema() throws(SchemaError) -> Schema {
         var definitions: [EntityDescription] = []
         for e in entities {
+            let attributeNames = Set(lineage(of: e).flatMap { $0.attributes.filter { $0.type != nil }.map(\.name) })
+            let propertyNames = attributeNames.union(lineage(of: e).flatMap { $0.relationships.map(\.name) })
+            let fetchIndexes = Self.schemaFetchIndexes(e, propertyNames: propertyNames)
+            // The compiler marks the only element of a binary fetch index indexed (see
+            // CoreDataModel.compiledFetchIndexes(_:)); the schema leaves the flag off for it, as the model file did.
+            let indexedByAnIndex = Set(fetchIndexes.compactMap { index in
+                index.elements.count == 1 && index.elements[0].kind == .binary ? index.elements[0].property : nil
+            })
             var attributes: [AttributeDescription] = []
             var derived: [AttributeDescription] = []
             for a in e.attributes {
@@ -168,7 +179,8 @@ import Foundation
                     versionHashModifier: a.versionHashModifier, isReadOnly: a.isReadOnly,
                     allowsExternalBinaryDataStorage: a.allowsExternalBinaryDataStorage,
                     preservesValueInHistoryOnDeletion: a.preservesValueInHistoryOnDeletion,
-                    renamingIdentifier: Self.renaming(a.renamingIdentifier, of: a.name))
+                    renamingIdentifier: Self.renaming(a.renamingIdentifier, of: a.name),
+                    isIndexed: a.isIndexed && !indexedByAnIndex.contains(a.name))
                 if a.isDerived {
                     description.derivation = AttributeDerivation(
                         expression: Self.xcodeExpression(a.derivationExpression ?? ""), filteringPredicate: nil)
@@ -186,14 +198,14 @@ import Foundation
                     isReadOnly: false, renamingIdentifier: Self.renaming(r.renamingIdentifier, of: r.name),
                     declaredMinCount: r.minCount, declaredMaxCount: r.maxCount)
             }
-            let attributeNames = Set(lineage(of: e).flatMap { $0.attributes.filter { $0.type != nil }.map(\.name) })
             let constraints = e.uniquenessConstraints.filter { !$0.isEmpty && $0.allSatisfy(attributeNames.contains) }
             definitions.append(EntityDescription(
                 name: e.name, parent: e.parent, isAbstract: e.isAbstract, attributes: attributes,
                 relationships: relationships, uniquenessConstraints: constraints, userInfo: e.userInfo,
                 versionHashModifier: e.versionHashModifier,
                 representedClassName: e.className == e.name ? nil : e.className, derivedAttributes: derived,
-                renamingIdentifier: Self.renaming(e.renamingIdentifier, of: e.name)))
+                renamingIdentifier: Self.renaming(e.renamingIdentifier, of: e.name),
+                fetchIndexes: fetchIndexes))
         }
         do {
             return try Schema(entities: definitions, configurations: configurations)
@@ -202,6 +214,31 @@ import Foundation
         } catch {
             throw SchemaError.unreadableModel(file: "Z_MODELCACHE", reason: "\(error)")
         }
+    }
+
+    /// The entity's fetch indexes as the schema keeps them: without the one the compiler made for each indexed
+    /// attribute (the attribute's `isIndexed` says the same, see `EntityDescription.allFetchIndexes`), and without
+    /// those a schema cannot hold: partial indexes (their predicate is not decoded), element types other than
+    /// binary (0) and R-tree (1), elements naming no stored property, and a second index of one name.
+    static func schemaFetchIndexes(_ e: Entity, propertyNames: Set<String>) -> [StoreAPI.FetchIndex] {
+        let indexed = Set(e.attributes.filter(\.isIndexed).map(\.name))
+        var out: [StoreAPI.FetchIndex] = []
+        var names: Set<String> = []
+        for index in e.fetchIndexes where !index.isPartial && !index.elements.isEmpty && !index.name.isEmpty {
+            var elements: [StoreAPI.FetchIndex.Element] = []
+            for element in index.elements {
+                guard propertyNames.contains(element.property), element.type == 0 || element.type == 1 else { break }
+                elements.append(StoreAPI.FetchIndex.Element(
+                    property: element.property, kind: element.type == 1 ? .rTree : .binary,
+                    isAscending: element.isAscending))
+            }
+            guard elements.count == index.elements.count else { continue }
+            let implied = indexed.contains(index.name) && elements == [StoreAPI.FetchIndex.Element(property: index.name)]
+            if !implied, names.insert(index.name).inserted {
+                out.append(StoreAPI.FetchIndex(name: index.name, elements: elements))
+            }
+        }
+        return out
     }
 
     /// Core Data's compiler fills in a renaming identifier equal to the name when the model set none; the schema

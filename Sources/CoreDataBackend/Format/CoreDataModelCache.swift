@@ -262,7 +262,8 @@ private struct ModelDecoder {
             renamingIdentifier: try p.string(forKey: "NSRenamingIdentifier"),
             allowsExternalBinaryDataStorage: attributeFlags & Self.externalStorageFlag != 0,
             preservesValueInHistoryOnDeletion: attributeFlags & Self.preserveAfterDeletionFlag != 0,
-            isDerived: isDerived, derivationExpression: expression, userInfo: try userInfo(p))
+            isDerived: isDerived, derivationExpression: expression, userInfo: try userInfo(p),
+            isIndexed: try p.bool(forKey: "NSIsIndexed") ?? false)
     }
 
     func decodeRelationship(_ p: ArchivedObject, name: String, entity: String) throws -> CoreDataModel.Relationship {

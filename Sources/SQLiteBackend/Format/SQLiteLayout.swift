@@ -14,8 +14,8 @@ import Foundation
 ///   - `_storeapi_history(token, json)` — history transactions (``HistoryTransaction/encoded()``).
 /// - `E_<Root>` — one table per inheritance hierarchy, named after its root entity.
 /// - `J_<Entity>.<relationship>` — join and order tables, named after the relationship that owns them.
-/// - Indexes are `X_<table>.<column>` (plain) and `U_<table>.<Entity>.<n>` (the entity's n-th uniqueness
-///   constraint).
+/// - Indexes are `X_<table>.<column>` (plain), `U_<table>.<Entity>.<n>` (the entity's n-th uniqueness
+///   constraint) and `F_<table>.<Entity>.<name>` (the entity's fetch index `name`).
 ///
 /// ## Entity tables
 /// `_pk INTEGER PRIMARY KEY` (the record's primary key), `_ent INTEGER NOT NULL` (the concrete entity's code:
@@ -57,6 +57,12 @@ import Foundation
 /// Uniqueness constraints are unique indexes over the hierarchy table, restricted (partial index) to the entities
 /// the constraint applies to and to rows whose floating-point values are not NaN: as in ``PredicateEvaluator``, nil
 /// and NaN equal nothing, so they never conflict.
+///
+/// ## Fetch indexes
+/// Each of an entity's fetch indexes (`EntityDescription.allFetchIndexes`, indexed attributes included) is an index
+/// over the hierarchy table's columns of its properties, descending where the element says so. An index with an
+/// R-tree element, or over a property without a column (a to-many or derived one), is not made. Fetch indexes only
+/// speed fetches up: they are not part of ``fingerprint``, so schemas that differ in them alone share a database.
 struct SQLiteLayout: Sendable {
     /// Incremented when the layout rules change; stored as `PRAGMA user_version`.
     static let layoutVersion: Int32 = 1
@@ -91,6 +97,8 @@ struct SQLiteLayout: Sendable {
     let joinTables: [JoinTableLayout]
     /// Index definitions, in creation order.
     let indexStatements: [String]
+    /// The fetch indexes' definitions, in schema order.
+    let fetchIndexStatements: [String]
     /// Hierarchies with an entity that has a to-many relationship (reading their records takes several queries).
     let rootsWithToMany: Set<String>
 
@@ -100,12 +108,14 @@ struct SQLiteLayout: Sendable {
         plan.layOutTables()
         let entities = plan.layOutEntities()
         plan.addUniquenessIndexes()
+        plan.addFetchIndexes()
         self.tables = plan.tables
         self.entities = entities
         self.entitiesInCodeOrder = schema.entities.map { entities[$0.name] }
         (self.toManyStorages, self.toManySlots) = LayoutPlan.toManySlots(of: entities)
         self.joinTables = plan.joinOrder.compactMap { plan.joinTables[$0] }
         self.indexStatements = plan.indexes
+        self.fetchIndexStatements = plan.fetchIndexes
         self.rootsWithToMany = Set(entities.values.filter { $0.hasToMany }.map(\.root))
     }
 
@@ -122,6 +132,7 @@ struct SQLiteLayout: Sendable {
         ]
         s += tableStatements
         s += indexStatements
+        s += fetchIndexStatements
         for root in schema.rootEntities {
             s.append("INSERT INTO \(Self.quote(Self.keysTable)) (root, next) VALUES (\(Self.literal(root.name)), 1)")
         }
@@ -213,6 +224,8 @@ private struct LayoutPlan {
     var columnOf: [String: String] = [:]
     /// Index definitions, in creation order.
     var indexes: [String] = []
+    /// Fetch index definitions, in schema order.
+    var fetchIndexes: [String] = []
     var joinTables: [String: JoinTableLayout] = [:]
     var joinOrder: [String] = []
 
@@ -376,6 +389,26 @@ private struct LayoutPlan {
             guard let table = tables[entity.rootName] else { continue }
             for (n, constraint) in entity.definition.uniquenessConstraints.enumerated() {
                 if let index = uniquenessIndex(constraint, number: n + 1, of: entity, table: table) { indexes.append(index) }
+            }
+        }
+    }
+
+    /// An index per fetch index of each entity, over the columns of its properties (see "Fetch indexes" above).
+    mutating func addFetchIndexes() {
+        for entity in schema.entities {
+            guard let table = tables[entity.rootName] else { continue }
+            for index in entity.definition.allFetchIndexes {
+                var terms: [String] = []
+                for element in index.elements where element.kind == .binary {
+                    let isAttribute = entity.attribute(element.property) != nil
+                    guard isAttribute || entity.relationship(element.property)?.isToMany == false,
+                          let col = column(of: element.property, in: entity, attribute: isAttribute)
+                    else { break }
+                    terms.append(SQLiteLayout.quote(col) + (element.isAscending ? "" : " DESC"))
+                }
+                guard !terms.isEmpty, terms.count == index.elements.count else { continue }
+                fetchIndexes.append(
+                    "CREATE INDEX \(SQLiteLayout.quote("F_\(table.name).\(entity.name).\(index.name)")) ON \(SQLiteLayout.quote(table.name)) (\(terms.joined(separator: ", ")))")
             }
         }
     }

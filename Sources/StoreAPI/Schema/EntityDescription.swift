@@ -45,6 +45,10 @@ public struct AttributeDescription: Sendable, Hashable {
     public var renamingIdentifier: String?
     /// For a derived attribute (kept in ``EntityDescription/derivedAttributes``): how Core Data computes it.
     public var derivation: AttributeDerivation?
+    /// The attribute is indexed on its own (Xcode's legacy `indexed` flag, Core Data's `NSIsIndexed`). Core Data
+    /// compiles it into a fetch index named after the attribute, so a store keeps the same index as for an entry
+    /// of ``EntityDescription/fetchIndexes`` of that name (see ``EntityDescription/allFetchIndexes``).
+    public var isIndexed: Bool
 
     /// Creates an attribute description.
     public init(
@@ -52,7 +56,7 @@ public struct AttributeDescription: Sendable, Hashable {
         isTransient: Bool = false, valueTransformerName: String? = nil, userInfo: [String: String] = [:],
         versionHashModifier: String? = nil, isReadOnly: Bool = false, allowsExternalBinaryDataStorage: Bool = false,
         preservesValueInHistoryOnDeletion: Bool = false, renamingIdentifier: String? = nil,
-        derivation: AttributeDerivation? = nil
+        derivation: AttributeDerivation? = nil, isIndexed: Bool = false
     ) {
         self.name = name
         self.type = type
@@ -67,6 +71,7 @@ public struct AttributeDescription: Sendable, Hashable {
         self.preservesValueInHistoryOnDeletion = preservesValueInHistoryOnDeletion
         self.renamingIdentifier = renamingIdentifier
         self.derivation = derivation
+        self.isIndexed = isIndexed
     }
 }
 
@@ -187,13 +192,17 @@ public struct EntityDescription: Sendable, Hashable {
     /// The renaming identifier a migration uses to match this entity with one of an earlier model version
     /// (Xcode's `elementID`, Core Data's `renamingIdentifier`).
     public var renamingIdentifier: String?
+    /// The fetch indexes declared on this entity (not inherited ones), in the author's order. Indexed attributes
+    /// (``AttributeDescription/isIndexed``) are not repeated here; ``allFetchIndexes`` has both.
+    public var fetchIndexes: [FetchIndex]
 
     /// Creates an entity description.
     public init(
         name: String, parent: String? = nil, isAbstract: Bool = false, attributes: [AttributeDescription] = [],
         relationships: [RelationshipDescription] = [], uniquenessConstraints: [[String]] = [],
         userInfo: [String: String] = [:], versionHashModifier: String? = nil, representedClassName: String? = nil,
-        derivedAttributes: [AttributeDescription] = [], renamingIdentifier: String? = nil
+        derivedAttributes: [AttributeDescription] = [], renamingIdentifier: String? = nil,
+        fetchIndexes: [FetchIndex] = []
     ) {
         self.name = name
         self.parent = parent
@@ -206,5 +215,16 @@ public struct EntityDescription: Sendable, Hashable {
         self.representedClassName = representedClassName
         self.derivedAttributes = derivedAttributes
         self.renamingIdentifier = renamingIdentifier
+        self.fetchIndexes = fetchIndexes
+    }
+
+    /// Every index the entity declares: a single-element ascending fetch index named after each indexed attribute
+    /// (Core Data's compiler makes the same) that ``fetchIndexes`` does not already name, then ``fetchIndexes``.
+    public var allFetchIndexes: [FetchIndex] {
+        let named = Set(fetchIndexes.map(\.name))
+        let implied = attributes.filter { $0.isIndexed && !named.contains($0.name) }.map {
+            FetchIndex(name: $0.name, elements: [FetchIndex.Element(property: $0.name)])
+        }
+        return implied + fetchIndexes
     }
 }

@@ -23,14 +23,16 @@ import Foundation
 /// JSON form of the type, see ``StoreValue/jsonObject``), `transient` (false), `valueTransformer`, `userInfo`,
 /// `versionHashModifier`, `readOnly` (false), `allowsExternalBinaryDataStorage` (false),
 /// `preservesValueInHistoryOnDeletion` (false), `renamingIdentifier`, `derivation` (an object: `expression`,
-/// `filteringPredicate`).
+/// `filteringPredicate`), `indexed` (false).
 /// Relationship keys: `name`, `destination`, `inverse`, `toMany` (false), `ordered` (false), `deleteRule`
 /// (`nullify`; also `cascade`, `deny`, `noAction`), `optional` (true), `minCount` (0), `maxCount` (1 for to-one,
 /// 0 = unbounded for to-many), `transient` (false), `userInfo`, `versionHashModifier`, `readOnly` (false),
 /// `renamingIdentifier`, `declaredMinCount`, `declaredMaxCount` (the counts as a model file wrote them).
 /// Entity keys: `name`, `parent`, `abstract` (false), `attributes`, `relationships`, `uniquenessConstraints`,
 /// `userInfo`, `versionHashModifier`, `className`, `derivedAttributes` (attributes with a `derivation`),
-/// `renamingIdentifier`. Keys added later are optional, so documents written before them still read.
+/// `renamingIdentifier`, `fetchIndexes` (each an object: `name`, `elements`, each element an object: `property`,
+/// `kind` (`binary`; also `rTree`), `ascending` (true)). Keys added later are optional, so documents written before
+/// them still read.
 extension Schema: Codable {
     private enum CodingKeys: String, CodingKey { case entities, configurations }
 
@@ -77,7 +79,7 @@ extension Schema: Codable {
 extension EntityDescription: Codable {
     private enum CodingKeys: String, CodingKey {
         case name, parent, abstract, attributes, relationships, uniquenessConstraints, userInfo, versionHashModifier
-        case className, derivedAttributes, renamingIdentifier
+        case className, derivedAttributes, renamingIdentifier, fetchIndexes
     }
 
     public init(from decoder: Decoder) throws {
@@ -107,7 +109,8 @@ extension EntityDescription: Codable {
             versionHashModifier: try c.decodeIfPresent(String.self, forKey: .versionHashModifier),
             representedClassName: try c.decodeIfPresent(String.self, forKey: .className),
             derivedAttributes: derivedAttributes,
-            renamingIdentifier: try c.decodeIfPresent(String.self, forKey: .renamingIdentifier))
+            renamingIdentifier: try c.decodeIfPresent(String.self, forKey: .renamingIdentifier),
+            fetchIndexes: try c.decodeIfPresent([FetchIndex].self, forKey: .fetchIndexes) ?? [])
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -123,14 +126,51 @@ extension EntityDescription: Codable {
         try c.encodeIfPresent(representedClassName, forKey: .className)
         if !derivedAttributes.isEmpty { try c.encode(derivedAttributes, forKey: .derivedAttributes) }
         try c.encodeIfPresent(renamingIdentifier, forKey: .renamingIdentifier)
+        if !fetchIndexes.isEmpty { try c.encode(fetchIndexes, forKey: .fetchIndexes) }
     }
 }
+
+extension FetchIndex: Codable {
+    private enum CodingKeys: String, CodingKey { case name, elements }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(name: try c.decode(String.self, forKey: .name), elements: try c.decode([Element].self, forKey: .elements))
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(name, forKey: .name)
+        try c.encode(elements, forKey: .elements)
+    }
+}
+
+extension FetchIndex.Element: Codable {
+    private enum CodingKeys: String, CodingKey { case property, kind, ascending }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            property: try c.decode(String.self, forKey: .property),
+            kind: try c.decodeIfPresent(FetchIndex.Kind.self, forKey: .kind) ?? .binary,
+            isAscending: try c.decodeIfPresent(Bool.self, forKey: .ascending) ?? true)
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(property, forKey: .property)
+        if kind != .binary { try c.encode(kind, forKey: .kind) }
+        if !isAscending { try c.encode(false, forKey: .ascending) }
+    }
+}
+
+extension FetchIndex.Kind: Codable {}
 
 extension AttributeDescription: Codable {
     private enum CodingKeys: String, CodingKey {
         case name, type, optional, `default`, transient, valueTransformer, userInfo
         case versionHashModifier, readOnly, allowsExternalBinaryDataStorage, preservesValueInHistoryOnDeletion
-        case renamingIdentifier, derivation
+        case renamingIdentifier, derivation, indexed
     }
 
     public init(from decoder: Decoder) throws {
@@ -157,7 +197,8 @@ extension AttributeDescription: Codable {
             allowsExternalBinaryDataStorage: try c.decodeIfPresent(Bool.self, forKey: .allowsExternalBinaryDataStorage) ?? false,
             preservesValueInHistoryOnDeletion: try c.decodeIfPresent(Bool.self, forKey: .preservesValueInHistoryOnDeletion) ?? false,
             renamingIdentifier: try c.decodeIfPresent(String.self, forKey: .renamingIdentifier),
-            derivation: try c.decodeIfPresent(AttributeDerivation.self, forKey: .derivation))
+            derivation: try c.decodeIfPresent(AttributeDerivation.self, forKey: .derivation),
+            isIndexed: try c.decodeIfPresent(Bool.self, forKey: .indexed) ?? false)
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -175,6 +216,7 @@ extension AttributeDescription: Codable {
         if preservesValueInHistoryOnDeletion { try c.encode(true, forKey: .preservesValueInHistoryOnDeletion) }
         try c.encodeIfPresent(renamingIdentifier, forKey: .renamingIdentifier)
         try c.encodeIfPresent(derivation, forKey: .derivation)
+        if isIndexed { try c.encode(true, forKey: .indexed) }
     }
 
     /// Decoding errors name the entity; its name is not in reach of a nested decoder, so use the coding path.

@@ -41,6 +41,10 @@ extension EntityDescription {
         for element in try object.array("uniquenessConstraints") {
             constraints.append(try JSONObjectReader.strings(element.value, path: element.path))
         }
+        var fetchIndexes: [FetchIndex] = []
+        for element in try object.array("fetchIndexes") {
+            fetchIndexes.append(try FetchIndex(json: try JSONObjectReader(element.value, path: element.path)))
+        }
         self.init(
             name: name,
             parent: try object.optionalString("parent"),
@@ -52,7 +56,27 @@ extension EntityDescription {
             versionHashModifier: try object.optionalString("versionHashModifier"),
             representedClassName: try object.optionalString("className"),
             derivedAttributes: derivedAttributes,
-            renamingIdentifier: try object.optionalString("renamingIdentifier"))
+            renamingIdentifier: try object.optionalString("renamingIdentifier"),
+            fetchIndexes: fetchIndexes)
+    }
+}
+
+extension FetchIndex {
+    init(json object: JSONObjectReader) throws {
+        var elements: [Element] = []
+        for element in try object.array("elements", required: true) {
+            let e = try JSONObjectReader(element.value, path: element.path)
+            var kind = Kind.binary
+            if let kindName = try e.optionalString("kind") {
+                guard let k = Kind(rawValue: kindName) else {
+                    throw JSONShapeError.invalid(at: e.path("kind"), "'\(kindName)' is not a fetch index kind (\(Kind.allCases.map(\.rawValue).joined(separator: ", ")))")
+                }
+                kind = k
+            }
+            elements.append(Element(
+                property: try e.string("property"), kind: kind, isAscending: try e.bool("ascending", default: true)))
+        }
+        self.init(name: try object.string("name"), elements: elements)
     }
 }
 
@@ -87,7 +111,7 @@ extension AttributeDescription {
             allowsExternalBinaryDataStorage: try object.bool("allowsExternalBinaryDataStorage", default: false),
             preservesValueInHistoryOnDeletion: try object.bool("preservesValueInHistoryOnDeletion", default: false),
             renamingIdentifier: try object.optionalString("renamingIdentifier"),
-            derivation: derivation)
+            derivation: derivation, isIndexed: try object.bool("indexed", default: false))
     }
 }
 

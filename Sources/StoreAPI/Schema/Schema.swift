@@ -134,6 +134,20 @@ struct SchemaResolver {
                 }
                 constraints += level.uniquenessConstraints
             }
+            var indexNames: Set<String> = []
+            for index in d.fetchIndexes {
+                guard !index.name.isEmpty else { throw .invalidFetchIndex(entity: d.name, index: "", reason: "it has no name") }
+                guard indexNames.insert(index.name).inserted else {
+                    throw .invalidFetchIndex(entity: d.name, index: index.name, reason: "the entity has two of that name")
+                }
+                guard !index.elements.isEmpty else {
+                    throw .invalidFetchIndex(entity: d.name, index: index.name, reason: "it indexes no property")
+                }
+                for element in index.elements where !seen.contains(element.property) {
+                    throw .invalidFetchIndex(
+                        entity: d.name, index: index.name, reason: "'\(element.property)' is not a property of the entity")
+                }
+            }
             for c in d.uniquenessConstraints {
                 guard !c.isEmpty else { throw .invalidUniquenessConstraint(entity: d.name, attribute: "") }
                 for name in c where !attrs.contains(where: { $0.name == name }) {

@@ -22,6 +22,9 @@ public enum SchemaError: Error, Sendable, Hashable, CustomStringConvertible {
     case defaultValueMismatch(entity: String, attribute: String, type: AttributeType)
     /// A uniqueness constraint is empty or names something that is not a stored attribute of the entity.
     case invalidUniquenessConstraint(entity: String, attribute: String)
+    /// A fetch index has no name or no elements, shares its name with another of the entity's, or names something
+    /// that is not a property of the entity; `reason` says which.
+    case invalidFetchIndex(entity: String, index: String, reason: String)
     /// A configuration lists an entity the schema does not define.
     case unknownConfigurationMember(configuration: String, entity: String)
     /// An attribute names a type this framework does not know.
@@ -52,6 +55,7 @@ public enum SchemaError: Error, Sendable, Hashable, CustomStringConvertible {
         case .defaultValueMismatch(let e, let a, let t): "schema: default value of '\(e).\(a)' is not a \(t.rawValue)"
         case .invalidUniquenessConstraint(let e, let a):
             "schema: uniqueness constraint of '\(e)' names '\(a)', which is not a stored attribute"
+        case .invalidFetchIndex(let e, let i, let why): "schema: fetch index '\(i)' of '\(e)' is invalid: \(why)"
         case .unknownConfigurationMember(let c, let e): "schema: configuration '\(c)' names unknown entity '\(e)'"
         case .unknownAttributeType(let e, let a, let t): "schema: attribute '\(e).\(a)' has unknown type '\(t)'"
         case .unreadableModel(let f, let why): "\(f): \(why)"

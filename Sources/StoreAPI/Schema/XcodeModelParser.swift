@@ -6,15 +6,18 @@ import FoundationXML
 /// Reads the XML `contents` file of one `.xcdatamodel` into entity definitions and configurations.
 ///
 /// What is kept: entities (name, parent, abstract, class name, version-hash modifier, renaming identifier, user
-/// info, uniqueness constraints), attributes (type, optional, default, transient, value-transformer name,
-/// version-hash modifier, renaming identifier, external-storage and preserve-after-deletion flags, user info),
+/// info, uniqueness constraints, fetch indexes), attributes (type, optional, default, transient, value-transformer
+/// name, version-hash modifier, renaming identifier, external-storage, preserve-after-deletion and `indexed` flags,
+/// user info),
 /// derived attributes (apart, in ``EntityDescription/derivedAttributes``, with their derivation expression),
 /// relationships (destination, inverse, to-many, ordered, counts both normalised and as written, delete rule,
 /// optional, transient, version-hash modifier, renaming identifier, user info) and configurations. Core Data's
 /// version hash needs the renaming-free part of this; migrations need the renaming identifiers.
+/// Fetch indexes and `indexed` flags decide which indexes a store has, so they are kept; a fetch index with an
+/// element over an expression rather than a property is dropped whole (the schema's indexes are over properties).
 /// What is deliberately dropped, because it decides neither what a store holds nor Core Data's version hash:
-/// fetched properties, fetch request templates, fetch indexes, compound indexes, `indexed` flags, validation rules
-/// (min/max value, regular expressions), custom class names and the diagram layout.
+/// fetched properties, fetch request templates, legacy compound indexes, validation rules (min/max value, regular
+/// expressions), custom class names and the diagram layout.
 final class XcodeModelParser: NSObject, XMLParserDelegate {
     private let file: String
     private(set) var entities: [EntityDescription] = []
@@ -32,6 +35,8 @@ final class XcodeModelParser: NSObject, XMLParserDelegate {
     private var attribute: AttributeDescription?
     private var relationship: RelationshipDescription?
     private var constraint: [String]?
+    /// The fetch index being read; `nil` inside one that is dropped.
+    private var fetchIndex: FetchIndex?
     private var configuration: (name: String, members: [String])?
 
     init(file: String) {
@@ -104,6 +109,13 @@ final class XcodeModelParser: NSObject, XMLParserDelegate {
             startRelationship(parser, attrs)
         case ("entity", "uniquenessConstraints"):
             break
+        case ("entity", "fetchIndex"):
+            guard let indexName = attrs["name"], !indexName.isEmpty else {
+                return fail(parser, "entity '\(entity?.name ?? "?")' has a <fetchIndex> without a name")
+            }
+            fetchIndex = FetchIndex(name: indexName, elements: [])
+        case ("fetchIndex", "fetchIndexElement"):
+            startFetchIndexElement(parser, attrs)
         case ("uniquenessConstraints", "uniquenessConstraint"):
             constraint = []
         case ("uniquenessConstraint", "constraint"):
@@ -131,7 +143,7 @@ final class XcodeModelParser: NSObject, XMLParserDelegate {
         case (_, "composite"), (_, "compositeAttribute"):
             fail(parser, "composite attributes (Xcode 15) are not supported; flatten them into plain attributes")
         default:
-            // Fetched properties, fetch requests, fetch and compound indexes, diagram layout, and anything a
+            // Fetched properties, fetch requests, legacy compound indexes, diagram layout, and anything a
             // newer Xcode adds: none of it decides what a store holds.
             skipDepth = stack.count
         }
@@ -160,6 +172,9 @@ final class XcodeModelParser: NSObject, XMLParserDelegate {
         case "uniquenessConstraint":
             if let constraint, !constraint.isEmpty { entity?.uniquenessConstraints.append(constraint) }
             constraint = nil
+        case "fetchIndex":
+            if let fetchIndex, !fetchIndex.elements.isEmpty { entity?.fetchIndexes.append(fetchIndex) }
+            fetchIndex = nil
         case "configuration":
             if let configuration { configurations[configuration.name] = configuration.members }
             configuration = nil
@@ -221,7 +236,31 @@ final class XcodeModelParser: NSObject, XMLParserDelegate {
             versionHashModifier: nonEmpty(attrs["versionHashModifier"]),
             allowsExternalBinaryDataStorage: XcodeModelValues.flag(attrs["allowsExternalBinaryDataStorage"]),
             preservesValueInHistoryOnDeletion: XcodeModelValues.flag(attrs["preserveAfterDeletion"]),
-            renamingIdentifier: nonEmpty(attrs["elementID"]), derivation: derivation)
+            renamingIdentifier: nonEmpty(attrs["elementID"]), derivation: derivation,
+            isIndexed: XcodeModelValues.flag(attrs["indexed"]))
+    }
+
+    /// `<fetchIndexElement property="…" type="Binary|RTree" order="ascending|descending"/>`. An element over an
+    /// expression (no `property`) drops its whole index.
+    private func startFetchIndexElement(_ parser: XMLParser, _ attrs: [String: String]) {
+        guard fetchIndex != nil else { return }
+        guard let property = nonEmpty(attrs["property"]) else {
+            fetchIndex = nil
+            return
+        }
+        let typeName = attrs["type"] ?? "Binary"
+        let kind: FetchIndex.Kind
+        switch typeName.lowercased() {
+        case "binary": kind = .binary
+        case "rtree": kind = .rTree
+        default:
+            return fail(parser, "fetch index '\(fetchIndex?.name ?? "?")' of entity '\(entity?.name ?? "?")' has unknown type '\(typeName)'")
+        }
+        let order = attrs["order"] ?? "ascending"
+        guard order == "ascending" || order == "descending" else {
+            return fail(parser, "fetch index '\(fetchIndex?.name ?? "?")' of entity '\(entity?.name ?? "?")' has unknown order '\(order)'")
+        }
+        fetchIndex?.elements.append(FetchIndex.Element(property: property, kind: kind, isAscending: order == "ascending"))
     }
 
     private func startRelationship(_ parser: XMLParser, _ attrs: [String: String]) {

@@ -21,8 +21,6 @@ import Darwin
 /// What writing cannot do:
 /// - keep the global identifier of a record inserted with one other than the derived one (below): Core Data has no
 ///   column for it, and the record reads back with the derived identifier;
-/// - lay out fetch indexes in a new store (the framework's `Schema` has none) or write its model cache (the
-///   schema is kept under ``schemaMetadataKey`` instead);
 /// - record persistent history: saves add no `ATRANSACTION`/`ACHANGE` rows;
 /// - write a store with CloudKit tables (`ANSCK*`) unless ``allowCloudKitWritesOption`` says so.
 ///
@@ -279,9 +277,17 @@ public struct CoreDataStoreBackend: StoreBackend {
             (model, schema) = try CoreDataAppModel.checked(appModel, for: file)
             source = .appModel(appModel)
         } else if let cached = try file.model(), let cachedSchema = try file.schema() {
-            (model, schema, source) = (cached, cachedSchema, .modelCache)
+            // The cache is decoded even when the schema below is used: a damaged cache is a damaged store, whatever
+            // else it keeps.
+            if let embedded = try embeddedSchema(of: file) {
+                // A store this backend created: the framework's schema it keeps is exact where the model cache is
+                // not (see schemaMetadataKey), as long as the store's model has not changed since.
+                (model, schema, source) = (CoreDataModel(schema: embedded), embedded, .embeddedSchema)
+            } else {
+                (model, schema, source) = (cached, cachedSchema, .modelCache)
+            }
         } else if let embedded = try embeddedSchema(of: file) {
-            // A store this backend created: it keeps the framework's schema, not a model cache.
+            // A store this backend created before it wrote model caches: the schema is all it keeps.
             (model, schema, source) = (CoreDataModel(schema: embedded), embedded, .embeddedSchema)
         } else {
             // Stores before 2012 have no cache: the model is inferred from the tables (names and exact types are
@@ -304,12 +310,20 @@ public struct CoreDataStoreBackend: StoreBackend {
         return (StoreMetadata(storeType: typeIdentifier, storeUUID: uuid, schema: schema, custom: custom), model, source)
     }
 
-    /// The metadata key under which a store this backend created keeps the framework's schema (JSON): this module
-    /// cannot encode Core Data's model cache, so a created store's `Z_MODELCACHE` is empty and the schema is read
-    /// from here instead. Core Data ignores metadata keys it does not know; the key is never shown as custom
+    /// The metadata key under which a store this backend created keeps the framework's schema (JSON), beside the
+    /// model cache it also writes (``CoreDataModelCache/encode(_:)``), which is what Core Data reads.
+    ///
+    /// The schema is kept because a compiled model cannot hold all of it: the relationship counts a schema written
+    /// in code leaves undeclared, a relationship's read-only flag, a derivation's filtering predicate, a decimal
+    /// default value beyond a double's precision, and a renaming identifier equal to the name. The store is read
+    /// with this schema while its Core Data version hashes are the store's; once Core Data has migrated the store
+    /// to another model they differ, and the model cache is read instead. The cache is decoded either way, so a
+    /// damaged one is an error. Stores created before the cache was written have an empty `Z_MODELCACHE` and are
+    /// read from here too. Core Data ignores metadata keys it does not know; the key is never shown as custom
     /// metadata.
     public static let schemaMetadataKey = "StoreKitSwiftSchema"
 
+    /// The schema under ``schemaMetadataKey``, when there is one and its Core Data version hashes are the store's.
     private static func embeddedSchema(of file: CoreDataStoreFile) throws(StoreError) -> Schema? {
         guard let value = file.metadata.custom[schemaMetadataKey] else { return nil }
         let data: Data
@@ -318,11 +332,13 @@ public struct CoreDataStoreBackend: StoreBackend {
         case .string(let s): data = Data(s.utf8)
         default: throw .corruptStore(file.url, reason: "metadata key \(schemaMetadataKey) is \(value.summary), not data")
         }
+        let schema: Schema
         do {
-            return try Schema(jsonData: data, file: file.url.lastPathComponent)
+            schema = try Schema(jsonData: data, file: file.url.lastPathComponent)
         } catch {
             throw .corruptStore(file.url, reason: "metadata key \(schemaMetadataKey): \(error)")
         }
+        return schema.coreDataVersionHashes.entityHashes == file.metadata.versionHashes ? schema : nil
     }
 
     /// Custom metadata as a property-list value (the inverse of ``metadataValue(_:)`` for the cases both have).
@@ -408,8 +424,8 @@ public struct CoreDataStoreBackend: StoreBackend {
     /// - A new store is laid out by ``CoreDataLayout/createEmptyStore(at:model:uuid:metadata:modelCache:persistentHistory:)``
     ///   from `CoreDataModel(schema:)`: Core Data's tables, indexes and triggers, store UUID = `creating`'s,
     ///   Core Data's metadata plist (version hashes, digest, checksum) with the custom metadata as app keys, plus
-    ///   the schema under ``schemaMetadataKey`` (the model cache stays empty). `historyTracking` adds Core Data's
-    ///   persistent-history tables.
+    ///   the schema under ``schemaMetadataKey``, and the model cache (``CoreDataModelCache/encode(_:)``; left empty
+    ///   for a derivation the encoder cannot write). `historyTracking` adds Core Data's persistent-history tables.
     /// - ``StoreOptions/isReadOnly``: records are read on demand without changing any file; saves throw.
     /// - Otherwise the store is writable (see `CoreDataStore`), unless it has CloudKit tables
     ///   (``allowCloudKitWritesOption``) or its tables are not the ones its model lays out.
@@ -476,8 +492,12 @@ public struct CoreDataStoreBackend: StoreBackend {
         } catch {
             throw .io(url, operation: "encoding the schema", reason: "\(error)")
         }
+        // A derivation the encoder cannot write leaves the cache empty, as stores created before it had: this backend
+        // reads them from the schema above.
+        let cache = try? CoreDataModelCache.encode(model)
         try CoreDataLayout.createEmptyStore(
-            at: url, model: model, uuid: metadata.storeUUID, metadata: plist, persistentHistory: persistentHistory)
+            at: url, model: model, uuid: metadata.storeUUID, metadata: plist, modelCache: cache,
+            persistentHistory: persistentHistory)
     }
 
     // MARK: Destroy

@@ -13,7 +13,7 @@ public enum CoreDataModelSource: Sendable, Hashable {
     /// (usually all of them, since inferred names and types cannot); it is a warning, never an error.
     case inferred(versionHashMismatches: [String])
     /// The framework's schema, which a store this backend created keeps in its metadata
-    /// (``CoreDataStoreBackend/schemaMetadataKey``) in place of a model cache.
+    /// (``CoreDataStoreBackend/schemaMetadataKey``) beside its model cache, exact where the cache is not.
     case embeddedSchema
 }
 

@@ -32,10 +32,9 @@ extension CoreDataLayout {
     ///   - model: the model to lay out.
     ///   - uuid: the store UUID (`Z_METADATA.Z_UUID`, written in uppercase).
     ///   - metadata: the metadata plist; by default ``CoreDataMetadata/init(newStoreFor:frameworkVersion:)``.
-    ///   - modelCache: the compressed model cache to store in `Z_MODELCACHE` (a store's `Z_MODELCACHE.Z_CONTENT`).
-    ///     This module does not encode a model into Core Data's keyed archive, so without one the table is created
-    ///     empty. [unverified: whether Core Data accepts a store whose cache is empty; stores from before 2012
-    ///     have none at all]
+    ///   - modelCache: the compressed model cache to store in `Z_MODELCACHE` (a store's `Z_MODELCACHE.Z_CONTENT`,
+    ///     or ``CoreDataModelCache/encode(_:)`` of `model`); without one the table is created empty. [unverified:
+    ///     whether Core Data accepts a store whose cache is empty; stores from before 2012 have none at all]
     ///   - persistentHistory: whether to add the persistent-history tables (``historyStatements``), as Core Data
     ///     does for a store opened with history tracking.
     /// - Throws: `StoreError.storeExists` when `url` or one of its sidecar files exists,

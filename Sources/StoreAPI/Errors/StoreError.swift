@@ -18,8 +18,13 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
     case storeExists(URL)
     /// The store's files are damaged or not in the expected format.
     case corruptStore(URL, reason: String)
-    /// The store was written with a schema whose version hashes differ from the one given.
+    /// The store was written with a schema whose version hashes differ from the one given. Upgrade it with
+    /// ``StoreOperations/upgradeStore(at:type:to:options:)``, ``StoreOptions/migratesSchemaAutomatically`` or
+    /// `storectl upgrade`.
     case incompatibleSchema(URL, entities: [String])
+    /// The store cannot be upgraded to the new schema; every problem is listed, and nothing was written. The URL is
+    /// `nil` when two schemas were compared without a store (``SchemaMigrationPlan/init(from:to:)``).
+    case migrationRefused(URL?, problems: [SchemaMigrationProblem])
     /// The store cannot be written: read-only option, file permissions or a read-only file system.
     case readOnly(URL, reason: String)
     /// The directory that should hold the store is missing or unusable.
@@ -89,7 +94,14 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
         case .storeExists(let u): "\(u.path): already exists (refusing to overwrite)"
         case .corruptStore(let u, let why): "\(u.path): damaged store: \(why)"
         case .incompatibleSchema(let u, let es):
-            "\(u.path): the store was written with an incompatible schema (entities differing: \(es.joined(separator: ", ")))"
+            "\(u.path): the store was written with an incompatible schema (entities differing: \(es.joined(separator: ", "))); "
+                + "to upgrade it to this schema, open it with StoreOptions.migratesSchemaAutomatically, call "
+                + "StoreOperations.upgradeStore, or run `storectl upgrade \(u.path) --model MODEL` "
+                + "(`--dry-run` shows how each entity changes)"
+        case .migrationRefused(let u, let problems):
+            "\(u.map { $0.path + ": " } ?? "")cannot upgrade the store to the new schema (nothing was changed): "
+                + (problems.count == 1 ? problems[0].description
+                   : "\(problems.count) problems:\n" + problems.map { "  - \($0)" }.joined(separator: "\n"))
         case .readOnly(let u, let why): "\(u.path): cannot write: \(why)"
         case .directoryUnusable(let u, let why): "\(u.path): \(why)"
         case .locked(let u, let why): "\(u.path): locked: \(why)"

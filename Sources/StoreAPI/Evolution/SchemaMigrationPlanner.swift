@@ -1,0 +1,309 @@
+import Foundation
+
+extension SchemaMigrationPlan {
+    /// Infers how a store of `source` becomes a store of `destination`.
+    ///
+    /// Entities and properties are matched by renaming identifier (Xcode's `elementID`: a destination element whose
+    /// identifier equals a source element's identifier, or a source element's name), else by name. What is
+    /// inferred: entities and attributes added or removed; optional ↔ required (required needs a value in every
+    /// record or a default); renames; integer and float widening and exact conversions to string; relationships
+    /// added or removed, to-one → to-many, ordered ↔ unordered; uniqueness constraints added.
+    ///
+    /// - Throws: ``StoreError/migrationRefused(_:problems:)`` (with no URL) listing every change that cannot be
+    ///   inferred: another type change, to-many → to-one, a changed destination, a new inverse of an existing
+    ///   relationship, an entity moved in or out of a hierarchy, an entity becoming abstract.
+    public init(from source: Schema, to destination: Schema) throws(StoreError) {
+        var planner = SchemaMigrationPlanner(source: source, destination: destination)
+        let plan = planner.plan()
+        guard planner.problems.isEmpty else { throw .migrationRefused(nil, problems: planner.problems) }
+        self = plan
+    }
+}
+
+/// Matches the elements of two schemas and decides how each maps.
+struct SchemaMigrationPlanner {
+    let source: Schema
+    let destination: Schema
+    var problems: [SchemaMigrationProblem] = []
+
+    /// Destination entity name → source entity name.
+    private(set) var entityMatch: [String: String] = [:]
+
+    init(source: Schema, destination: Schema) {
+        self.source = source
+        self.destination = destination
+        entityMatch = Self.match(
+            destination.definitions.map { ($0.name, $0.renamingIdentifier) },
+            source.definitions.map { ($0.name, $0.renamingIdentifier) })
+    }
+
+    /// Destination name → source name, for two lists of (name, renaming identifier): equal identifiers first (an
+    /// element's identifier is its renaming identifier, else its name), then a destination renaming identifier that
+    /// names a source element, then equal names. Each source element is matched at most once.
+    static func match(_ destination: [(String, String?)], _ source: [(String, String?)]) -> [String: String] {
+        var result: [String: String] = [:]
+        var used: Set<String> = []
+        let passes: [(_ d: (String, String?), _ s: (String, String?)) -> Bool] = [
+            { d, s in (d.1 ?? d.0) == (s.1 ?? s.0) },
+            { d, s in d.1 != nil && d.1 == s.0 },
+            { d, s in d.0 == s.0 },
+        ]
+        for pass in passes {
+            for d in destination where result[d.0] == nil {
+                if let s = source.first(where: { !used.contains($0.0) && pass(d, $0) }) {
+                    result[d.0] = s.0
+                    used.insert(s.0)
+                }
+            }
+        }
+        return result
+    }
+
+    /// Destination property name → source property name, for one matched pair of entities.
+    static func attributeMatch(_ d: Entity, _ s: Entity) -> [String: String] {
+        match(d.attributes.map { ($0.name, $0.renamingIdentifier) }, s.attributes.map { ($0.name, $0.renamingIdentifier) })
+    }
+
+    static func relationshipMatch(_ d: Entity, _ s: Entity) -> [String: String] {
+        match(d.relationships.map { ($0.name, $0.renamingIdentifier) }, s.relationships.map { ($0.name, $0.renamingIdentifier) })
+    }
+
+    /// The source entity a destination entity comes from.
+    func sourceEntity(of d: Entity) -> Entity? { entityMatch[d.name].flatMap { source.entity(named: $0) } }
+
+    /// The destination name of a source entity, if it is kept.
+    func destinationName(ofSource name: String) -> String? { entityMatch.first { $0.value == name }?.key }
+
+    mutating func plan() -> SchemaMigrationPlan {
+        var entities: [EntityMigration] = []
+        for d in destination.entities {
+            guard let s = sourceEntity(of: d) else {
+                entities.append(EntityMigration(
+                    name: d.name, source: nil, change: .added,
+                    attributes: d.attributes.map { Self.added($0) }, relationships: d.relationships.map { Self.added($0) },
+                    removedAttributes: [], removedRelationships: [], addedUniquenessConstraints: []))
+                continue
+            }
+            entities.append(plan(d, from: s))
+        }
+        let kept = Set(entityMatch.values)
+        let removed = source.entities.map(\.name).filter { !kept.contains($0) }
+        return SchemaMigrationPlan(
+            sourceVersionHashes: source.versionHashes, destinationVersionHashes: destination.versionHashes,
+            entities: entities, removedEntities: removed)
+    }
+
+    private mutating func plan(_ d: Entity, from s: Entity) -> EntityMigration {
+        let parent = s.definition.parent.map { destinationName(ofSource: $0) ?? "(removed) \($0)" }
+        if parent != d.definition.parent {
+            problems.append(.notInferable(entity: d.name, property: nil, reason:
+                "moves from parent \(s.definition.parent ?? "none") to \(d.definition.parent ?? "none"); moving an entity "
+                + "in or out of a hierarchy changes which records share its primary keys and needs a custom migration"))
+        }
+        if d.isAbstract && !s.isAbstract {
+            problems.append(.notInferable(entity: d.name, property: nil, reason:
+                "becomes abstract; its records would have no entity to belong to"))
+        }
+        let am = Self.attributeMatch(d, s)
+        let attributes = d.attributes.map { a in
+            am[a.name].flatMap { s.attribute($0) }.map { attribute(a, from: $0, in: d) } ?? Self.added(a)
+        }
+        let rm = Self.relationshipMatch(d, s)
+        let relationships = d.relationships.map { r in
+            rm[r.name].flatMap { s.relationship($0) }.map { relationship(r, from: $0, in: d) } ?? addedRelationship(r, in: d)
+        }
+        let keptAttributes = Set(am.values)
+        let keptRelationships = Set(rm.values)
+        // Constraints compared in destination names: a source constraint over renamed attributes is the same one.
+        let toDestination = Dictionary(am.map { ($0.value, $0.key) }, uniquingKeysWith: { a, _ in a })
+        let existing = Set(s.uniquenessConstraints.map { Set($0.compactMap { toDestination[$0] }) })
+        let addedConstraints = d.definition.uniquenessConstraints.filter { !existing.contains(Set($0)) }
+        var migration = EntityMigration(
+            name: d.name, source: s.name, change: .unchanged, attributes: attributes, relationships: relationships,
+            removedAttributes: s.attributes.map(\.name).filter { !keptAttributes.contains($0) },
+            removedRelationships: s.relationships.map(\.name).filter { !keptRelationships.contains($0) },
+            addedUniquenessConstraints: addedConstraints)
+        if s.name != d.name {
+            migration.change = .renamed
+        } else if migration.isModified || s.versionHash != d.versionHash {
+            migration.change = .modified
+        }
+        return migration
+    }
+
+    static func added(_ a: AttributeDescription) -> PropertyMigration {
+        let required = !a.isOptional && (a.defaultValue?.isNull ?? true)
+        let how = if let dv = a.defaultValue, !dv.isNull { "added; records get its default \(dv)" }
+            else if required { "added, required with no default: allowed only while the entity has no records" }
+            else { "added; records get no value" }
+        return PropertyMigration(name: a.name, source: nil, change: .added, how: how, requiresValue: required)
+    }
+
+    static func added(_ r: RelationshipDescription) -> PropertyMigration {
+        let required = !r.isOptional || r.minCount > 0
+        return PropertyMigration(name: r.name, source: nil, change: .added,
+                                 how: required ? "added, required: allowed only while the entity has no records"
+                                     : "added; records get no link", requiresValue: required)
+    }
+
+    private mutating func addedRelationship(_ r: RelationshipDescription, in d: Entity) -> PropertyMigration {
+        // A new inverse of a relationship that exists would need its links derived from the other side's.
+        if let inverseName = r.inverse, let target = destination.entity(named: r.destination),
+           let targetSource = sourceEntity(of: target), Self.relationshipMatch(target, targetSource)[inverseName] != nil {
+            problems.append(.notInferable(entity: d.name, property: r.name, reason:
+                "is added as the inverse of the existing \(target.name).\(inverseName); its links would have to be "
+                + "derived from that relationship's, which needs a custom migration"))
+        }
+        return Self.added(r)
+    }
+
+    private mutating func attribute(_ a: AttributeDescription, from s: AttributeDescription, in d: Entity) -> PropertyMigration {
+        var parts: [String] = []
+        var change = PropertyMigration.Change.unchanged
+        var requiresValue = false
+        if s.name != a.name {
+            parts.append("renamed from \(s.name)")
+            change = .renamed
+        }
+        switch AttributeConversion(from: s.type, to: a.type) {
+        case .same?: break
+        case .widen?:
+            parts.append("\(s.type.rawValue) → \(a.type.rawValue), widened (every value fits)")
+            change = .widened
+        case .toString?:
+            parts.append("\(s.type.rawValue) → string, each value in its exact text form")
+            change = .convertedToString
+        case nil:
+            problems.append(.notInferable(entity: d.name, property: a.name, reason:
+                "type changes from \(s.type.rawValue) to \(a.type.rawValue), which cannot be converted without loss"))
+        }
+        if s.isOptional && !a.isOptional {
+            if let dv = a.defaultValue, !dv.isNull {
+                parts.append("optional → required; records without a value get its default \(dv)")
+            } else {
+                parts.append("optional → required; every record must have a value (checked before anything is written)")
+                requiresValue = true
+            }
+            if change == .unchanged || change == .renamed { change = .madeRequired }
+        } else if !s.isOptional && a.isOptional {
+            parts.append("required → optional")
+            if change == .unchanged || change == .renamed { change = .madeOptional }
+        }
+        if change == .unchanged, !Self.sameExceptName(a, s) {
+            parts.append("definition changed (default, flags or user info); values copied as they are")
+            change = .modified
+        }
+        return PropertyMigration(name: a.name, source: s.name, change: change,
+                                 how: parts.isEmpty ? "unchanged" : parts.joined(separator: "; "), requiresValue: requiresValue)
+    }
+
+    private mutating func relationship(_ r: RelationshipDescription, from q: RelationshipDescription, in d: Entity) -> PropertyMigration {
+        var parts: [String] = []
+        var change = PropertyMigration.Change.unchanged
+        var requiresValue = false
+        if q.name != r.name {
+            parts.append("renamed from \(q.name)")
+            change = .renamed
+        }
+        if entityMatch[r.destination] != q.destination {
+            problems.append(.notInferable(entity: d.name, property: r.name, reason:
+                "destination changes from \(q.destination) to \(r.destination); its links cannot be carried over"))
+        }
+        if q.isToMany && !r.isToMany {
+            problems.append(.notInferable(entity: d.name, property: r.name, reason:
+                "to-many becomes to-one; records with several links would lose all but one"))
+        } else if !q.isToMany && r.isToMany {
+            parts.append("to-one → to-many; a link becomes a one-element set")
+            change = .madeToMany
+        } else if q.isToMany && q.isOrdered != r.isOrdered {
+            parts.append(r.isOrdered ? "unordered → ordered; links keep their stored order" : "ordered → unordered")
+            if change == .unchanged || change == .renamed { change = .orderingChanged }
+        }
+        if let inverseName = r.inverse, let target = destination.entity(named: r.destination),
+           let targetSource = sourceEntity(of: target) {
+            let inverseSource = Self.relationshipMatch(target, targetSource)[inverseName]
+            if inverseSource == nil || inverseSource != q.inverse {
+                if inverseSource != nil {
+                    problems.append(.notInferable(entity: d.name, property: r.name, reason:
+                        "gets \(target.name).\(inverseName) as its inverse, which was not; the links of the two cannot "
+                        + "be made to agree without a custom migration"))
+                }
+            }
+        }
+        if (q.isOptional && !r.isOptional) || r.minCount > q.minCount {
+            parts.append("optional → required; every record must have a link (checked before anything is written)")
+            requiresValue = true
+            if change == .unchanged || change == .renamed { change = .madeRequired }
+        } else if !q.isOptional && r.isOptional {
+            parts.append("required → optional")
+            if change == .unchanged || change == .renamed { change = .madeOptional }
+        }
+        if change == .unchanged, !Self.sameExceptName(r, q, destinationMatches: entityMatch[r.destination] == q.destination) {
+            parts.append("definition changed (delete rule, counts or user info); links copied as they are")
+            change = .modified
+        }
+        return PropertyMigration(name: r.name, source: q.name, change: change,
+                                 how: parts.isEmpty ? "unchanged" : parts.joined(separator: "; "), requiresValue: requiresValue)
+    }
+
+    private static func sameExceptName(_ a: AttributeDescription, _ b: AttributeDescription) -> Bool {
+        var b = b
+        b.name = a.name
+        b.renamingIdentifier = a.renamingIdentifier
+        return a == b
+    }
+
+    private static func sameExceptName(_ r: RelationshipDescription, _ q: RelationshipDescription, destinationMatches: Bool) -> Bool {
+        var q = q
+        q.name = r.name
+        q.renamingIdentifier = r.renamingIdentifier
+        if destinationMatches { q.destination = r.destination }
+        q.inverse = r.inverse
+        return r == q
+    }
+}
+
+/// How a value of one attribute type becomes a value of another without loss.
+enum AttributeConversion {
+    /// Same stored form: copied as it is.
+    case same
+    /// A larger integer type, or float → double.
+    case widen
+    /// The value's exact text.
+    case toString
+
+    /// `nil` when no lossless conversion exists.
+    init?(from s: AttributeType, to d: AttributeType) {
+        let storage: (AttributeType) -> AttributeType = { $0 == .transformable ? .binary : $0 }
+        if storage(s) == storage(d) { self = .same; return }
+        switch (s, d) {
+        case (.integer16, .integer32), (.integer16, .integer64), (.integer32, .integer64), (.float, .double):
+            self = .widen
+        case (.integer16, .string), (.integer32, .string), (.integer64, .string), (.decimal, .string),
+             (.double, .string), (.float, .string), (.uuid, .string), (.uri, .string):
+            self = .toString
+        default:
+            return nil
+        }
+    }
+
+    /// Converts one stored value (null stays null) to `type`.
+    static func convert(_ value: StoreValue, to type: AttributeType) -> StoreValue {
+        switch (value, type) {
+        case (.integer16(let v), .integer32): .integer32(Int32(v))
+        case (.integer16(let v), .integer64): .integer64(Int64(v))
+        case (.integer32(let v), .integer64): .integer64(Int64(v))
+        case (.float(let v), .double): .double(Double(v))
+        case (.integer16(let v), .string): .string(String(v))
+        case (.integer32(let v), .string): .string(String(v))
+        case (.integer64(let v), .string): .string(String(v))
+        case (.decimal(let v), .string): .string(v.description)
+        // Swift prints the shortest text that reads back as the same number.
+        case (.double(let v), .string): .string(v.description)
+        case (.float(let v), .string): .string(v.description)
+        case (.uuid(let v), .string): .string(v.uuidString)
+        case (.uri(let v), .string): .string(v.absoluteString)
+        default: value
+        }
+    }
+}

@@ -42,8 +42,9 @@ public final class StoreCoordinator: Sendable {
     /// Opens (or creates) the store a description points to and adds it.
     ///
     /// An existing store must have been written with a compatible schema (equal version hashes for every entity of
-    /// the configuration); otherwise ``StoreError/incompatibleSchema(_:entities:)``. A new store is created only when
-    /// ``StoreOptions/createIfMissing`` allows it.
+    /// the configuration); otherwise ``StoreError/incompatibleSchema(_:entities:)``, unless the description's
+    /// ``StoreOptions/migratesSchemaAutomatically`` asks for the store to be upgraded to the coordinator's schema
+    /// first (see <doc:SchemaEvolution>). A new store is created only when ``StoreOptions/createIfMissing`` allows it.
     @discardableResult
     public func addStore(_ description: StoreDescription) throws -> LoadedStore {
         try withLogger(ifGiven: logger) { try load(description) }
@@ -62,8 +63,12 @@ public final class StoreCoordinator: Sendable {
             backend.capabilities.contains(.persistent) ? FileManager.default.fileExists(atPath: $0.path) : backend.sniff($0) == .store
         } ?? false
         // A read-only description never creates anything.
-        let store = try backend.open(at: description.url, options: description.options,
+        var store = try backend.open(at: description.url, options: description.options,
                                      creating: description.options.isReadOnly ? nil : creating)
+        if description.options.migratesSchemaAutomatically, !description.options.isReadOnly, let url = description.url,
+           !store.metadata.mismatchedEntities(members).isEmpty {
+            store = try upgradeOnLoad(store, at: url, backend: backend, options: description.options)
+        }
         do {
             let stored = store.metadata
             let names = Set(members.map(\.name))

@@ -48,17 +48,38 @@ public struct StoreOptions: Sendable, Hashable, Codable {
     /// Backend-specific options, namespaced by backend: `sqlite.journal_mode`, `sqlite.synchronous`,
     /// `lmdb.mapSize`, … Each backend documents the keys it reads and ignores the others.
     public var backend: [String: String]
+    /// Upgrade a store written with an earlier schema when it is loaded, by the plan inferred from the two schemas
+    /// (Core Data's `NSMigratePersistentStoresAutomaticallyOption` with `NSInferMappingModelAutomaticallyOption`;
+    /// see <doc:SchemaEvolution>). Without it, such a store is ``StoreError/incompatibleSchema(_:entities:)``.
+    /// Ignored by read-only descriptions, which never write.
+    public var migratesSchemaAutomatically: Bool
 
     /// Creates options.
     public init(
         isReadOnly: Bool = false, historyTracking: Bool = false, createIfMissing: Bool = true, timeout: Double = 5,
-        backend: [String: String] = [:]
+        backend: [String: String] = [:], migratesSchemaAutomatically: Bool = false
     ) {
         self.isReadOnly = isReadOnly
         self.historyTracking = historyTracking
         self.createIfMissing = createIfMissing
         self.timeout = timeout
         self.backend = backend
+        self.migratesSchemaAutomatically = migratesSchemaAutomatically
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case isReadOnly, historyTracking, createIfMissing, timeout, backend, migratesSchemaAutomatically
+    }
+
+    /// Decodes options; keys added after a description was written may be absent.
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        isReadOnly = try c.decode(Bool.self, forKey: .isReadOnly)
+        historyTracking = try c.decode(Bool.self, forKey: .historyTracking)
+        createIfMissing = try c.decode(Bool.self, forKey: .createIfMissing)
+        timeout = try c.decode(Double.self, forKey: .timeout)
+        backend = try c.decode([String: String].self, forKey: .backend)
+        migratesSchemaAutomatically = try c.decodeIfPresent(Bool.self, forKey: .migratesSchemaAutomatically) ?? false
     }
 }
 

@@ -1,0 +1,132 @@
+import Foundation
+
+/// A plan compiled against its two schemas: positions instead of names, so each record maps with array reads.
+struct MigrationRecordMapper: Sendable {
+    /// How one destination attribute gets its value.
+    struct AttributeStep: Sendable {
+        /// Position in the source record's attributes; `nil` for an added attribute.
+        let source: Int?
+        /// The destination type, when values are converted.
+        let convertTo: AttributeType?
+        /// What a record with no value gets: the default of an added attribute, or of one made required.
+        let fill: StoreValue
+    }
+
+    /// How one destination relationship gets its links.
+    struct RelationshipStep: Sendable {
+        let source: Int?
+        let toMany: Bool
+    }
+
+    /// The mapping of one concrete destination entity.
+    struct EntityStep: Sendable {
+        let destination: Entity
+        let source: Entity
+        let attributes: [AttributeStep]
+        let relationships: [RelationshipStep]
+    }
+
+    let plan: SchemaMigrationPlan
+    let source: Schema
+    let destination: Schema
+    /// Destination entity name → its mapping (entities with a source only).
+    let steps: [String: EntityStep]
+    /// Source entity name → destination entity name, for kept entities.
+    let destinationNames: [String: String]
+    /// Per entity (destination name): source property name → destination property name, for renamed history keys.
+    let propertyNames: [String: [String: String]]
+
+    init(plan: SchemaMigrationPlan, source: Schema, destination: Schema) throws(StoreError) {
+        self.plan = plan
+        self.source = source
+        self.destination = destination
+        var steps: [String: EntityStep] = [:]
+        var names: [String: String] = [:]
+        var properties: [String: [String: String]] = [:]
+        for e in plan.entities {
+            guard let sourceName = e.source else { continue }
+            let d = try destination.requireEntity(e.name)
+            let s = try source.requireEntity(sourceName)
+            names[sourceName] = e.name
+            var renamed: [String: String] = [:]
+            var attributes: [AttributeStep] = []
+            for (a, m) in zip(d.attributes, e.attributes) {
+                let index = m.source.flatMap { s.attributeIndex($0) }
+                let from = index.map { s.attributes[$0].type }
+                let converts = from.map { AttributeConversion(from: $0, to: a.type) }
+                attributes.append(AttributeStep(
+                    source: index, convertTo: converts == .some(.same) || converts == nil ? nil : a.type,
+                    fill: a.defaultValue ?? .null))
+                if let src = m.source, src != a.name { renamed[src] = a.name }
+            }
+            var relationships: [RelationshipStep] = []
+            for (r, m) in zip(d.relationships, e.relationships) {
+                relationships.append(RelationshipStep(source: m.source.flatMap { s.relationshipIndex($0) }, toMany: r.isToMany))
+                if let src = m.source, src != r.name { renamed[src] = r.name }
+            }
+            properties[e.name] = renamed
+            steps[e.name] = EntityStep(destination: d, source: s, attributes: attributes, relationships: relationships)
+        }
+        self.steps = steps
+        self.destinationNames = names
+        self.propertyNames = properties
+    }
+
+    /// The destination record a source record becomes: same primary key and global ID.
+    func map(_ record: Record, with step: EntityStep) -> Record {
+        var attributes: [StoreValue] = []
+        attributes.reserveCapacity(step.attributes.count)
+        for a in step.attributes {
+            var value = a.source.map { $0 < record.attributes.count ? record.attributes[$0] : .null } ?? .null
+            if let type = a.convertTo { value = AttributeConversion.convert(value, to: type) }
+            attributes.append(value.isNull ? a.fill : value)
+        }
+        var relationships: [RelationshipValue] = []
+        relationships.reserveCapacity(step.relationships.count)
+        for r in step.relationships {
+            let value = r.source.map { $0 < record.relationships.count ? record.relationships[$0] : nil } ?? nil
+            switch (value, r.toMany) {
+            case (nil, true): relationships.append(.toMany([]))
+            case (nil, false): relationships.append(.toOne(nil))
+            case (.toOne(let k)?, true): relationships.append(.toMany(k.map { [$0] } ?? []))
+            case (let v?, _): relationships.append(v)
+            }
+        }
+        return Record(entity: step.destination.name, primaryKey: record.primaryKey, globalID: record.globalID,
+                      attributes: attributes, relationships: relationships)
+    }
+
+    /// A history transaction with entity and property names as the destination schema has them.
+    func map(_ transaction: HistoryTransaction) -> HistoryTransaction {
+        var t = transaction
+        t.changes = transaction.changes.map { c in
+            var c = c
+            if let name = destinationNames[c.entity] {
+                c.entity = name
+                if let renamed = propertyNames[name], !renamed.isEmpty {
+                    c.changedKeys = c.changedKeys.map { renamed[$0] ?? $0 }
+                    c.tombstone = Dictionary(c.tombstone.map { (renamed[$0.key] ?? $0.key, $0.value) }, uniquingKeysWith: { a, _ in a })
+                }
+            }
+            return c
+        }
+        return t
+    }
+
+    /// The metadata of the upgraded store: the source's identity, custom keys and sync options, with the
+    /// destination schema and its version hashes.
+    func metadata(from stored: StoreMetadata) -> StoreMetadata {
+        var m = stored
+        m.schema = destination
+        m.versionHashes = destination.versionHashes
+        m.formatVersion = StoreMetadata.currentFormatVersion
+        if let counters = stored.primaryKeyCounters {
+            // Hierarchies the destination drops have no allocator to carry.
+            let roots = Set(destination.rootEntities.map(\.name))
+            m.primaryKeyCounters = Dictionary(counters.compactMap { (root, next) in
+                destinationNames[root].flatMap { roots.contains($0) ? ($0, next) : nil }
+            }, uniquingKeysWith: { max($0, $1) })
+        }
+        return m
+    }
+}

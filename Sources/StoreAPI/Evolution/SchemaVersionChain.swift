@@ -1,0 +1,97 @@
+import Foundation
+
+/// The versions of a model, oldest first, that a store is upgraded through one step at a time (Core Data's staged
+/// migration, SwiftData's `SchemaMigrationPlan.stages`).
+///
+/// A store's place in the chain is found by its version hashes, so an upgrade interrupted between two steps
+/// resumes from the version the store reached.
+public struct SchemaVersionChain: Sendable {
+    /// The versions, oldest first, with a name each (the `.xcdatamodel` version's name for an Xcode bundle).
+    public let versions: [(name: String, schema: Schema)]
+
+    /// A chain of named schemas, oldest first.
+    public init(versions: [(name: String, schema: Schema)]) {
+        self.versions = versions
+    }
+
+    /// The versions of an `.xcdatamodeld` bundle, in version order up to its current version
+    /// (``XcodeModelVersions``): versions after the current one are not part of the chain.
+    ///
+    /// - Throws: ``SchemaError`` naming the bundle or the version that cannot be read.
+    public init(xcodeModelBundleAt url: URL) throws {
+        let listed = try XcodeModelVersions(bundleAt: url)
+        var versions: [(name: String, schema: Schema)] = []
+        for v in listed.versions {
+            versions.append((v.deletingPathExtension().lastPathComponent, try Schema(xcodeModelAt: v)))
+            if v.standardizedFileURL == listed.current.standardizedFileURL { break }
+        }
+        self.versions = versions
+    }
+
+    /// The newest version.
+    public var latest: Schema? { versions.last?.schema }
+
+    /// The position of the version a store with `metadata` was written with, by its version hashes; `nil` when
+    /// none matches (the store is then upgraded straight to the latest version).
+    public func position(of metadata: StoreMetadata) -> Int? {
+        versions.lastIndex { metadata.incompatibleEntities(with: $0.schema).isEmpty }
+    }
+}
+
+extension StoreOperations {
+    /// One step of an upgrade through a chain: the version names and the plan carried out.
+    public struct UpgradeStep: Sendable {
+        /// The version the step started from; `nil` when the store matched no version of the chain.
+        public var from: String?
+        /// The version the step upgraded to.
+        public var to: String
+        /// How the records mapped.
+        public var plan: SchemaMigrationPlan
+    }
+
+    /// Upgrades the store at `url` through `chain`, one version at a time from the one its version hashes match to
+    /// the latest, each step as ``upgradeStore(at:type:to:options:)`` does it (staged, then an atomic replace). A
+    /// store that matches no version is upgraded to the latest version directly.
+    ///
+    /// Before anything is written, every remaining step is planned: a step that cannot be inferred is refused with
+    /// ``StoreError/migrationRefused(_:problems:)`` naming the versions. Interrupted between steps, the store is
+    /// whole at the version it reached, and running the upgrade again continues from there.
+    ///
+    /// - Returns: the steps carried out (empty when the store is at the latest version).
+    @discardableResult
+    public func upgradeStore(at url: URL, type: String? = nil, through chain: SchemaVersionChain,
+                             options: UpgradeOptions = UpgradeOptions()) throws -> [UpgradeStep] {
+        guard let latest = chain.versions.last else {
+            throw StoreError.invalidArgument("the version chain has no versions")
+        }
+        let backend = try backend(ofStoreAt: url, type: type)
+        let stored = try backend.readMetadata(at: url)
+        guard Self.needsUpgrade(stored, to: latest.schema) else { return [] }
+        var steps: [(from: String?, to: (name: String, schema: Schema))] = []
+        if let start = chain.position(of: stored) {
+            for i in start..<(chain.versions.count - 1) {
+                steps.append((chain.versions[i].name, chain.versions[i + 1]))
+            }
+        } else {
+            steps.append((nil, latest))
+        }
+        // Every step planned first, so a chain that breaks at its third step changes nothing.
+        var previous = stored.schema
+        for step in steps {
+            do { _ = try SchemaMigrationPlan(from: previous, to: step.to.schema) } catch {
+                guard case .migrationRefused(_, let problems) = error else { throw error }
+                let label = "\(step.from ?? "the store's schema") → \(step.to.name)"
+                throw StoreError.migrationRefused(url, problems: problems.map {
+                    .notInferable(entity: label, property: nil, reason: $0.description)
+                })
+            }
+            previous = step.to.schema
+        }
+        var done: [UpgradeStep] = []
+        for step in steps {
+            let plan = try upgradeStore(at: url, type: backend.typeIdentifier, to: step.to.schema, options: options)
+            done.append(UpgradeStep(from: step.from, to: step.to.name, plan: plan))
+        }
+        return done
+    }
+}

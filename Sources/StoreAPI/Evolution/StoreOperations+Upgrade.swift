@@ -1,0 +1,102 @@
+import Foundation
+import Logging
+
+extension StoreOperations {
+    /// Options for ``upgradeStore(at:type:to:options:)``.
+    public struct UpgradeOptions {
+        /// Records per page for the streaming transfer.
+        public var batchSize: Int
+        /// Progress; throw to cancel (the store is then left as it was).
+        public var progress: ProgressHandler?
+        /// Upgrade even while someone has the store open (see ``StoreBackend/isInUse(at:)``); without it, such a
+        /// store is ``StoreError/locked(_:reason:)``.
+        public var force: Bool
+
+        /// Creates options.
+        public init(batchSize: Int = 5_000, progress: ProgressHandler? = nil, force: Bool = false) {
+            self.batchSize = batchSize
+            self.progress = progress
+            self.force = force
+        }
+    }
+
+    /// How the store at `url` would be upgraded to `schema`, without changing anything. Reads only the store's
+    /// metadata; the data checks (required values, duplicates) run when the upgrade does.
+    ///
+    /// - Throws: ``StoreError/migrationRefused(_:problems:)`` naming the store and every change that cannot be
+    ///   inferred, or the errors of reading its metadata.
+    public func migrationPlan(forStoreAt url: URL, type: String? = nil, to schema: Schema) throws -> SchemaMigrationPlan {
+        let backend = try backend(ofStoreAt: url, type: type)
+        return try Self.plan(from: backend.readMetadata(at: url), to: schema, url: url)
+    }
+
+    /// Upgrades the store at `url` to `schema`: every record the new schema keeps, with its primary key and global
+    /// ID, the store UUID, custom metadata, sync options and history, mapped by the inferred
+    /// ``SchemaMigrationPlan``.
+    ///
+    /// The store is read page by page through the plan into a new store of the same type, staged beside it, which
+    /// then replaces it atomically (as ``replaceStore(at:type:with:sourceType:batchSize:progress:force:)`` does).
+    /// Before anything is written, the plan must map every change and the data must fit the new schema; otherwise
+    /// ``StoreError/migrationRefused(_:problems:)`` lists every problem and the store is untouched. A failure or a
+    /// crash while the new store is staged leaves the old one whole, and running the upgrade again starts over.
+    /// A store already at `schema`'s version hashes is left as it is.
+    ///
+    /// - Returns: the plan that was carried out (empty when there was nothing to do).
+    @discardableResult
+    public func upgradeStore(at url: URL, type: String? = nil, to schema: Schema,
+                             options: UpgradeOptions = UpgradeOptions()) throws -> SchemaMigrationPlan {
+        try loggedOperation("upgrade store", ["store": url.logValue], logger: logger) {
+            let backend = try backend(ofStoreAt: url, type: type)
+            let stored = try backend.readMetadata(at: url)
+            let plan = try Self.plan(from: stored, to: schema, url: url)
+            guard Self.needsUpgrade(stored, to: schema) else { return plan }
+            let mapper: MigrationRecordMapper
+            do { mapper = try MigrationRecordMapper(plan: plan, source: stored.schema, destination: schema) } catch {
+                throw StoreError.migrationRefused(url, problems: [.notInferable(entity: "", property: nil, reason: "\(error)")])
+            }
+            _ = try stageAndPlace(at: url, backend: backend, replacing: true, force: options.force) { staged in
+                let readOnly = StoreOptions(isReadOnly: true, createIfMissing: false)
+                let source = try backend.open(at: url, options: readOnly, creating: nil)
+                defer { try? source.close() }
+                let problems = try MigrationPreflight(mapper: mapper, batchSize: max(1, options.batchSize)).problems(in: source)
+                guard problems.isEmpty else { throw StoreError.migrationRefused(url, problems: problems) }
+                let view = MigratingStoreView(base: source, mapper: mapper)
+                try Self.write(view, as: backend, to: staged, batchSize: options.batchSize, progress: options.progress)
+                return view.metadata
+            }
+            return plan
+        }
+    }
+
+    /// Whether a store with `stored` metadata differs from `schema` (in the store's own hash algorithm).
+    static func needsUpgrade(_ stored: StoreMetadata, to schema: Schema) -> Bool {
+        !stored.incompatibleEntities(with: schema).isEmpty
+    }
+
+    /// The plan from a store's schema to `schema`, with refusals naming the store.
+    static func plan(from stored: StoreMetadata, to schema: Schema, url: URL) throws -> SchemaMigrationPlan {
+        do { return try SchemaMigrationPlan(from: stored.schema, to: schema) } catch {
+            if case .migrationRefused(_, let problems) = error { throw StoreError.migrationRefused(url, problems: problems) }
+            throw error
+        }
+    }
+
+    /// Streams `view` into a new store of `backend`'s type at `staged`.
+    static func write(_ view: MigratingStoreView, as backend: any StoreBackend, to staged: URL, batchSize: Int,
+                      progress: ProgressHandler?) throws {
+        let transfer = StoreTransfer(batchSize: batchSize, progress: progress)
+        if let atomic = backend as? any AtomicStoreBackend {
+            try transfer.write(view, metadata: view.metadata, as: atomic, to: staged)
+            if backend.capabilities.contains(.persistent) { try AtomicFile.fsync(path: staged) }
+            return
+        }
+        let destination = try backend.open(at: staged, options: StoreOptions(), creating: view.metadata)
+        do {
+            try transfer.copy(from: view, to: destination)
+            try destination.close()
+        } catch {
+            try? destination.close()
+            throw error
+        }
+    }
+}

@@ -1,0 +1,189 @@
+import CoreDataBackend
+import Foundation
+import LMDBBackend
+import SQLiteBackend
+import StoreAPI
+import StoreTestSupport
+import Testing
+import XMLBackend
+
+/// Where the corpus parts the upgrade tests read are, when it is there.
+enum UpgradeCorpus {
+    static let stores = PackagePaths.corpus("stores")
+    static let models = PackagePaths.corpus("models")
+    static let truthFile = PackagePaths.corpus("VERSION_HASHES.json")
+    static var isPresent: Bool { stores != nil && models != nil && truthFile != nil }
+}
+
+/// Real stores of consecutive model versions: each v(N) Core Data store is converted (in a temporary folder; the
+/// corpus is only read) to every store type, upgraded with the v(N+1) model, and must carry every record and value
+/// the new model keeps, with the next model's version hashes — Core Data's own, where its v(N+1) store exists.
+@Suite(.enabled(if: UpgradeCorpus.isPresent, "the shared corpus (../shared/corpus) is absent"))
+struct CoreDataCorpusUpgradeTests {
+    static let stores = UpgradeCorpus.stores
+    static let models = UpgradeCorpus.models
+    static let truthFile = UpgradeCorpus.truthFile
+
+    static let registry = BackendRegistry(backends: [
+        CoreDataStoreBackend(), SQLiteStoreBackend(), LMDBStoreBackend(), XMLStoreBackend(), InMemoryBackend(),
+    ])
+    static let operations = StoreOperations(registry: registry)
+
+    /// One upgrade step of a corpus chain.
+    struct Step: CustomTestStringConvertible, Sendable {
+        /// The v(N) store, under `stores/`.
+        let store: String
+        /// The v(N+1) model version, under `models/`.
+        let nextModel: String
+        /// Core Data's own v(N+1) store, under `stores/`, when the corpus has it.
+        let nextStore: String?
+        var testDescription: String { "\(store) → \(nextModel.split(separator: "/").last ?? "")" }
+    }
+
+    static let wibosco = "wibosco__CoreDataMigrationRevised-Example"
+    static let wiboscoModel = "wibosco__CoreDataMigrationRevised-Example__CoreDataMigration_Example.xcdatamodeld"
+    static let jeff = "jeffreybergier__CoreDataMigrationTests"
+    static let jeffModel = "jeffreybergier__CoreDataMigrationTests__Model.xcdatamodeld"
+    static let ddg = "duckduckgo__BrowserServicesKit"
+    static let ddgModel = "duckduckgo__BrowserServicesKit__BookmarksModel.xcdatamodeld"
+
+    static let steps: [Step] = {
+        var steps = [
+            Step(store: "\(wibosco)/CoreDataMigration_Example_1.sqlite",
+                 nextModel: "\(wiboscoModel)/CoreDataMigration_Example 2.xcdatamodel",
+                 nextStore: "\(wibosco)/CoreDataMigration_Example_2.sqlite"),
+            Step(store: "alemar11__CoreDataPlus/SampleModel_V1.sqlite",
+                 nextModel: "alemar11__CoreDataPlus__SampleModel.xcdatamodeld/SampleModel2.xcdatamodel",
+                 nextStore: "alemar11__CoreDataPlus/SampleModel_V2.sqlite"),
+        ]
+        let jeffVersions = ["1.0.0", "1.1.0", "1.1.2", "1.2.0", "2.0.0"]
+        for (a, b) in zip(jeffVersions, jeffVersions.dropFirst()) {
+            steps.append(Step(store: "\(jeff)/Example_v\(a).sqlite", nextModel: "\(jeffModel)/v\(b).xcdatamodel",
+                              nextStore: "\(jeff)/Example_v\(b).sqlite"))
+        }
+        for n in 1...5 {
+            steps.append(Step(store: "\(ddg)/Bookmarks_V\(n).sqlite", nextModel: "\(ddgModel)/BookmarksModel \(n + 1).xcdatamodel",
+                              nextStore: n < 5 ? "\(ddg)/Bookmarks_V\(n + 1).sqlite" : nil))
+        }
+        return steps
+    }()
+
+    /// The entity hashes of the corpus store `store` (under `stores/`), from `VERSION_HASHES.json`.
+    static func coreDataHashes(of store: String) throws -> [String: String]? {
+        guard let truthFile else { return nil }
+        let json = try JSONSerialization.jsonObject(with: Data(contentsOf: truthFile)) as? [String: Any]
+        let stores = json?["stores"] as? [String: Any]
+        let entry = stores?["stores/" + store] as? [String: Any]
+        return entry?["entityHashes"] as? [String: String]
+    }
+
+    @Test("v(N) store → v(N+1) model on every store type", arguments: steps, ["sqlite", "lmdb", "xml"])
+    func upgradeCarriesEveryKeptValue(_ step: Step, _ type: String) throws {
+        let stores = try #require(Self.stores), models = try #require(Self.models)
+        let next = try Schema(xcodeModelAt: models.appendingPathComponent(step.nextModel))
+        let dir = try TemporaryDirectory("corpus-upgrade")
+        let url = dir.path("store.\(type)")
+        try Self.operations.copyStore(from: stores.appendingPathComponent(step.store), sourceType: "coredata", to: url, type: type)
+
+        let before = try Self.registry.backend(for: type).open(at: url, options: StoreOptions(isReadOnly: true, createIfMissing: false), creating: nil)
+        let sourceSchema = before.metadata.schema
+        let sourceRecords = try allRecords(of: before)
+        try before.close()
+        let plan = try SchemaMigrationPlan(from: sourceSchema, to: next)
+
+        let done = try Self.operations.upgradeStore(at: url, to: next)
+        #expect(done == plan)
+        let after = try Self.registry.backend(for: type).open(at: url, options: StoreOptions(isReadOnly: true, createIfMissing: false), creating: nil)
+        defer { try? after.close() }
+        #expect(after.metadata.versionHashes == next.versionHashes)
+        if let nextStore = step.nextStore, let truth = try Self.coreDataHashes(of: nextStore) {
+            #expect(after.metadata.versionHashes == truth, "Core Data's own \(nextStore)")
+        }
+        let upgraded = Dictionary(try allRecords(of: after).map { ($0.globalID, $0) }, uniquingKeysWith: { a, _ in a })
+        var kept = 0
+        for record in sourceRecords {
+            guard let migration = plan.entities.first(where: { $0.source == record.entity }),
+                  let sourceEntity = sourceSchema.entity(named: record.entity),
+                  let entity = next.entity(named: migration.name) else {
+                #expect(upgraded[record.globalID] == nil, "\(record.key) of a removed entity")
+                continue
+            }
+            kept += 1
+            guard let new = upgraded[record.globalID] else {
+                Issue.record("\(record.key) was not carried")
+                continue
+            }
+            #expect(new.entity == migration.name && new.primaryKey == record.primaryKey)
+            for (a, m) in zip(entity.attributes, migration.attributes) {
+                let value = new.attributes[entity.attributeIndex(a.name) ?? 0]
+                guard let sourceName = m.source, let i = sourceEntity.attributeIndex(sourceName) else {
+                    #expect(value == (a.defaultValue ?? .null), "\(record.key) new \(a.name)")
+                    continue
+                }
+                let old = record.attributes[i]
+                if old.isNull {
+                    #expect(value == (a.defaultValue ?? .null), "\(record.key).\(a.name)")
+                } else if old.type == a.type || (old.type == .binary && a.type == .transformable) {
+                    #expect(value == old, "\(record.key).\(a.name)")
+                } else {
+                    #expect(value.type == a.type, "\(record.key).\(a.name) converted")
+                }
+            }
+            for (r, m) in zip(entity.relationships, migration.relationships) {
+                let keys = new.relationships[entity.relationshipIndex(r.name) ?? 0].keys
+                guard let sourceName = m.source, let i = sourceEntity.relationshipIndex(sourceName) else {
+                    #expect(keys.isEmpty, "\(record.key) new \(r.name)")
+                    continue
+                }
+                let old = record.relationships[i].keys
+                if r.isOrdered && (sourceEntity.relationships[i].isOrdered) {
+                    #expect(keys == old, "\(record.key).\(r.name) in order")
+                } else {
+                    #expect(Set(keys) == Set(old) && keys.count == old.count, "\(record.key).\(r.name)")
+                }
+            }
+        }
+        #expect(upgraded.count == kept)
+        #expect(kept > 0 || sourceRecords.isEmpty)
+        #expect(try Self.registry.backend(for: type).checkIntegrity(at: url).isEmpty)
+    }
+
+    @Test("a Core Data store is upgraded as a Core Data store, through the public backend protocol")
+    func coreDataStoreUpgradesInPlace() throws {
+        let stores = try #require(Self.stores), models = try #require(Self.models)
+        let step = Self.steps[1]
+        let dir = try TemporaryDirectory("corpus-upgrade-coredata")
+        let url = dir.path("Sample.sqlite")
+        try Self.operations.copyStore(from: stores.appendingPathComponent(step.store), sourceType: "coredata", to: url, type: "coredata")
+        let uuid = try Self.registry.backend(for: "coredata").readMetadata(at: url).storeUUID
+        let next = try Schema(xcodeModelAt: models.appendingPathComponent(step.nextModel))
+        let plan = try Self.operations.upgradeStore(at: url, to: next)
+        #expect(plan.entities.first { $0.name == "LuxuryCar" }?.source == "ExpensiveSportCar")
+        let metadata = try Self.registry.backend(for: "coredata").readMetadata(at: url)
+        #expect(metadata.storeType == "coredata")
+        #expect(metadata.storeUUID == uuid)
+        #expect(metadata.versionHashes == (try Self.coreDataHashes(of: try #require(step.nextStore))))
+        let store = try Self.registry.backend(for: "coredata").open(at: url, options: StoreOptions(isReadOnly: true, createIfMissing: false), creating: nil)
+        defer { try? store.close() }
+        #expect(try store.count(FetchRequest(entity: "LuxuryCar", includesSubentities: false)) == 5)
+    }
+
+    @Test("a whole .xcdatamodeld chain, one version at a time")
+    func wholeBookmarksChain() throws {
+        let stores = try #require(Self.stores), models = try #require(Self.models)
+        let dir = try TemporaryDirectory("corpus-upgrade-chain")
+        let url = dir.path("bookmarks.lmdb")
+        try Self.operations.copyStore(from: stores.appendingPathComponent("\(Self.ddg)/Bookmarks_V1.sqlite"), sourceType: "coredata",
+                                      to: url, type: "lmdb")
+        let records = try Self.registry.backend(for: "lmdb").open(at: url, options: StoreOptions(isReadOnly: true, createIfMissing: false), creating: nil)
+        let count = try allRecords(of: records).count
+        try records.close()
+        let chain = try SchemaVersionChain(xcodeModelBundleAt: models.appendingPathComponent(Self.ddgModel))
+        let steps = try Self.operations.upgradeStore(at: url, through: chain)
+        #expect(steps.map(\.to) == ["BookmarksModel 2", "BookmarksModel 3", "BookmarksModel 4", "BookmarksModel 5", "BookmarksModel 6"])
+        let after = try Self.registry.backend(for: "lmdb").open(at: url, options: StoreOptions(isReadOnly: true, createIfMissing: false), creating: nil)
+        defer { try? after.close() }
+        #expect(after.metadata.versionHashes == chain.latest?.versionHashes)
+        #expect(try allRecords(of: after).count == count)
+    }
+}

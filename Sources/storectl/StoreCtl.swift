@@ -39,6 +39,7 @@ struct StoreCtl: ParsableCommand {
               storectl convert lib.sqlite lib.lmdb
               storectl info lib.lmdb
               storectl diff lib.sqlite lib.lmdb
+              storectl upgrade lib.sqlite --model Library.xcdatamodeld --dry-run
 
             Shell completion scripts (bash, zsh, fish):
               storectl --generate-completion-script bash > storectl.bash
@@ -47,7 +48,7 @@ struct StoreCtl: ParsableCommand {
         subcommands: [
             CreateCommand.self, ImportCommand.self, ExportCommand.self, InfoCommand.self, SchemaCommand.self,
             ConvertCommand.self, CopyCommand.self, ReplaceCommand.self, RelocateCommand.self, DestroyCommand.self,
-            VerifyCommand.self, DiffCommand.self,
+            VerifyCommand.self, DiffCommand.self, UpgradeCommand.self,
         ]
     )
 }

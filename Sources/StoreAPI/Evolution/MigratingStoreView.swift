@@ -2,8 +2,7 @@ import Foundation
 
 /// A read-only view of a source store as the destination schema sees it: the transfer engine copies from it as
 /// from any store, and each page it scans is mapped record by record, so an upgrade streams in bounded memory.
-final class MigratingStoreView: PersistentStore, @unchecked Sendable {
-    // @unchecked: immutable after init; the wrapped store does its own locking.
+final class MigratingStoreView: PersistentStore {
     let base: any PersistentStore
     let mapper: MigrationRecordMapper
     let metadata: StoreMetadata

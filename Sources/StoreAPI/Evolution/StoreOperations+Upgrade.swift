@@ -38,7 +38,8 @@ extension StoreOperations {
     /// then replaces it atomically (as ``replaceStore(at:type:with:sourceType:batchSize:progress:force:)`` does).
     /// Before anything is written, the plan must map every change and the data must fit the new schema; otherwise
     /// ``StoreError/migrationRefused(_:problems:)`` lists every problem and the store is untouched. A failure or a
-    /// crash while the new store is staged leaves the old one whole, and running the upgrade again starts over.
+    /// crash while the new store is staged leaves the old one whole, and running the upgrade again starts over; a
+    /// crash while it replaces the old one leaves the old store's files aside, which the next run puts back first.
     /// A store already at `schema`'s version hashes is left as it is.
     ///
     /// - Returns: the plan that was carried out (empty when there was nothing to do).
@@ -46,10 +47,14 @@ extension StoreOperations {
     public func upgradeStore(at url: URL, type: String? = nil, to schema: Schema,
                              options: UpgradeOptions = UpgradeOptions()) throws -> SchemaMigrationPlan {
         try loggedOperation("upgrade store", ["store": url.logValue], logger: logger) {
+            try UpgradeRecovery.restoreAsideStore(at: url)
             let backend = try backend(ofStoreAt: url, type: type)
             let stored = try backend.readMetadata(at: url)
             let plan = try Self.plan(from: stored, to: schema, url: url)
-            guard Self.needsUpgrade(stored, to: schema) else { return plan }
+            guard Self.needsUpgrade(stored, to: schema) else {
+                UpgradeRecovery.clearStaging(near: url, backend: backend)
+                return plan
+            }
             let mapper: MigrationRecordMapper
             do { mapper = try MigrationRecordMapper(plan: plan, source: stored.schema, destination: schema) } catch {
                 throw StoreError.migrationRefused(url, problems: [.notInferable(entity: "", property: nil, reason: "\(error)")])

@@ -70,11 +70,10 @@ struct UpgradeCommand: ParsableCommand {
             let start = Date()
             let url = URL(fileURLWithPath: store)
             let modelURL = URL(fileURLWithPath: model)
-            let backend = try Backends.existing(url, type: type)
             let chain = try Self.chain(modelURL)
-            let stored = try backend.readMetadata(at: url)
-            let steps = try plannedSteps(chain, stored: stored, url: url)
             if dryRun {
+                let backend = try Backends.existing(url, type: type)
+                let steps = try plannedSteps(chain, stored: try backend.readMetadata(at: url), url: url)
                 if json {
                     try JSONOutput.print(Report(store: url.path, dryRun: true, upgraded: false, steps: steps))
                 } else {
@@ -86,8 +85,10 @@ struct UpgradeCommand: ParsableCommand {
             let done: [StoreOperations.UpgradeStep]
             do {
                 defer { bar.finish() }
+                // The operation finds the store itself: after an upgrade killed while placing the new store, only
+                // it knows how to put the old one back.
                 done = try Backends.operations.upgradeStore(
-                    at: url, type: backend.typeIdentifier, through: chain,
+                    at: url, type: type, through: chain,
                     options: .init(batchSize: transfer.batchSize, progress: bar.handler, force: force))
             }
             let reported = done.map { Step(from: $0.from, to: $0.to, plan: $0.plan) }
@@ -97,7 +98,8 @@ struct UpgradeCommand: ParsableCommand {
                 Console.note("\(url.path) is already at the model's version; nothing to do", quiet: common.quiet)
             } else {
                 Console.note(Self.text(reported, url: url), quiet: common.quiet)
-                Console.note("upgraded \(url.path) (\(backend.typeIdentifier)) to \(done.last?.to ?? "") in "
+                let upgradedType = (try? Backends.existing(url, type: type).typeIdentifier) ?? type ?? "?"
+                Console.note("upgraded \(url.path) (\(upgradedType)) to \(done.last?.to ?? "") in "
                              + "\(Console.seconds(since: start))", quiet: common.quiet)
             }
         }

@@ -31,7 +31,7 @@ final class MigratingStoreView: PersistentStore {
 
     func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [Record] {
         guard let step = mapper.steps[entity] else { return [] }
-        return try base.scan(entity: step.source.name, after: primaryKey, limit: limit).map { mapper.map($0, with: step) }
+        return try base.scan(entity: step.source.name, after: primaryKey, limit: limit).map { try mapper.migrate($0, with: step) }
     }
 
     func scanKeys(entity: String, after primaryKey: Int64?, limit: Int) throws -> [Int64] {

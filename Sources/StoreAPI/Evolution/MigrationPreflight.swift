@@ -30,7 +30,7 @@ struct MigrationPreflight {
                 count: \.count, lastKey: { $0.last?.primaryKey }
             ) { page in
                 for source in page {
-                    let record = mapper.map(source, with: step)
+                    let record = try mapper.migrate(source, with: step)
                     let key = record.key
                     for i in required where record.attributes[i].isNull { Self.note(key, in: &missing, at: i) }
                     for i in requiredLinks {

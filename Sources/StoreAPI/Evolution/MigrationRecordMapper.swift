@@ -36,14 +36,23 @@ struct MigrationRecordMapper: Sendable {
     /// Per entity (destination name): source property name → destination property name, for renamed history keys.
     let propertyNames: [String: [String: String]]
 
-    init(plan: SchemaMigrationPlan, source: Schema, destination: Schema) throws(StoreError) {
+    /// The custom step, run on each record after the plan's mapping.
+    let customStep: RecordMigrationStep?
+    /// Per destination entity: positions of attributes the custom step must convert.
+    let customAttributes: [String: [Int]]
+
+    init(plan: SchemaMigrationPlan, source: Schema, destination: Schema,
+         customStep: RecordMigrationStep? = nil) throws(StoreError) {
         self.plan = plan
+        self.customStep = customStep
         self.source = source
         self.destination = destination
         var steps: [String: EntityStep] = [:]
         var names: [String: String] = [:]
         var properties: [String: [String: String]] = [:]
+        var custom: [String: [Int]] = [:]
         for e in plan.entities {
+            custom[e.name] = e.attributes.indices.filter { e.attributes[$0].change == .custom }
             guard let sourceName = e.source else { continue }
             let d = try destination.requireEntity(e.name)
             let s = try source.requireEntity(sourceName)
@@ -68,6 +77,7 @@ struct MigrationRecordMapper: Sendable {
             steps[e.name] = EntityStep(destination: d, source: s, attributes: attributes, relationships: relationships)
         }
         self.steps = steps
+        self.customAttributes = custom
         self.destinationNames = names
         self.propertyNames = properties
     }
@@ -94,6 +104,29 @@ struct MigrationRecordMapper: Sendable {
         }
         return Record(entity: step.destination.name, primaryKey: record.primaryKey, globalID: record.globalID,
                       attributes: attributes, relationships: relationships)
+    }
+
+    /// ``map(_:with:)`` followed by the custom step, if any, which must leave every value of the new type.
+    func migrate(_ record: Record, with step: EntityStep) throws -> Record {
+        let mapped = map(record, with: step)
+        guard let customStep else { return mapped }
+        var migration = RecordMigration(sourceEntity: step.source, source: record, entity: step.destination, record: mapped)
+        try customStep(&migration)
+        var result = migration.record
+        // The step owns values, not identity or layout.
+        result.entity = mapped.entity
+        result.primaryKey = mapped.primaryKey
+        result.globalID = mapped.globalID
+        guard result.attributes.count == mapped.attributes.count else {
+            throw StoreError.invalidArgument("the custom migration step changed the attribute layout of \(mapped.key)")
+        }
+        result.relationships = mapped.relationships
+        for (i, value) in result.attributes.enumerated() where !value.fits(step.destination.attributeTypes[i]) {
+            let a = step.destination.attributes[i]
+            throw StoreError.typeMismatch(entity: step.destination.name, property: a.name,
+                                          expected: a.type, got: "\(value) in \(mapped.key) after the custom step")
+        }
+        return result
     }
 
     /// A history transaction with entity and property names as the destination schema has them.

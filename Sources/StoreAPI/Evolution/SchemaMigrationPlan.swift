@@ -125,6 +125,8 @@ public struct PropertyMigration: Sendable, Hashable, Codable {
         case madeToMany
         /// A to-many relationship becomes ordered (links keep their stored order) or unordered (order dropped).
         case orderingChanged
+        /// A type change with no lossless conversion, left to a custom step (``RecordMigrationStep``).
+        case custom
         /// Another change that keeps every stored value as it is (a default value, a delete rule, user info, a
         /// version-hash modifier, …).
         case modified

@@ -13,7 +13,15 @@ extension SchemaMigrationPlan {
     ///   inferred: another type change, to-many → to-one, a changed destination, a new inverse of an existing
     ///   relationship, an entity moved in or out of a hierarchy, an entity becoming abstract.
     public init(from source: Schema, to destination: Schema) throws(StoreError) {
+        try self.init(from: source, to: destination, customStep: false)
+    }
+
+    /// The plan for an upgrade with a custom step (``RecordMigrationStep``): as ``init(from:to:)``, but an attribute
+    /// whose type changes without a lossless conversion is left to the step (``PropertyMigration/Change/custom``)
+    /// instead of refused; the upgrade checks that the step gave every such value the new type.
+    public init(from source: Schema, to destination: Schema, customStep: Bool) throws(StoreError) {
         var planner = SchemaMigrationPlanner(source: source, destination: destination)
+        planner.customStep = customStep
         let plan = planner.plan()
         guard planner.problems.isEmpty else { throw .migrationRefused(nil, problems: planner.problems) }
         self = plan
@@ -25,6 +33,8 @@ struct SchemaMigrationPlanner {
     let source: Schema
     let destination: Schema
     var problems: [SchemaMigrationProblem] = []
+    /// Whether a custom step converts what the plan cannot.
+    var customStep = false
 
     /// Destination entity name → source entity name.
     private(set) var entityMatch: [String: String] = [:]
@@ -173,6 +183,9 @@ struct SchemaMigrationPlanner {
         case .toString?:
             parts.append("\(s.type.rawValue) → string, each value in its exact text form")
             change = .convertedToString
+        case nil where customStep:
+            parts.append("\(s.type.rawValue) → \(a.type.rawValue), converted by the custom step")
+            change = .custom
         case nil:
             problems.append(.notInferable(entity: d.name, property: a.name, reason:
                 "type changes from \(s.type.rawValue) to \(a.type.rawValue), which cannot be converted without loss"))

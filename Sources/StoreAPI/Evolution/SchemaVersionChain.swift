@@ -8,10 +8,14 @@ import Foundation
 public struct SchemaVersionChain: Sendable {
     /// The versions, oldest first, with a name each (the `.xcdatamodel` version's name for an Xcode bundle).
     public let versions: [(name: String, schema: Schema)]
+    /// Custom steps, by the name of the version they upgrade to: each runs on every record of the step into that
+    /// version, after its inferred mapping (see ``RecordMigration``).
+    public var customSteps: [String: RecordMigrationStep]
 
-    /// A chain of named schemas, oldest first.
-    public init(versions: [(name: String, schema: Schema)]) {
+    /// A chain of named schemas, oldest first, with custom steps by the name of the version they lead to.
+    public init(versions: [(name: String, schema: Schema)], customSteps: [String: RecordMigrationStep] = [:]) {
         self.versions = versions
+        self.customSteps = customSteps
     }
 
     /// The versions of an `.xcdatamodeld` bundle, in version order up to its current version
@@ -26,6 +30,7 @@ public struct SchemaVersionChain: Sendable {
             if v.standardizedFileURL == listed.current.standardizedFileURL { break }
         }
         self.versions = versions
+        self.customSteps = [:]
     }
 
     /// The newest version.
@@ -53,6 +58,7 @@ extension StoreOperations {
     /// the latest, each step as ``upgradeStore(at:type:to:options:)`` does it (staged, then an atomic replace). A
     /// store that matches no version is upgraded to the latest version directly.
     ///
+    /// Custom steps come from the chain's ``SchemaVersionChain/customSteps`` (`options.customStep` is not used).
     /// Before anything is written, every remaining step is planned: a step that cannot be inferred is refused with
     /// ``StoreError/migrationRefused(_:problems:)`` naming the versions. Interrupted between steps, the store is
     /// whole at the version it reached, and running the upgrade again continues from there.
@@ -82,7 +88,9 @@ extension StoreOperations {
         // Every step planned first, so a chain that breaks at its third step changes nothing.
         var previous = stored.schema
         for step in steps {
-            do { _ = try SchemaMigrationPlan(from: previous, to: step.to.schema) } catch {
+            do {
+                _ = try SchemaMigrationPlan(from: previous, to: step.to.schema, customStep: chain.customSteps[step.to.name] != nil)
+            } catch {
                 guard case .migrationRefused(_, let problems) = error else { throw error }
                 let label = "\(step.from ?? "the store's schema") → \(step.to.name)"
                 throw StoreError.migrationRefused(url, problems: problems.map {
@@ -93,7 +101,9 @@ extension StoreOperations {
         }
         var done: [UpgradeStep] = []
         for step in steps {
-            let plan = try upgradeStore(at: url, type: backend.typeIdentifier, to: step.to.schema, options: options)
+            var stepOptions = options
+            stepOptions.customStep = chain.customSteps[step.to.name]
+            let plan = try upgradeStore(at: url, type: backend.typeIdentifier, to: step.to.schema, options: stepOptions)
             done.append(UpgradeStep(from: step.from, to: step.to.name, plan: plan))
         }
         return done

@@ -11,12 +11,17 @@ extension StoreOperations {
         /// Upgrade even while someone has the store open (see ``StoreBackend/isInUse(at:)``); without it, such a
         /// store is ``StoreError/locked(_:reason:)``.
         public var force: Bool
+        /// A custom step run on every record after the inferred mapping (see ``RecordMigration``); with one, type
+        /// changes the plan cannot convert are left to it instead of refused.
+        public var customStep: RecordMigrationStep?
 
         /// Creates options.
-        public init(batchSize: Int = 5_000, progress: ProgressHandler? = nil, force: Bool = false) {
+        public init(batchSize: Int = 5_000, progress: ProgressHandler? = nil, force: Bool = false,
+                    customStep: RecordMigrationStep? = nil) {
             self.batchSize = batchSize
             self.progress = progress
             self.force = force
+            self.customStep = customStep
         }
     }
 
@@ -50,13 +55,15 @@ extension StoreOperations {
             try UpgradeRecovery.restoreAsideStore(at: url)
             let backend = try backend(ofStoreAt: url, type: type)
             let stored = try backend.readMetadata(at: url)
-            let plan = try Self.plan(from: stored, to: schema, url: url)
+            let plan = try Self.plan(from: stored, to: schema, url: url, customStep: options.customStep != nil)
             guard Self.needsUpgrade(stored, to: schema) else {
                 UpgradeRecovery.clearStaging(near: url, backend: backend)
                 return plan
             }
             let mapper: MigrationRecordMapper
-            do { mapper = try MigrationRecordMapper(plan: plan, source: stored.schema, destination: schema) } catch {
+            do {
+                mapper = try MigrationRecordMapper(plan: plan, source: stored.schema, destination: schema, customStep: options.customStep)
+            } catch {
                 throw StoreError.migrationRefused(url, problems: [.notInferable(entity: "", property: nil, reason: "\(error)")])
             }
             _ = try stageAndPlace(at: url, backend: backend, replacing: true, force: options.force) { staged in
@@ -79,8 +86,8 @@ extension StoreOperations {
     }
 
     /// The plan from a store's schema to `schema`, with refusals naming the store.
-    static func plan(from stored: StoreMetadata, to schema: Schema, url: URL) throws -> SchemaMigrationPlan {
-        do { return try SchemaMigrationPlan(from: stored.schema, to: schema) } catch {
+    static func plan(from stored: StoreMetadata, to schema: Schema, url: URL, customStep: Bool = false) throws -> SchemaMigrationPlan {
+        do { return try SchemaMigrationPlan(from: stored.schema, to: schema, customStep: customStep) } catch {
             if case .migrationRefused(_, let problems) = error { throw StoreError.migrationRefused(url, problems: problems) }
             throw error
         }

@@ -156,6 +156,22 @@ import Testing
         #expect(Set(authors.map(\.objectID.primaryKey)).count == 3)
     }
 
+    @Test("the coordinator upgrades a store at a path to its schema, then loads it", arguments: types)
+    func coordinatorUpgradesThenLoads(_ type: String) throws {
+        let dir = try TemporaryDirectory("upgrade-coordinator")
+        let url = Self.url(type, in: dir)
+        defer { Self.cleanUp(type, url) }
+        try Self.makeV1Store(type, at: url)
+        let coordinator = StoreCoordinator(schema: try EvolutionSchemas.v2(), registry: Backends.registry)
+        let plan = try coordinator.upgradeStore(at: url)
+        #expect(plan.changedEntities.contains("Title"))
+        let loaded = try coordinator.addStore(StoreDescription(url: url, type: type, options: StoreOptions(createIfMissing: false)))
+        #expect(loaded.identifier == Self.storeUUID)
+        // Loaded, it matches: upgrading again reloads it and changes nothing.
+        #expect(try coordinator.upgradeStore(at: url).isEmpty)
+        #expect(try coordinator.newContext().fetch("Author").count == 2)
+    }
+
     @Test("records without a value for a newly required attribute: refused, listed, store untouched", arguments: types)
     func missingRequiredValuesAreRefused(_ type: String) throws {
         let dir = try TemporaryDirectory("upgrade-missing")

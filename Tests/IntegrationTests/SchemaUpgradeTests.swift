@@ -261,6 +261,26 @@ import Testing
         }
     }
 
+    @Test("a lower maximum count: records with more links are refused", arguments: types)
+    func tooManyLinksAreRefused(_ type: String) throws {
+        let dir = try TemporaryDirectory("upgrade-max")
+        let url = Self.url(type, in: dir)
+        defer { Self.cleanUp(type, url) }
+        try Self.makeV1Store(type, at: url)
+        let before = try Self.snapshot(type, url)
+        let to = try EvolutionSchemas.v1(changing: "Author") { a in a.relationships[0].maxCount = 1 }
+        do {
+            try Self.operations.upgradeStore(at: url, to: to)
+            Issue.record("expected a refusal")
+        } catch StoreError.migrationRefused(_, let problems) {
+            #expect(problems == [.tooManyLinks(entity: "Author", relationship: "books", maximum: 1,
+                                               records: [RecordKey(entity: "Author", primaryKey: 1)], count: 1)])
+        }
+        #expect(try Self.snapshot(type, url) == before)
+        // Two links are allowed by a maximum of two.
+        try Self.operations.upgradeStore(at: url, to: EvolutionSchemas.v1(changing: "Author") { a in a.relationships[0].maxCount = 2 })
+    }
+
     @Test("an upgrade cancelled by its progress handler leaves the store as it was", arguments: ["sqlite", "lmdb", "xml"])
     func cancelledUpgradeLeavesStore(_ type: String) throws {
         let dir = try TemporaryDirectory("upgrade-cancel")

@@ -19,11 +19,15 @@ struct MigrationPreflight {
             else { continue }
             let required = migration.attributes.indices.filter { migration.attributes[$0].requiresValue }
             let requiredLinks = migration.relationships.indices.filter { migration.relationships[$0].requiresValue }
+            let boundedLinks = migration.relationships.indices.compactMap { i in
+                migration.relationships[i].checkedMaximum.map { (i, $0) }
+            }
             let constraints = constrained.filter { entity.isKind(of: $0.name) }
                 .flatMap { c in c.addedUniquenessConstraints.enumerated().map { (c.name, $0.offset, $0.element) } }
-            guard !required.isEmpty || !requiredLinks.isEmpty || !constraints.isEmpty else { continue }
+            guard !required.isEmpty || !requiredLinks.isEmpty || !boundedLinks.isEmpty || !constraints.isEmpty else { continue }
             var missing: [Int: (keys: [RecordKey], count: Int)] = [:]
             var missingLinks: [Int: (keys: [RecordKey], count: Int)] = [:]
+            var excessLinks: [Int: (keys: [RecordKey], count: Int)] = [:]
             let positions = constraints.map { c in c.2.compactMap { entity.attributeIndex($0) } }
             try KeyedPages.forEach(
                 size: batchSize, next: { try store.scan(entity: step.source.name, after: $0, limit: batchSize) },
@@ -36,6 +40,9 @@ struct MigrationPreflight {
                     for i in requiredLinks {
                         let minimum = max(1, entity.relationships[i].minCount)
                         if record.relationships[i].keys.count < minimum { Self.note(key, in: &missingLinks, at: i) }
+                    }
+                    for (i, maximum) in boundedLinks where record.relationships[i].keys.count > maximum {
+                        Self.note(key, in: &excessLinks, at: i)
                     }
                     for (n, c) in constraints.enumerated() {
                         let values = positions[n].map { record.attributes[$0] }
@@ -50,6 +57,10 @@ struct MigrationPreflight {
             }
             for (i, m) in missingLinks.sorted(by: { $0.key < $1.key }) {
                 problems.append(.missingValues(entity: entity.name, property: entity.relationships[i].name, records: m.keys, count: m.count))
+            }
+            for (i, m) in excessLinks.sorted(by: { $0.key < $1.key }) {
+                problems.append(.tooManyLinks(entity: entity.name, relationship: entity.relationships[i].name,
+                                              maximum: entity.relationships[i].maxCount, records: m.keys, count: m.count))
             }
         }
         for c in constrained {

@@ -143,4 +143,7 @@ public struct PropertyMigration: Sendable, Hashable, Codable {
     /// For ``Change/madeRequired``: a record without a value gets the attribute's default, else the upgrade is
     /// refused naming the records that have none.
     public var requiresValue: Bool
+    /// For a to-many relationship whose maximum count drops: the new maximum, which every record is checked against
+    /// before anything is written.
+    public var checkedMaximum: Int? = nil
 }

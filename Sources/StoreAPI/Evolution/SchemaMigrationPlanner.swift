@@ -251,12 +251,19 @@ struct SchemaMigrationPlanner {
             parts.append("required → optional")
             if change == .unchanged || change == .renamed { change = .madeOptional }
         }
+        var checkedMaximum: Int?
+        if r.isToMany, r.maxCount > 0, q.maxCount == 0 || r.maxCount < q.maxCount {
+            parts.append("at most \(r.maxCount) links now (checked before anything is written)")
+            checkedMaximum = r.maxCount
+            if change == .unchanged || change == .renamed { change = .modified }
+        }
         if change == .unchanged, !Self.sameExceptName(r, q, destinationMatches: entityMatch[r.destination] == q.destination) {
             parts.append("definition changed (delete rule, counts or user info); links copied as they are")
             change = .modified
         }
         return PropertyMigration(name: r.name, source: q.name, change: change,
-                                 how: parts.isEmpty ? "unchanged" : parts.joined(separator: "; "), requiresValue: requiresValue)
+                                 how: parts.isEmpty ? "unchanged" : parts.joined(separator: "; "), requiresValue: requiresValue,
+                                 checkedMaximum: checkedMaximum)
     }
 
     private static func sameExceptName(_ a: AttributeDescription, _ b: AttributeDescription) -> Bool {

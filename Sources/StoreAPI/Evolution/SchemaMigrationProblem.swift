@@ -13,6 +13,8 @@ public enum SchemaMigrationProblem: Sendable, Hashable, Codable, CustomStringCon
     /// Records that agree on a uniqueness constraint the new schema adds. Each group is the records sharing one
     /// combination of values (`values`, in the constraint's order).
     case duplicateValues(entity: String, attributes: [String], values: [String], records: [RecordKey])
+    /// Records with more links than a to-many relationship's new maximum count allows.
+    case tooManyLinks(entity: String, relationship: String, maximum: Int, records: [RecordKey], count: Int)
     /// Records of an entity the new schema drops may still be linked from a relationship that stays; dropping them
     /// would leave links to nothing.
     case linkedRecordsDropped(entity: String, count: Int, linkedFrom: [String])
@@ -27,6 +29,9 @@ public enum SchemaMigrationProblem: Sendable, Hashable, Codable, CustomStringCon
         case .duplicateValues(let e, let attrs, let values, let records):
             "\(e) must be unique on (\(attrs.joined(separator: ", "))) in the new schema, but \(records.count) records "
                 + "share (\(values.joined(separator: ", "))): \(Self.list(records, count: records.count))"
+        case .tooManyLinks(let e, let r, let maximum, let records, let count):
+            "\(e).\(r) holds at most \(maximum) links in the new schema, but \(count) record\(count == 1 ? " has" : "s have") more: "
+                + Self.list(records, count: count)
         case .linkedRecordsDropped(let e, let count, let from):
             "\(e) is removed, but its \(count) record\(count == 1 ? "" : "s") may be linked from "
                 + "\(from.joined(separator: ", ")), which stay\(from.count == 1 ? "s" : "")"

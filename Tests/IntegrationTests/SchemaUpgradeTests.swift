@@ -261,6 +261,25 @@ import Testing
         }
     }
 
+    @Test("entities in another order: every record still carried (an atomic file is then read entity by entity)",
+          arguments: types)
+    func reorderedEntities(_ type: String) throws {
+        let dir = try TemporaryDirectory("upgrade-order")
+        let url = Self.url(type, in: dir)
+        defer { Self.cleanUp(type, url) }
+        try Self.makeV1Store(type, at: url)
+        let base = try EvolutionSchemas.v1(changing: "Note") { n in n.attributes.append(AttributeDescription(name: "mood", type: .string)) }
+        let reordered = try Schema(entities: base.definitions.reversed())
+        try Self.operations.upgradeStore(at: url, to: reordered)
+        let store = try Backends.open(url, readOnly: true)
+        defer { try? store.close() }
+        let records = try Backends.records(of: store)
+        #expect(records.count == 6)
+        #expect(records[Self.ids[0]]?.attributes[0] == .string("Le Guin"))
+        #expect(records[Self.ids[5]]?.attributes == [.string("dropped in v2"), .null])
+        #expect(store.metadata.versionHashes == reordered.versionHashes)
+    }
+
     @Test("a lower maximum count: records with more links are refused", arguments: types)
     func tooManyLinksAreRefused(_ type: String) throws {
         let dir = try TemporaryDirectory("upgrade-max")

@@ -1,69 +1,93 @@
 import Foundation
 
 /// The checks an upgrade makes on the source store's data before it writes anything: values for properties that
-/// become required, no duplicates under a new uniqueness constraint, no links left pointing at dropped records.
+/// become required, no more links than a lowered maximum, no duplicates under a new uniqueness constraint, no links
+/// left pointing at dropped records. Records are fed one at a time (``check(_:)``), from a store's pages or an
+/// atomic file's stream; only the values of new uniqueness constraints are kept.
 struct MigrationPreflight {
     let mapper: MigrationRecordMapper
-    let batchSize: Int
 
-    /// Every problem found (empty when the data fits the new schema). Reads the store page by page; only the
-    /// values of new uniqueness constraints are kept while it reads.
-    func problems(in store: any PersistentStore) throws -> [SchemaMigrationProblem] {
-        var problems: [SchemaMigrationProblem] = []
+    /// What is checked for the records of one source entity.
+    private struct Checks {
+        let step: MigrationRecordMapper.EntityStep
+        let required: [Int]
+        let requiredLinks: [Int]
+        let boundedLinks: [(Int, Int)]
+        /// (declaring entity, constraint index, attribute positions in this entity).
+        let constraints: [(String, Int, [Int])]
+    }
+
+    private var checks: [String: Checks] = [:]
+    private var missing: [String: [Int: (keys: [RecordKey], count: Int)]] = [:]
+    private var missingLinks: [String: [Int: (keys: [RecordKey], count: Int)]] = [:]
+    private var excessLinks: [String: [Int: (keys: [RecordKey], count: Int)]] = [:]
+    private var seen: [String: [Int: [[StoreValue]: [RecordKey]]]] = [:]
+    /// Records of removed entities, by source entity name.
+    var removedCounts: [String: Int] = [:]
+
+    init(mapper: MigrationRecordMapper) {
+        self.mapper = mapper
         let plan = mapper.plan
-        // Added constraints, by the entity that declares them: they cover its sub-entities' records too.
         let constrained = plan.entities.filter { !$0.addedUniquenessConstraints.isEmpty }
-        var seen: [String: [Int: [[StoreValue]: [RecordKey]]]] = [:]
         for entity in mapper.destination.entities where !entity.isAbstract {
             guard let step = mapper.steps[entity.name], let migration = plan.entities.first(where: { $0.name == entity.name })
             else { continue }
-            let required = migration.attributes.indices.filter { migration.attributes[$0].requiresValue }
-            let requiredLinks = migration.relationships.indices.filter { migration.relationships[$0].requiresValue }
-            let boundedLinks = migration.relationships.indices.compactMap { i in
-                migration.relationships[i].checkedMaximum.map { (i, $0) }
+            let c = Checks(
+                step: step,
+                required: migration.attributes.indices.filter { migration.attributes[$0].requiresValue },
+                requiredLinks: migration.relationships.indices.filter { migration.relationships[$0].requiresValue },
+                boundedLinks: migration.relationships.indices.compactMap { i in migration.relationships[i].checkedMaximum.map { (i, $0) } },
+                constraints: constrained.filter { entity.isKind(of: $0.name) }.flatMap { c in
+                    c.addedUniquenessConstraints.enumerated().map { (c.name, $0.offset, $0.element.compactMap { entity.attributeIndex($0) }) }
+                })
+            // A custom step runs on every record: its errors must surface before anything is written.
+            if mapper.customStep != nil || !c.required.isEmpty || !c.requiredLinks.isEmpty || !c.boundedLinks.isEmpty || !c.constraints.isEmpty {
+                checks[step.source.name] = c
             }
-            let constraints = constrained.filter { entity.isKind(of: $0.name) }
-                .flatMap { c in c.addedUniquenessConstraints.enumerated().map { (c.name, $0.offset, $0.element) } }
-            guard !required.isEmpty || !requiredLinks.isEmpty || !boundedLinks.isEmpty || !constraints.isEmpty else { continue }
-            var missing: [Int: (keys: [RecordKey], count: Int)] = [:]
-            var missingLinks: [Int: (keys: [RecordKey], count: Int)] = [:]
-            var excessLinks: [Int: (keys: [RecordKey], count: Int)] = [:]
-            let positions = constraints.map { c in c.2.compactMap { entity.attributeIndex($0) } }
-            try KeyedPages.forEach(
-                size: batchSize, next: { try store.scan(entity: step.source.name, after: $0, limit: batchSize) },
-                count: \.count, lastKey: { $0.last?.primaryKey }
-            ) { page in
-                for source in page {
-                    let record = try mapper.migrate(source, with: step)
-                    let key = record.key
-                    for i in required where record.attributes[i].isNull { Self.note(key, in: &missing, at: i) }
-                    for i in requiredLinks {
-                        let minimum = max(1, entity.relationships[i].minCount)
-                        if record.relationships[i].keys.count < minimum { Self.note(key, in: &missingLinks, at: i) }
-                    }
-                    for (i, maximum) in boundedLinks where record.relationships[i].keys.count > maximum {
-                        Self.note(key, in: &excessLinks, at: i)
-                    }
-                    for (n, c) in constraints.enumerated() {
-                        let values = positions[n].map { record.attributes[$0] }
-                        // As in SQL, a record with no value in the constraint is not a duplicate of anything.
-                        if values.contains(where: \.isNull) { continue }
-                        seen[c.0, default: [:]][c.1, default: [:]][values, default: []].append(key)
-                    }
-                }
-            }
-            for (i, m) in missing.sorted(by: { $0.key < $1.key }) {
+        }
+    }
+
+    /// The source entities whose records must be read.
+    var entitiesToRead: [String] { Array(checks.keys) }
+
+    /// Checks one record of the source store.
+    mutating func check(_ source: Record) throws {
+        guard let c = checks[source.entity] else { return }
+        let record = try mapper.migrate(source, with: c.step)
+        let name = c.step.destination.name
+        let key = record.key
+        for i in c.required where record.attributes[i].isNull { Self.note(key, in: &missing[name, default: [:]], at: i) }
+        for i in c.requiredLinks {
+            let minimum = max(1, c.step.destination.relationships[i].minCount)
+            if record.relationships[i].keys.count < minimum { Self.note(key, in: &missingLinks[name, default: [:]], at: i) }
+        }
+        for (i, maximum) in c.boundedLinks where record.relationships[i].keys.count > maximum {
+            Self.note(key, in: &excessLinks[name, default: [:]], at: i)
+        }
+        for (declaring, index, positions) in c.constraints {
+            let values = positions.map { record.attributes[$0] }
+            // As in SQL, a record with no value in the constraint is not a duplicate of anything.
+            if values.contains(where: \.isNull) { continue }
+            seen[declaring, default: [:]][index, default: [:]][values, default: []].append(key)
+        }
+    }
+
+    /// Every problem found (empty when the data fits the new schema).
+    func problems() -> [SchemaMigrationProblem] {
+        var problems: [SchemaMigrationProblem] = []
+        for entity in mapper.destination.entities {
+            for (i, m) in (missing[entity.name] ?? [:]).sorted(by: { $0.key < $1.key }) {
                 problems.append(.missingValues(entity: entity.name, property: entity.attributes[i].name, records: m.keys, count: m.count))
             }
-            for (i, m) in missingLinks.sorted(by: { $0.key < $1.key }) {
+            for (i, m) in (missingLinks[entity.name] ?? [:]).sorted(by: { $0.key < $1.key }) {
                 problems.append(.missingValues(entity: entity.name, property: entity.relationships[i].name, records: m.keys, count: m.count))
             }
-            for (i, m) in excessLinks.sorted(by: { $0.key < $1.key }) {
+            for (i, m) in (excessLinks[entity.name] ?? [:]).sorted(by: { $0.key < $1.key }) {
                 problems.append(.tooManyLinks(entity: entity.name, relationship: entity.relationships[i].name,
                                               maximum: entity.relationships[i].maxCount, records: m.keys, count: m.count))
             }
         }
-        for c in constrained {
+        for c in mapper.plan.entities where !c.addedUniquenessConstraints.isEmpty {
             for (index, constraint) in c.addedUniquenessConstraints.enumerated() {
                 let groups = (seen[c.name]?[index] ?? [:]).filter { $0.value.count > 1 }
                     .sorted { ($0.value.first?.primaryKey ?? 0) < ($1.value.first?.primaryKey ?? 0) }
@@ -73,25 +97,55 @@ struct MigrationPreflight {
                 }
             }
         }
-        problems += try droppedLinkedRecords(in: store)
+        for (name, linkedFrom) in droppedLinkTargets() {
+            let count = removedCounts[name] ?? 0
+            if count > 0 { problems.append(.linkedRecordsDropped(entity: name, count: count, linkedFrom: linkedFrom)) }
+        }
         return problems
     }
 
-    /// Records of removed sub-entities whose hierarchy stays: a kept relationship into that hierarchy may link them.
-    private func droppedLinkedRecords(in store: any PersistentStore) throws -> [SchemaMigrationProblem] {
-        var problems: [SchemaMigrationProblem] = []
-        for name in mapper.plan.removedEntities {
+    /// Removed sub-entities whose hierarchy stays, with the kept relationships into that hierarchy that may link
+    /// their records.
+    func droppedLinkTargets() -> [(String, [String])] {
+        mapper.plan.removedEntities.compactMap { name in
             guard let removed = mapper.source.entity(named: name), !removed.isAbstract,
-                  let keptRoot = mapper.destinationNames[removed.rootName] else { continue }
+                  let keptRoot = mapper.destinationNames[removed.rootName] else { return nil }
             let linkedFrom = mapper.destination.definitions.flatMap { d in
                 d.relationships.filter { r in mapper.destination.entity(named: r.destination)?.rootName == keptRoot }
                     .map { "\(d.name).\($0.name)" }
             }
-            guard !linkedFrom.isEmpty else { continue }
-            let count = try store.count(FetchRequest(entity: name, includesSubentities: false))
-            if count > 0 { problems.append(.linkedRecordsDropped(entity: name, count: count, linkedFrom: linkedFrom)) }
+            return linkedFrom.isEmpty ? nil : (name, linkedFrom)
         }
-        return problems
+    }
+
+    /// The problems of an open store, read page by page.
+    static func problems(in store: any PersistentStore, mapper: MigrationRecordMapper, batchSize: Int) throws -> [SchemaMigrationProblem] {
+        var preflight = MigrationPreflight(mapper: mapper)
+        for name in preflight.entitiesToRead.sorted() {
+            try KeyedPages.forEach(
+                size: batchSize, next: { try store.scan(entity: name, after: $0, limit: batchSize) },
+                count: \.count, lastKey: { $0.last?.primaryKey }
+            ) { page in
+                for r in page { try preflight.check(r) }
+            }
+        }
+        for (name, _) in preflight.droppedLinkTargets() {
+            preflight.removedCounts[name] = try store.count(FetchRequest(entity: name, includesSubentities: false))
+        }
+        return preflight.problems()
+    }
+
+    /// The problems of an atomic store file, read in one streaming pass.
+    static func problems(inFileAt url: URL, of backend: any AtomicStoreBackend, mapper: MigrationRecordMapper) throws -> [SchemaMigrationProblem] {
+        var preflight = MigrationPreflight(mapper: mapper)
+        let removed = Set(preflight.droppedLinkTargets().map(\.0))
+        guard !preflight.entitiesToRead.isEmpty || !removed.isEmpty else { return [] }
+        try backend.readStore(at: url) { element in
+            guard case .record(let r) = element else { return }
+            if removed.contains(r.entity) { preflight.removedCounts[r.entity, default: 0] += 1 }
+            try preflight.check(r)
+        }
+        return preflight.problems()
     }
 
     private static func note(_ key: RecordKey, in table: inout [Int: (keys: [RecordKey], count: Int)], at i: Int) {

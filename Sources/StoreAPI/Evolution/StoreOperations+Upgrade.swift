@@ -39,8 +39,8 @@ extension StoreOperations {
     /// ID, the store UUID, custom metadata, sync options and history, mapped by the inferred
     /// ``SchemaMigrationPlan``.
     ///
-    /// The store is read page by page through the plan into a new store of the same type, staged beside it, which
-    /// then replaces it atomically (as ``replaceStore(at:type:with:sourceType:batchSize:progress:force:)`` does).
+    /// The store is read page by page through the plan (an atomic store's file is streamed, once per entity) into a
+    /// new store of the same type, staged beside it, which then replaces it atomically (as ``replaceStore(at:type:with:sourceType:batchSize:progress:force:)`` does).
     /// Before anything is written, the plan must map every change and the data must fit the new schema; otherwise
     /// ``StoreError/migrationRefused(_:problems:)`` lists every problem and the store is untouched. A failure or a
     /// crash while the new store is staged leaves the old one whole, and running the upgrade again starts over; a
@@ -66,14 +66,30 @@ extension StoreOperations {
             } catch {
                 throw StoreError.migrationRefused(url, problems: [.notInferable(entity: "", property: nil, reason: "\(error)")])
             }
+            let batchSize = max(1, options.batchSize)
             _ = try stageAndPlace(at: url, backend: backend, replacing: true, force: options.force) { staged in
+                if let atomic = backend as? any AtomicStoreBackend, backend.capabilities.contains(.persistent) {
+                    let problems = try MigrationPreflight.problems(inFileAt: url, of: atomic, mapper: mapper)
+                    guard problems.isEmpty else { throw StoreError.migrationRefused(url, problems: problems) }
+                    for passes in [MigratedFileContents.Passes.one, .perEntity] {
+                        let contents = MigratedFileContents(backend: atomic, url: url, mapper: mapper, metadata: mapper.metadata(from: stored),
+                                                            passes: passes, batchSize: batchSize, progress: options.progress)
+                        do {
+                            try atomic.writeStore(contents, to: staged)
+                            try AtomicFile.fsync(path: staged)
+                            return contents.metadata
+                        } catch is MigratedFileContents.OutOfOrder {
+                            StorePlacement.discard(staged: staged, backend: backend)
+                        }
+                    }
+                }
                 let readOnly = StoreOptions(isReadOnly: true, createIfMissing: false)
                 let source = try backend.open(at: url, options: readOnly, creating: nil)
                 defer { try? source.close() }
-                let problems = try MigrationPreflight(mapper: mapper, batchSize: max(1, options.batchSize)).problems(in: source)
+                let problems = try MigrationPreflight.problems(in: source, mapper: mapper, batchSize: batchSize)
                 guard problems.isEmpty else { throw StoreError.migrationRefused(url, problems: problems) }
                 let view = MigratingStoreView(base: source, mapper: mapper)
-                try Self.write(view, as: backend, to: staged, batchSize: options.batchSize, progress: options.progress)
+                try Self.write(view, as: backend, to: staged, batchSize: batchSize, progress: options.progress)
                 return view.metadata
             }
             return plan

@@ -1,0 +1,74 @@
+import Foundation
+
+/// An atomic store file as the new schema sees it, for the backend to write: each pass the writer makes re-reads the
+/// source file, streaming, and maps its records, so an atomic store is upgraded without loading it whole.
+struct MigratedFileContents: AtomicStoreContents, @unchecked Sendable {
+    // @unchecked: the progress closure is called only on the writing thread, synchronously, as in a transfer.
+
+    /// The file does not list records in the order a writer is promised (grouped by entity in schema order, each
+    /// group in key order); the caller then tries the next, slower way.
+    struct OutOfOrder: Error {}
+
+    /// How records are read from the file.
+    enum Passes {
+        /// One pass over the file, which must already list records in the new schema's order: the usual case, since
+        /// the writer wrote them in the old schema's order and an upgrade rarely reorders entities.
+        case one
+        /// One pass per entity: any grouping, keys still ascending within an entity.
+        case perEntity
+    }
+
+    let backend: any AtomicStoreBackend
+    let url: URL
+    let mapper: MigrationRecordMapper
+    let metadata: StoreMetadata
+    let passes: Passes
+    let batchSize: Int
+    let progress: ProgressHandler?
+
+    func forEachRecord(_ body: (Record) throws -> Void) throws {
+        var done = 0
+        try forEachSourceRecord { record, step in
+            try body(try mapper.migrate(record, with: step))
+            done += 1
+            if done % batchSize == 0 { try StoreTransfer.report(to: progress, done, nil, step.destination.name) }
+        }
+    }
+
+    /// Keys alone: the records are mapped once, in ``forEachRecord(_:)``.
+    func forEachPrimaryKey(_ body: (_ entity: String, _ primaryKey: Int64) throws -> Void) throws {
+        try forEachSourceRecord { record, step in try body(step.destination.name, record.primaryKey) }
+    }
+
+    func forEachHistoryTransaction(_ body: (HistoryTransaction) throws -> Void) throws {
+        try backend.readStore(at: url) { element in
+            if case .history(let t) = element { try body(mapper.map(t)) }
+        }
+    }
+
+    /// Every source record the new schema keeps, with its entity's mapping, in the new schema's order.
+    private func forEachSourceRecord(_ body: (Record, MigrationRecordMapper.EntityStep) throws -> Void) throws {
+        let order = mapper.destination.entities.filter { !$0.isAbstract }.compactMap { mapper.steps[$0.name] }
+        switch passes {
+        case .one:
+            let position = Dictionary(order.enumerated().map { ($0.element.source.name, $0.offset) }, uniquingKeysWith: { a, _ in a })
+            var last: (group: Int, key: Int64)?
+            try backend.readStore(at: url) { element in
+                guard case .record(let r) = element, let group = position[r.entity] else { return }
+                if let last, group < last.group || (group == last.group && r.primaryKey <= last.key) { throw OutOfOrder() }
+                last = (group, r.primaryKey)
+                try body(r, order[group])
+            }
+        case .perEntity:
+            for step in order {
+                var last: Int64?
+                try backend.readStore(at: url) { element in
+                    guard case .record(let r) = element, r.entity == step.source.name else { return }
+                    if let last, r.primaryKey <= last { throw OutOfOrder() }
+                    last = r.primaryKey
+                    try body(r, step)
+                }
+            }
+        }
+    }
+}

@@ -59,14 +59,13 @@ public final class StoreCoordinator: Sendable {
         let creating = StoreMetadata(
             storeType: backend.typeIdentifier, schema: schema, configuration: description.configuration,
             syncOptions: description.syncOptions)
+        if !description.options.isReadOnly, let url = description.url, backend.capabilities.contains(.persistent) {
+            // An operation killed while replacing the store left it aside; opening would create an empty one instead.
+            try PlacementRecovery.restoreAsideStore(at: url)
+        }
         let existed = description.url.map {
             backend.capabilities.contains(.persistent) ? FileManager.default.fileExists(atPath: $0.path) : backend.sniff($0) == .store
         } ?? false
-        if description.options.migratesSchemaAutomatically, !description.options.isReadOnly, let url = description.url,
-           backend.capabilities.contains(.persistent) {
-            // An upgrade killed while replacing the store left it aside; opening would create an empty one instead.
-            try UpgradeRecovery.restoreAsideStore(at: url)
-        }
         // A read-only description never creates anything.
         var store = try backend.open(at: description.url, options: description.options,
                                      creating: description.options.isReadOnly ? nil : creating)

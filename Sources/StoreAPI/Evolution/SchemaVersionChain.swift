@@ -70,11 +70,11 @@ extension StoreOperations {
         guard let latest = chain.versions.last else {
             throw StoreError.invalidArgument("the version chain has no versions")
         }
-        try UpgradeRecovery.restoreAsideStore(at: url)
+        try PlacementRecovery.restoreAsideStore(at: url)
         let backend = try backend(ofStoreAt: url, type: type)
         let stored = try backend.readMetadata(at: url)
         guard Self.needsUpgrade(stored, to: latest.schema) else {
-            UpgradeRecovery.clearStaging(near: url, backend: backend)
+            PlacementRecovery.clearStaging(near: url, backend: backend)
             return []
         }
         var steps: [(from: String?, to: (name: String, schema: Schema))] = []

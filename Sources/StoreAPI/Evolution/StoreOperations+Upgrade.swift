@@ -52,12 +52,12 @@ extension StoreOperations {
     public func upgradeStore(at url: URL, type: String? = nil, to schema: Schema,
                              options: UpgradeOptions = UpgradeOptions()) throws -> SchemaMigrationPlan {
         try loggedOperation("upgrade store", ["store": url.logValue], logger: logger) {
-            try UpgradeRecovery.restoreAsideStore(at: url)
+            try PlacementRecovery.restoreAsideStore(at: url)
             let backend = try backend(ofStoreAt: url, type: type)
             let stored = try backend.readMetadata(at: url)
             let plan = try Self.plan(from: stored, to: schema, url: url, customStep: options.customStep != nil)
             guard Self.needsUpgrade(stored, to: schema) else {
-                UpgradeRecovery.clearStaging(near: url, backend: backend)
+                PlacementRecovery.clearStaging(near: url, backend: backend)
                 return plan
             }
             let mapper: MigrationRecordMapper

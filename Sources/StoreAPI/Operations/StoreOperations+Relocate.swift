@@ -30,6 +30,7 @@ extension StoreOperations {
             if old.standardizedFileURL == new.standardizedFileURL {
                 throw StoreError.refused(new, reason: "old and new paths are the same")
             }
+            try PlacementRecovery.restoreAsideStore(at: new)
             AtomicFile.removeStaleStaging(near: new)
             let oldBackend = try? backend(ofStoreAt: old, type: type)
             let newBackend = try? backend(ofStoreAt: new, type: type)

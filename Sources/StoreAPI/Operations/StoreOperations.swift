@@ -160,8 +160,10 @@ public struct StoreOperations: Sendable {
     /// allowed). On any failure the staged files are removed and the destination is as it was.
     func stageAndPlace(at destination: URL, backend destinationBackend: any StoreBackend, replacing: Bool, force: Bool = false,
                        _ build: (URL) throws -> StoreMetadata) throws -> StoreMetadata {
-        let existing = try existingStore(at: destination, replacing: replacing, force: force)
         let persistent = destinationBackend.capabilities.contains(.persistent)
+        // Before looking at what is there: a store an interrupted placement left aside is the store at this path.
+        if persistent { try PlacementRecovery.restoreAsideStore(at: destination) }
+        let existing = try existingStore(at: destination, replacing: replacing, force: force)
         if persistent {
             try AtomicFile.checkDirectory(of: destination)
             AtomicFile.removeStaleStaging(near: destination)

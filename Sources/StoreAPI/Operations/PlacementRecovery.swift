@@ -1,13 +1,15 @@
 import Foundation
 
-/// Undoes a placement an upgrade was killed in the middle of.
+/// Undoes a placement a copy, convert, replace, restore or upgrade was killed in the middle of.
 ///
-/// Placing the upgraded store renames every file of the old one aside (under a staging name ending in
+/// Placing a new store over an old one renames every file of the old one aside (under a staging name ending in
 /// `-old-<file>`), then the new one's sidecars into place, its main file last (see `StorePlacement`). Killed in
 /// between, the path holds no store: the old one is whole under its aside names and at the real names of the sidecars
-/// not yet set aside; a sidecar at a real name whose old copy is aside is the new store's. Left so, the next operation would clear the aside files as stale staging and the store would
-/// be lost; instead the old store is put back, and the upgrade runs again from the start.
-enum UpgradeRecovery {
+/// not yet set aside; a sidecar at a real name whose old copy is aside is the new store's. Left so, the next operation
+/// would clear the aside files as stale staging (and an open would create an empty store in its place): the old
+/// store would be lost. So every operation that places a store, relocate and every writable open put the old store
+/// back first; an operation that was interrupted then runs again from the start.
+enum PlacementRecovery {
     /// Puts back the old store set aside by an interrupted placement at `url`, when nothing is at `url` and the aside
     /// copy of its main file exists. Returns whether it did.
     @discardableResult

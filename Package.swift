@@ -30,11 +30,13 @@ let package = Package(
 
         // One backend each, written against StoreAPI's public backend protocols and its backend kit
         // (`@_spi(BackendKit) import StoreAPI`) only.
-        .target(name: "SQLiteBackend", dependencies: ["StoreAPI", "CSQLite", .product(name: "Logging", package: "swift-log")]),
+        // A database file looked at through SQLite's own VFS, shared by the two backends that keep SQLite files.
+        .target(name: "SQLiteFiles", dependencies: ["CSQLite"]),
+        .target(name: "SQLiteBackend", dependencies: ["StoreAPI", "CSQLite", "SQLiteFiles", .product(name: "Logging", package: "swift-log")]),
         .target(name: "LMDBBackend", dependencies: ["StoreAPI", "CLMDB", .product(name: "Logging", package: "swift-log")]),
         .target(name: "XMLBackend", dependencies: ["StoreAPI", "CLibXML2"]),
         // Core Data's own SQLite stores (issue 23): zlib for the compressed model cache (`Z_MODELCACHE`).
-        .target(name: "CoreDataBackend", dependencies: ["StoreAPI", "CSQLite", "CZlib"]),
+        .target(name: "CoreDataBackend", dependencies: ["StoreAPI", "CSQLite", "CZlib", "SQLiteFiles"]),
 
         // The published conformance suite every backend runs (built-in and third-party).
         .target(name: "StoreConformance", dependencies: ["StoreAPI"]),

@@ -1,4 +1,5 @@
 import CSQLite
+import SQLiteFiles
 import Foundation
 import StoreAPI
 
@@ -17,10 +18,6 @@ extension SQLiteStoreBackend {
         guard case .sqlite(let applicationID, _) = SQLiteHeader.read(url), applicationID == SQLiteLayout.applicationID,
               let file = VFSFile(url, readWrite: true), file.isWritable
         else { return false }
-        defer { file.unlock(SQLITE_LOCK_NONE) }
-        let shared = file.lock(SQLITE_LOCK_SHARED)
-        if shared == SQLITE_BUSY { return true }    // a writer is committing or checkpointing right now
-        guard shared == SQLITE_OK else { return false }
-        return file.lock(SQLITE_LOCK_EXCLUSIVE) == SQLITE_BUSY
+        return file.isLockedByAnotherConnection()
     }
 }

@@ -55,9 +55,13 @@ struct InUseProtectionTests {
         let coordinator = StoreCoordinator(schema: try #require(Fixtures.schema), registry: Backends.registry)
         expectLocked(#expect(throws: StoreError.self) { try coordinator.destroyStore(at: store) }, store)
         expectLocked(#expect(throws: StoreError.self) { try coordinator.replaceStore(at: store, withStoreAt: replacement) }, store)
+        expectLocked(#expect(throws: StoreError.self) {
+            try Backends.operations.relocateStore(from: store, to: scratch.path("moved.\(type)"))
+        }, store)
 
         for arguments in [["destroy", store.path], ["replace", store.path, "--with", replacement.path],
-                          ["convert", replacement.path, store.path, "--force"]] {
+                          ["convert", replacement.path, store.path, "--force"],
+                          ["relocate", store.path, scratch.path("moved.\(type)").path]] {
             let run = try Child.storectl(arguments)
             #expect(run.status == 2, "\(run.summary)")
             #expect(run.stderr.contains(store.path) && run.stderr.contains("locked") && run.stderr.contains("another process"),

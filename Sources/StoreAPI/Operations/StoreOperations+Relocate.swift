@@ -22,6 +22,9 @@ extension StoreOperations {
     ///   authoritative copy (nothing may write to `new` before relocation returns), so it replaces `new` and is
     ///   then removed. If the two have different store UUIDs they are different stores and nothing is touched.
     ///
+    /// A store someone has open (``StoreBackend/isInUse(at:)``) is not moved (``StoreError/locked(_:reason:)``): its
+    /// user would go on writing to the deleted old files. Close it and relocate again.
+    ///
     /// Staging leftovers of an interrupted run are cleaned up: beside `new` first, beside `old` once it holds nothing. Sync is never started and no remote is
     /// contacted; sync options in the store's metadata travel with it.
     @discardableResult
@@ -47,6 +50,8 @@ extension StoreOperations {
                 if FileManager.default.fileExists(atPath: new.path) {
                     throw StoreError.refused(new, reason: "exists and is not a store; not replacing it")
                 }
+                // An app writing to the old store would go on writing to deleted files once it moved.
+                try Self.refuseRelocationIfInUse(old, backend: from)
                 try copyStore(from: old, sourceType: from.typeIdentifier, to: new, type: from.typeIdentifier)
                 try from.destroyStore(at: old)
                 return .moved
@@ -56,11 +61,18 @@ extension StoreOperations {
                 guard a.storeUUID == b.storeUUID else {
                     throw StoreError.refused(new, reason: "both paths hold a store, and they are different stores (UUIDs \(a.storeUUID) and \(b.storeUUID)); resolve this by hand")
                 }
+                try Self.refuseRelocationIfInUse(old, backend: from)
                 try copyStore(from: old, sourceType: from.typeIdentifier, to: new, type: from.typeIdentifier,
                               options: CopyOptions(replacingExisting: true))
                 try from.destroyStore(at: old)
                 return .resumed
             }
         }
+    }
+
+    static func refuseRelocationIfInUse(_ url: URL, backend: any StoreBackend) throws {
+        guard try backend.isInUse(at: url) else { return }
+        throw StoreError.locked(
+            url, reason: "another process (or another connection in this one) has the store open; close it, then relocate again")
     }
 }

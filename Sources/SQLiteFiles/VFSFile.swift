@@ -15,18 +15,18 @@ import Darwin
 /// is the last one, checkpoints and deletes the `-wal` this process is still writing to, and later commits are
 /// lost. The VFS keeps one lock table per file and defers closing a descriptor while locks are held, so opening,
 /// reading, locking and closing through it disturbs no connection. Nothing is created, recovered or written.
-final class VFSFile {
+public final class VFSFile {
     private let vfs: UnsafeMutablePointer<sqlite3_vfs>
     private let name: sqlite3_filename
     private let raw: UnsafeMutableRawPointer
     private let file: UnsafeMutablePointer<sqlite3_file>
     private let methods: UnsafePointer<sqlite3_io_methods>
     /// Whether the file is open for writing (a read-write open falls back to read-only when it must).
-    let isWritable: Bool
+    public let isWritable: Bool
 
     /// Opens `url` as a main database file; `nil` (with `errno` set by the failed open) when it cannot be opened.
     /// Symbolic links are resolved first, as `sqlite3_open` does (the VFS itself refuses to open through one).
-    init?(_ url: URL, readWrite: Bool) {
+    public init?(_ url: URL, readWrite: Bool) {
         guard let resolved = realpath(url.path, nil) else { return nil }
         defer { free(resolved) }
         guard let vfs = sqlite3_vfs_find(nil), let xOpen = vfs.pointee.xOpen,
@@ -62,14 +62,14 @@ final class VFSFile {
     }
 
     /// The file's size in bytes, or `nil` when it cannot be read.
-    var size: Int? {
+    public var size: Int? {
         var n: sqlite3_int64 = 0
         guard let xFileSize = methods.pointee.xFileSize, xFileSize(file, &n) == SQLITE_OK else { return nil }
         return Int(n)
     }
 
     /// Reads `count` bytes from the start of the file (fewer when it is shorter); `nil` on an I/O error.
-    func readPrefix(_ count: Int) -> [UInt8]? {
+    public func readPrefix(_ count: Int) -> [UInt8]? {
         guard let size, let xRead = methods.pointee.xRead else { return nil }
         let n = min(count, size)
         guard n > 0 else { return [] }
@@ -79,8 +79,22 @@ final class VFSFile {
     }
 
     /// Takes a lock level (`SQLITE_LOCK_SHARED`, `SQLITE_LOCK_EXCLUSIVE`); returns SQLite's result code.
-    func lock(_ level: Int32) -> Int32 { methods.pointee.xLock?(file, level) ?? SQLITE_MISUSE }
+    public func lock(_ level: Int32) -> Int32 { methods.pointee.xLock?(file, level) ?? SQLITE_MISUSE }
 
     /// Drops to a lock level (`SQLITE_LOCK_NONE` releases everything this handle holds).
-    func unlock(_ level: Int32) { _ = methods.pointee.xUnlock?(file, level) }
+    public func unlock(_ level: Int32) { _ = methods.pointee.xUnlock?(file, level) }
+
+    /// Whether another connection — in another process, or through another handle in this one — holds a lock on
+    /// the file: takes the shared and then the exclusive lock for an instant, writing nothing, and releases them.
+    /// In WAL mode every connection holds a shared lock from its first read until it closes, so this finds the
+    /// open connections; in a rollback journal mode connections lock only during transactions. `false` for a
+    /// handle opened read-only (it cannot take the exclusive lock).
+    public func isLockedByAnotherConnection() -> Bool {
+        guard isWritable else { return false }
+        defer { unlock(SQLITE_LOCK_NONE) }
+        let shared = lock(SQLITE_LOCK_SHARED)
+        if shared == SQLITE_BUSY { return true }    // a writer is committing or checkpointing right now
+        guard shared == SQLITE_OK else { return false }
+        return lock(SQLITE_LOCK_EXCLUSIVE) == SQLITE_BUSY
+    }
 }

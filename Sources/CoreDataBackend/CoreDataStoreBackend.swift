@@ -19,8 +19,6 @@ import Darwin
 /// keeps its records, keys, global identifiers and relationship order.
 ///
 /// What writing cannot do:
-/// - keep the global identifier of a record inserted with one other than the derived one (below): Core Data has no
-///   column for it, and the record reads back with the derived identifier;
 /// - record persistent history: saves add no `ATRANSACTION`/`ACHANGE` rows;
 /// - write a store with CloudKit tables (`ANSCK*`) unless ``allowCloudKitWritesOption`` says so.
 ///
@@ -34,7 +32,9 @@ import Darwin
 /// - **Records**: entities map by the `Z_ENT` numbers computed from the model (``CoreDataModel/entityNumbers()``),
 ///   never by `Z_PRIMARYKEY.Z_NAME`, which a rename leaves stale. The primary key is `Z_PK`.
 /// - **Identity**: the store UUID is `Z_UUID`. Core Data has no global identifiers; each record's is a name-based
-///   (version 5) UUID of the store UUID, the hierarchy's root entity and `Z_PK`, the same on every read.
+///   (version 5) UUID of the store UUID, the hierarchy's root entity and `Z_PK`, the same on every read. A record
+///   saved with another identifier keeps it in one extra table, `STOREKIT_GLOBALID` (`CoreDataGlobalIDTable`),
+///   created by the first save that needs it.
 /// - **Metadata**: the store type is `coredata`; the app's own keys in Core Data's metadata plist are the custom
 ///   metadata (dates become ISO 8601 strings and data base64 strings, which `MetadataValue` has no case for).
 ///

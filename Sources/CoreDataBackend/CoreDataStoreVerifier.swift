@@ -10,6 +10,8 @@ import Foundation
 ///   point at existing owners;
 /// - every join-table row points at existing rows on both sides;
 /// - every value of an attribute that allows external storage is well formed and its file exists.
+/// - the kept global identifiers (``CoreDataGlobalIDTable``) are 16 bytes and none is held by two rows (rows of
+///   deleted records are not problems: Core Data's deletes leave them, and no record can take their keys).
 ///
 /// The columns and tables are the model's layout (``CoreDataLayout``); those the store does not have are not
 /// checked. Each problem names the table, the column and the row's key. Nothing is written.
@@ -29,6 +31,20 @@ struct CoreDataStoreVerifier {
     }
 
     private func q(_ name: String) -> String { CoreDataSQL.quoted(name) }
+
+    /// The rows of `STOREKIT_GLOBALID` whose identifier is malformed or duplicated, when the store has the table.
+    private func keptGlobalIDs() throws(StoreError) -> [String] {
+        let t = CoreDataGlobalIDTable.name
+        guard file.tableNames.contains(t) else { return [] }
+        var problems = try report(
+            "SELECT ROOT, PK FROM \(t) WHERE typeof(GLOBALID) != 'blob' OR length(GLOBALID) != 16 ORDER BY ROOT, PK"
+        ) { "\(t) row \(text($0[0])) Z_PK \(text($0[1])): the global ID is not 16 bytes" }
+        problems += try report(
+            "SELECT g.ROOT, g.PK, hex(g.GLOBALID) FROM \(t) AS g WHERE (SELECT count(*) FROM \(t) AS o "
+                + "WHERE o.GLOBALID = g.GLOBALID) > 1 ORDER BY g.GLOBALID, g.ROOT, g.PK"
+        ) { "\(t) row \(text($0[0])) Z_PK \(text($0[1])): global ID \(text($0[2])) is held by another row too" }
+        return problems
+    }
 
     /// Runs `sql` and lists one problem per row, `describe` making its text; past ``listedPerCheck`` rows, one
     /// line counts the rest.
@@ -104,6 +120,7 @@ struct CoreDataStoreVerifier {
             }
         }
         problems += try externalData(has: has)
+        problems += try keptGlobalIDs()
         return problems
     }
 

@@ -211,6 +211,8 @@ import Testing
         } else {
             #expect(diff.status == 0 && (diff.stdout + diff.stderr).contains("identical"), "\(store.name): \(diff.stdout)\(diff.stderr)")
         }
+        // Every record keeps its derived global identifier: no table of kept ones.
+        #expect(try !ReadOnlyDatabase.open(back).tableNames().contains(CoreDataGlobalIDTable.name), "\(store.name)")
         // Same UUID, keys and entity numbers.
         #expect(try Self.rows(back, "SELECT Z_UUID FROM Z_METADATA").first?.first?.text
             == (try Self.rows(store.url, "SELECT Z_UUID FROM Z_METADATA").first?.first?.text))

@@ -7,7 +7,8 @@ import Foundation
 /// from the store UUID (`Z_UUID`, the namespace) and the name `<root entity>/p<Z_PK>`: the same on every read and
 /// in every process, so export, convert and diff are repeatable, and a store converted away and back keeps its
 /// records' identities. The root entity (the table), not the concrete entity, names the record, because `Z_PK` is
-/// unique per table. The XML backend derives the identifiers of Core Data XML objects the same way.
+/// unique per table. The XML backend derives the identifiers of Core Data XML objects the same way. A record saved
+/// with another identifier keeps it in ``CoreDataGlobalIDTable``.
 enum CoreDataGlobalID {
     /// The version-5 UUID of `root/p<primaryKey>` in the store's namespace.
     static func make(store: UUID, root: String, primaryKey: Int64) -> UUID {

@@ -21,7 +21,7 @@ struct CoreDataRecordReader {
     /// framework's transactions: token = `ATRANSACTION.Z_PK`, timestamp = `ZTIMESTAMP` (seconds since 2001), author =
     /// `ZAUTHOR` or the string `ZAUTHORTS` points at; one change per `ACHANGE` row (`ZCHANGETYPE` 0 insert, 1 update,
     /// 2 delete) naming the record by `ZENTITY` (a `Z_ENT`) and `ZENTITYPK`, with its global identifier derived as
-    /// the record's. [unverified] `ZCOLUMNS`, the bitmap of an update's changed columns, and the `ZTOMBSTONE<n>`
+    /// the record's (its kept one, ``CoreDataGlobalIDTable``, while the record exists). [unverified] `ZCOLUMNS`, the bitmap of an update's changed columns, and the `ZTOMBSTONE<n>`
     /// columns are not decoded: changed keys and tombstones are left empty.
     func readHistory() throws(StoreError) -> [HistoryTransaction] {
         guard tables.contains("ATRANSACTION"), tables.contains("ACHANGE") else { return [] }
@@ -36,6 +36,7 @@ struct CoreDataRecordReader {
         let txColumns = Set(try db.rows("PRAGMA table_info(ATRANSACTION)").compactMap { $0.count > 1 ? $0[1].text : nil })
         let author = txColumns.contains("ZAUTHOR") ? "ZAUTHOR" : "NULL"
         let authorTS = txColumns.contains("ZAUTHORTS") ? "ZAUTHORTS" : "NULL"
+        let kept = try CoreDataGlobalIDTable.all(db)
         var changes: [Int64: [HistoryChange]] = [:]
         for r in try db.rows("SELECT Z_PK, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID FROM ACHANGE ORDER BY Z_PK") {
             guard r.count == 5, let pk = r[0].int, let type = r[1].int, let ent = r[2].int, let key = r[3].int,
@@ -55,7 +56,8 @@ struct CoreDataRecordReader {
             }
             changes[tx, default: []].append(HistoryChange(
                 kind: kind, entity: name, primaryKey: key,
-                globalID: CoreDataGlobalID.make(store: storeUUID, root: entity.rootName, primaryKey: key)))
+                globalID: kept[entity.rootName]?[key]
+                    ?? CoreDataGlobalID.make(store: storeUUID, root: entity.rootName, primaryKey: key)))
         }
         var out: [HistoryTransaction] = []
         for r in try db.rows("SELECT Z_PK, ZTIMESTAMP, \(author), \(authorTS) FROM ATRANSACTION ORDER BY Z_PK") {

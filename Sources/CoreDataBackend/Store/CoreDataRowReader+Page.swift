@@ -27,6 +27,10 @@ extension CoreDataRowReader {
         var toOne: [Int64?] = []
         let sql = "SELECT \(table.selectList) FROM \(CoreDataSQL.quoted(table.name)) WHERE Z_ENT = ? AND Z_PK > ? "
             + "ORDER BY Z_PK LIMIT \(limit)"
+        let kept = keepsGlobalIDs ? try CoreDataGlobalIDTable.lookup(
+            connection, root: ep.entity.rootName,
+            keySQL: "SELECT Z_PK FROM \(CoreDataSQL.quoted(table.name)) WHERE Z_ENT = ? AND Z_PK > ? ORDER BY Z_PK LIMIT \(limit)",
+            [.integer(ep.number), .integer(primaryKey ?? .min)]) : [:]
         try connection.query(sql, [.integer(ep.number), .integer(primaryKey ?? .min)]) { s in
             guard sqlite3_column_type(s, Int32(pkAt)) == SQLITE_INTEGER else {
                 throw StoreError.corruptStore(url, reason: "table \(table.name) has a row without an integer Z_PK")
@@ -35,7 +39,7 @@ extension CoreDataRowReader {
             guard sqlite3_column_type(s, Int32(entAt)) == SQLITE_INTEGER, sqlite3_column_int64(s, Int32(entAt)) == ep.number else {
                 throw StoreError.corruptStore(url, reason: "\(table.name) row Z_PK \(pk): Z_ENT is not \(ep.number)")
             }
-            page.beginRecord(primaryKey: pk, globalID: ep.globalID.make(pk))
+            page.beginRecord(primaryKey: pk, globalID: kept.isEmpty ? ep.globalID.make(pk) : kept[pk] ?? ep.globalID.make(pk))
             for i in attributes.indices {
                 if !Self.appendDirectly(s, columns[i], attributes[i], to: &page) {
                     page.append(try values.value(SQLiteValue.column(of: s, columns[i]), attributes[i], table: table.name, pk: pk))

@@ -10,6 +10,8 @@ struct CoreDataRowReader {
     let values: CoreDataRecordReader
     let connection: CoreDataConnection
     let storeUUID: UUID
+    /// Whether the store has kept global identifiers to look up (``CoreDataGlobalIDTable``).
+    var keepsGlobalIDs = false
 
     var url: URL { connection.url }
 
@@ -68,6 +70,9 @@ struct CoreDataRowReader {
                 attributes: attributes, relationships: []))
         }
         guard !records.isEmpty else { return records }
+        if keepsGlobalIDs, let root = plans.first?.entity.rootName {
+            try CoreDataGlobalIDTable.apply(connection, root: root, to: &records)
+        }
         // Relationships: one lookup per distinct link for every record of the page that has it.
         var owners = [[Int64]](repeating: [], count: plan.links.count)
         for (r, ep) in zip(records, plans) {

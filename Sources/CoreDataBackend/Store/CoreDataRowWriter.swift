@@ -82,6 +82,8 @@ struct CoreDataRowWriter {
     let isBulkLoad: Bool
     /// Where values of attributes that allow external storage go (see ``CoreDataExternalDataWriter``).
     var external: CoreDataExternalDataWriter? = nil
+    /// Keeps the global identifiers that are not the derived ones (see ``CoreDataGlobalIDTable``).
+    var globalIDs: CoreDataGlobalIDWriter? = nil
 
     /// Core Data's spacing of `Z_FOK_` values: the spacing seen in real stores, which leaves Core Data room to insert
     /// between two members without renumbering.
@@ -156,6 +158,7 @@ struct CoreDataRowWriter {
         let q = CoreDataSQL.quoted
         let pk = SQLiteValue.integer(key.primaryKey)
         try db.run("DELETE FROM \(q(p.table.name)) WHERE Z_PK = ?", [pk])
+        try globalIDs?.removed(root: p.root, primaryKey: key.primaryKey, db)
         for c in plan.incoming[p.root] ?? [] {
             let extra = [c.entityColumn, c.order].compactMap { $0 }.map { ", \(q($0)) = NULL" }.joined()
             try db.run("UPDATE \(q(c.table)) SET \(q(c.column)) = NULL\(extra) WHERE \(q(c.column)) = ?", [pk])
@@ -224,6 +227,7 @@ struct CoreDataRowWriter {
             pending.removeOwner(Key(table: table, column: keyColumn, primaryKey: r.primaryKey))
         }
         try run(p.table.insertSQL, values, table: table, pk: r.primaryKey)
+        try globalIDs?.inserted(r, root: p.root, db, isBulkLoad: isBulkLoad)
         pending.highestKey[table] = max(pending.highestKey[table] ?? .min, r.primaryKey)
         if let waiting = pending.entityColumns.removeValue(forKey: .init(root: p.root, primaryKey: r.primaryKey)) {
             for w in waiting {

@@ -46,6 +46,7 @@ extension CoreDataStore: BulkLoadingStore {
             do {
                 try transaction { c, w in
                     try rowWriter(c, w).fillEntityColumns()
+                    try globalIDs.finishBulkLoad(c)
                     for sql in statements { try w.db.execute(sql) }
                 }
                 // After the indexes, so that a failed check leaves a store with all of them.

@@ -17,6 +17,7 @@ import Foundation
 /// - `Z_OPT`: 1 for an inserted record, the stored value + 1 for an updated one, unchanged otherwise.
 /// - `Z_PRIMARYKEY.Z_MAX` of each root entity is kept at or above every key in its table, and
 ///   ``allocatePrimaryKeys(root:count:)`` advances it in its own transaction.
+/// - Global identifiers that are not the derived ones are kept in ``CoreDataGlobalIDTable``.
 /// - History: saves add no `ATRANSACTION`/`ACHANGE` rows (history already in the store is read, when asked for);
 ///   history in a ``StoreChanges`` is dropped.
 /// - Another process's commit since this store last read or wrote the file makes the next save fail with
@@ -38,6 +39,8 @@ final class CoreDataStore: PersistentStore, PageScanningStore, @unchecked Sendab
     private var dataVersion: Int64 = 0
     /// The `CREATE INDEX` statements a bulk load dropped, to run when it finishes (see `CoreDataStore+BulkLoad`).
     var deferredIndexes: [String]?
+    /// The records' kept global identifiers: whether the store has the table, and its writes.
+    let globalIDs: CoreDataGlobalIDWriter
 
     /// What only a writable store has.
     struct Writer {
@@ -61,6 +64,7 @@ final class CoreDataStore: PersistentStore, PageScanningStore, @unchecked Sendab
             url: url, model: model, schema: metadata.schema, storeUUID: metadata.storeUUID, tables: tables,
             connection: connection)
         writer = nil
+        globalIDs = CoreDataGlobalIDWriter(storeUUID: metadata.storeUUID, tableExists: tables.contains(CoreDataGlobalIDTable.name))
     }
 
     /// A writable store over `db`; `history` reads the store's persistent history when asked for it.
@@ -83,6 +87,7 @@ final class CoreDataStore: PersistentStore, PageScanningStore, @unchecked Sendab
             connection: connection)
         writer = Writer(db: db, plan: try CoreDataWritePlan(url: url, layout: layout, schema: metadata.schema), layout: layout)
         self.plist = plist
+        globalIDs = CoreDataGlobalIDWriter(storeUUID: metadata.storeUUID, tableExists: tables.contains(CoreDataGlobalIDTable.name))
         dataVersion = try Self.dataVersion(connection)
     }
 
@@ -102,7 +107,8 @@ final class CoreDataStore: PersistentStore, PageScanningStore, @unchecked Sendab
         guard let connection, let values else {
             throw .io(fileURL, operation: "using the store", reason: "the store is closed")
         }
-        return CoreDataRowReader(plan: readPlan, values: values, connection: connection, storeUUID: currentMetadata.storeUUID)
+        return CoreDataRowReader(plan: readPlan, values: values, connection: connection, storeUUID: currentMetadata.storeUUID,
+                                 keepsGlobalIDs: globalIDs.tableExists)
     }
 
     /// Follows relationships for the in-memory evaluator (the caller holds the lock).
@@ -251,6 +257,7 @@ final class CoreDataStore: PersistentStore, PageScanningStore, @unchecked Sendab
         let (c, writer) = try requireWriter()
         try begin(c)
         let saved = pending
+        let hadGlobalIDTable = globalIDs.tableExists
         do {
             try body(c, writer)
             try c.run("COMMIT")
@@ -258,6 +265,7 @@ final class CoreDataStore: PersistentStore, PageScanningStore, @unchecked Sendab
         } catch {
             _ = try? c.run("ROLLBACK")
             pending = saved
+            globalIDs.tableExists = hadGlobalIDTable
             throw error
         }
     }
@@ -266,7 +274,7 @@ final class CoreDataStore: PersistentStore, PageScanningStore, @unchecked Sendab
         _ c: CoreDataConnection, _ w: Writer, external: CoreDataExternalDataWriter? = nil
     ) -> CoreDataRowWriter {
         CoreDataRowWriter(plan: w.plan, schema: schema, db: c, url: fileURL, storeUUID: currentMetadata.storeUUID,
-                          isBulkLoad: deferredIndexes != nil, external: external)
+                          isBulkLoad: deferredIndexes != nil, external: external, globalIDs: globalIDs)
     }
 
     func save(_ changes: StoreChanges) throws {

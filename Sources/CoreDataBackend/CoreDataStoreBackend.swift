@@ -19,7 +19,8 @@ import Darwin
 /// keeps its records, keys, global identifiers and relationship order.
 ///
 /// What writing cannot do:
-/// - record persistent history: saves add no `ATRANSACTION`/`ACHANGE` rows;
+/// - keep the tombstones of the framework's history (the uniqueness-constrained values of a deleted record): Core
+///   Data's history has no place for them (see `CoreDataHistoryWriter`);
 /// - write a store with CloudKit tables (`ANSCK*`) unless ``allowCloudKitWritesOption`` says so.
 ///
 /// - **Schema**: decoded from `Z_MODELCACHE`, the compiled model Core Data keeps in the store. Stores older than
@@ -69,12 +70,14 @@ public struct CoreDataStoreBackend: StoreBackend {
 
     /// Persistent, transactional (a failed save leaves the store as it was), ordered relationships keep their
     /// order; ``copyStore(from:to:)`` copies the file with SQLite's backup API (`fastCopy`); stores read pages of
-    /// records (`recordPages`: a conversion to a store that inserts pages moves them without making records). Not
-    /// `multiProcess` (a save refuses when another process committed since this store last read or wrote the
-    /// file), `history` (saves write no history rows) or `onlineBackup` (a backup of a loaded store is copied
-    /// from its records).
+    /// records (`recordPages`: a conversion to a store that inserts pages moves them without making records);
+    /// `history`: a save's history transactions are written as Core Data's persistent history (a store without
+    /// the history tables gets them from its first save with history) and read back, without the tombstones of
+    /// deleted records, which Core Data's tables have no place for. Not `multiProcess` (a save refuses when another
+    /// process committed since this store last read or wrote the file) or `onlineBackup` (a backup of a loaded
+    /// store is copied from its records).
     public var capabilities: BackendCapabilities {
-        [.persistent, .transactions, .orderedRelationships, .fastCopy, .recordPages]
+        [.persistent, .transactions, .orderedRelationships, .fastCopy, .recordPages, .history]
     }
 
     static let sidecarSuffixes = ["-wal", "-shm", "-journal"]

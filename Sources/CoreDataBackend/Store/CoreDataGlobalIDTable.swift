@@ -36,9 +36,9 @@ enum CoreDataGlobalIDTable {
     /// The unique index on the identifiers (a bulk load creates it when the load finishes, from one sort).
     static let indexSQL = "CREATE UNIQUE INDEX IF NOT EXISTS STOREKIT_GLOBALID_ID ON STOREKIT_GLOBALID (GLOBALID)"
 
-    /// Whether the store behind `c` has the table.
-    static func exists(_ c: CoreDataConnection) throws -> Bool {
-        try c.integer("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(name)]) == 1
+    /// Whether the store behind `c` has the table `table`.
+    static func tableExists(_ table: String, _ c: CoreDataConnection) throws -> Bool {
+        try c.integer("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(table)]) == 1
     }
 
     static func blob(_ id: UUID) -> SQLiteValue {
@@ -113,20 +113,36 @@ final class CoreDataGlobalIDWriter {
     /// Records that `record` (of hierarchy `root`) was inserted: a row when its identifier is not the derived one,
     /// else no row (a stale one for its key removed). `isBulkLoad` leaves the unique index to the load's end.
     func inserted(_ record: Record, root: String, _ c: CoreDataConnection, isBulkLoad: Bool) throws {
-        let maker = makers[root] ?? CoreDataGlobalID.Maker(store: storeUUID, root: root)
-        makers[root] = maker
-        if record.globalID == maker.make(record.primaryKey) {
+        if isDerived(record.globalID, root: root, primaryKey: record.primaryKey) {
             if tableExists { try removed(root: root, primaryKey: record.primaryKey, c) }
             return
         }
-        if !tableExists {
-            try c.run(CoreDataGlobalIDTable.createSQL)
-            if !isBulkLoad { try c.run(CoreDataGlobalIDTable.indexSQL) }
-            tableExists = true
-        }
+        try createTable(c, isBulkLoad: isBulkLoad)
         // REPLACE: a stale row (a record Core Data deleted) holding this key or this identifier goes.
         try c.run("INSERT OR REPLACE INTO STOREKIT_GLOBALID (ROOT, PK, GLOBALID) VALUES (?, ?, ?)",
                   [.text(root), .integer(record.primaryKey), CoreDataGlobalIDTable.blob(record.globalID)])
+    }
+
+    /// Keeps `id` for the record `root`/`primaryKey` that a history change names, when it is not the derived one
+    /// and no row holds the key yet (the record was deleted, and its row with it) or the identifier.
+    func named(_ id: UUID, root: String, primaryKey: Int64, _ c: CoreDataConnection) throws {
+        guard !isDerived(id, root: root, primaryKey: primaryKey) else { return }
+        try createTable(c, isBulkLoad: false)
+        try c.run("INSERT OR IGNORE INTO STOREKIT_GLOBALID (ROOT, PK, GLOBALID) VALUES (?, ?, ?)",
+                  [.text(root), .integer(primaryKey), CoreDataGlobalIDTable.blob(id)])
+    }
+
+    private func isDerived(_ id: UUID, root: String, primaryKey: Int64) -> Bool {
+        let maker = makers[root] ?? CoreDataGlobalID.Maker(store: storeUUID, root: root)
+        makers[root] = maker
+        return id == maker.make(primaryKey)
+    }
+
+    private func createTable(_ c: CoreDataConnection, isBulkLoad: Bool) throws {
+        guard !tableExists else { return }
+        try c.run(CoreDataGlobalIDTable.createSQL)
+        if !isBulkLoad { try c.run(CoreDataGlobalIDTable.indexSQL) }
+        tableExists = true
     }
 
     /// Removes the row of a deleted record, if any.

@@ -21,9 +21,12 @@ struct CoreDataRecordReader {
     /// framework's transactions: token = `ATRANSACTION.Z_PK`, timestamp = `ZTIMESTAMP` (seconds since 2001), author =
     /// `ZAUTHOR` or the string `ZAUTHORTS` points at; one change per `ACHANGE` row (`ZCHANGETYPE` 0 insert, 1 update,
     /// 2 delete) naming the record by `ZENTITY` (a `Z_ENT`) and `ZENTITYPK`, with its global identifier derived as
-    /// the record's (its kept one, ``CoreDataGlobalIDTable``, while the record exists). [unverified] `ZCOLUMNS`, the bitmap of an update's changed columns, and the `ZTOMBSTONE<n>`
-    /// columns are not decoded: changed keys and tombstones are left empty.
+    /// the record's (its kept one, ``CoreDataGlobalIDTable``, when it has one). An update's changed keys are
+    /// `ZCOLUMNS` decoded in ``CoreDataHistoryColumns``'s unverified layout; the `ZTOMBSTONE<n>` columns are not
+    /// decoded (tombstones are left empty).
     func readHistory() throws(StoreError) -> [HistoryTransaction] {
+        // Read now, not at open: a save may have added the tables since (CoreDataHistoryWriter).
+        let tables = try db.tableNames()
         guard tables.contains("ATRANSACTION"), tables.contains("ACHANGE") else { return [] }
         var entityByNumber: [Int64: String] = [:]
         for (name, n) in model.entityNumbers() { entityByNumber[Int64(n)] = name }
@@ -38,8 +41,10 @@ struct CoreDataRecordReader {
         let authorTS = txColumns.contains("ZAUTHORTS") ? "ZAUTHORTS" : "NULL"
         let kept = try CoreDataGlobalIDTable.all(db)
         var changes: [Int64: [HistoryChange]] = [:]
-        for r in try db.rows("SELECT Z_PK, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID FROM ACHANGE ORDER BY Z_PK") {
-            guard r.count == 5, let pk = r[0].int, let type = r[1].int, let ent = r[2].int, let key = r[3].int,
+        let changeColumns = Set(try db.rows("PRAGMA table_info(ACHANGE)").compactMap { $0.count > 1 ? $0[1].text : nil })
+        let bitmap = changeColumns.contains("ZCOLUMNS") ? "ZCOLUMNS" : "NULL"
+        for r in try db.rows("SELECT Z_PK, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID, \(bitmap) FROM ACHANGE ORDER BY Z_PK") {
+            guard r.count == 6, let pk = r[0].int, let type = r[1].int, let ent = r[2].int, let key = r[3].int,
                 let tx = r[4].int
             else {
                 throw .corruptStore(url, reason: "ACHANGE has a row without integer Z_PK, ZCHANGETYPE, ZENTITY, ZENTITYPK and ZTRANSACTIONID")
@@ -54,10 +59,13 @@ struct CoreDataRecordReader {
             guard let name = entityByNumber[ent], let entity = schema.entity(named: name) else {
                 throw .corruptStore(url, reason: "ACHANGE row Z_PK \(pk): ZENTITY \(ent) is no entity of the model")
             }
+            var changed: [String] = []
+            if kind == .update, let columns = r[5].bytes { changed = CoreDataHistoryColumns.names(Array(columns), of: entity) }
             changes[tx, default: []].append(HistoryChange(
                 kind: kind, entity: name, primaryKey: key,
                 globalID: kept[entity.rootName]?[key]
-                    ?? CoreDataGlobalID.make(store: storeUUID, root: entity.rootName, primaryKey: key)))
+                    ?? CoreDataGlobalID.make(store: storeUUID, root: entity.rootName, primaryKey: key),
+                changedKeys: changed))
         }
         var out: [HistoryTransaction] = []
         for r in try db.rows("SELECT Z_PK, ZTIMESTAMP, \(author), \(authorTS) FROM ATRANSACTION ORDER BY Z_PK") {

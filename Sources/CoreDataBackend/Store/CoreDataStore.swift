@@ -18,8 +18,8 @@ import Foundation
 /// - `Z_PRIMARYKEY.Z_MAX` of each root entity is kept at or above every key in its table, and
 ///   ``allocatePrimaryKeys(root:count:)`` advances it in its own transaction.
 /// - Global identifiers that are not the derived ones are kept in ``CoreDataGlobalIDTable``.
-/// - History: saves add no `ATRANSACTION`/`ACHANGE` rows (history already in the store is read, when asked for);
-///   history in a ``StoreChanges`` is dropped.
+/// - History: a save's history transactions become Core Data's `ATRANSACTION`/`ACHANGE` rows
+///   (``CoreDataHistoryWriter``); ``history(after:)`` reads them back.
 /// - Another process's commit since this store last read or wrote the file makes the next save fail with
 ///   ``StoreError/modifiedOnDisk(_:)`` rather than write over it (`PRAGMA data_version`).
 /// - A save that fails (a uniqueness index, a full disk) is rolled back: the file and the open store stay as they
@@ -285,9 +285,7 @@ final class CoreDataStore: PersistentStore, PageScanningStore, @unchecked Sendab
             }
             guard var newPlist = plist else { throw StoreError.readOnly(fileURL, reason: CoreDataStoreBackend.readOnlyReason) }
             if let m = changes.metadata { newPlist = Self.plist(newPlist, custom: m.custom) }
-            var applied = changes
-            applied.history = []
-            guard !applied.isEmpty else { return }
+            guard !changes.isEmpty else { return }
             let (_, w) = try requireWriter()
             // External binary data: files written before the commit, the ones no longer referred to removed after
             // it, this save's own removed after a rollback (see CoreDataExternalDataWriter).
@@ -295,7 +293,9 @@ final class CoreDataStore: PersistentStore, PageScanningStore, @unchecked Sendab
             do {
                 try transaction { c, w in
                     try external.loadReferences()
-                    try rowWriter(c, w, external: external).save(applied, pending: &pending)
+                    try rowWriter(c, w, external: external).save(changes, pending: &pending)
+                    try CoreDataHistoryWriter(db: c, url: fileURL, schema: schema, plan: w.plan, globalIDs: globalIDs)
+                        .write(changes.history)
                     if let m = changes.metadata { try Self.writeMetadataRow(c, uuid: m.storeUUID, plist: newPlist) }
                 }
             } catch {

@@ -36,11 +36,6 @@ enum CoreDataGlobalIDTable {
     /// The unique index on the identifiers (a bulk load creates it when the load finishes, from one sort).
     static let indexSQL = "CREATE UNIQUE INDEX IF NOT EXISTS STOREKIT_GLOBALID_ID ON STOREKIT_GLOBALID (GLOBALID)"
 
-    /// Whether the store behind `c` has the table `table`.
-    static func tableExists(_ table: String, _ c: CoreDataConnection) throws -> Bool {
-        try c.integer("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(table)]) == 1
-    }
-
     static func blob(_ id: UUID) -> SQLiteValue {
         let b = id.uuid
         return .blob([b.0, b.1, b.2, b.3, b.4, b.5, b.6, b.7, b.8, b.9, b.10, b.11, b.12, b.13, b.14, b.15])
@@ -81,16 +76,22 @@ enum CoreDataGlobalIDTable {
         }
     }
 
-    /// Every kept identifier, by root entity and key (history and verify read them whole).
-    static func all(_ db: ReadOnlyDatabase) throws(StoreError) -> [String: [Int64: UUID]] {
-        guard try db.tableNames().contains(name) else { return [:] }
+    /// The kept identifiers of `keys` (by root entity), read through `db` (the history's connection), when the
+    /// store has the table.
+    static func kept(_ db: ReadOnlyDatabase, keys: [String: Set<Int64>]) throws(StoreError) -> [String: [Int64: UUID]] {
+        guard !keys.isEmpty, try db.tableNames().contains(name) else { return [:] }
         var out: [String: [Int64: UUID]] = [:]
-        for r in try db.rows("SELECT ROOT, PK, GLOBALID FROM STOREKIT_GLOBALID") {
-            guard r.count == 3, let root = r[0].text, let pk = r[1].int, case .blob(let b) = r[2], b.count == 16 else {
-                continue
+        for (root, set) in keys {
+            let literal = "'" + root.replacingOccurrences(of: "'", with: "''") + "'"
+            let sorted = set.sorted()
+            for start in stride(from: 0, to: sorted.count, by: CoreDataSQL.chunk) {
+                let list = sorted[start..<min(sorted.count, start + CoreDataSQL.chunk)].map(String.init).joined(separator: ", ")
+                for r in try db.rows("SELECT PK, GLOBALID FROM STOREKIT_GLOBALID WHERE ROOT = \(literal) AND PK IN (\(list))") {
+                    guard r.count == 2, let pk = r[0].int, case .blob(let b) = r[1], b.count == 16 else { continue }
+                    out[root, default: [:]][pk] = UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
+                                                             b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
+                }
             }
-            out[root, default: [:]][pk] = UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
-                                                     b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
         }
         return out
     }

@@ -42,7 +42,9 @@ struct CoreDataHistoryWriter {
 
     func write(_ transactions: [HistoryTransaction]) throws {
         guard !transactions.isEmpty else { return }
-        if try !CoreDataGlobalIDTable.tableExists("ATRANSACTION", db) { try createTables() }
+        if try db.integer("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'ATRANSACTION'") != 1 {
+            try createTables()
+        }
         let transactionColumns = Set(try db.columns(of: "ATRANSACTION"))
         let changeColumns = Set(try db.columns(of: "ACHANGE"))
         var lastTransaction = try next(table: "ATRANSACTION", entity: Self.transactionEntity) - 1

@@ -39,8 +39,8 @@ struct CoreDataRecordReader {
         let txColumns = Set(try db.rows("PRAGMA table_info(ATRANSACTION)").compactMap { $0.count > 1 ? $0[1].text : nil })
         let author = txColumns.contains("ZAUTHOR") ? "ZAUTHOR" : "NULL"
         let authorTS = txColumns.contains("ZAUTHORTS") ? "ZAUTHORTS" : "NULL"
-        let kept = try CoreDataGlobalIDTable.all(db)
         var changes: [Int64: [HistoryChange]] = [:]
+        var named: [String: Set<Int64>] = [:]
         let changeColumns = Set(try db.rows("PRAGMA table_info(ACHANGE)").compactMap { $0.count > 1 ? $0[1].text : nil })
         let bitmap = changeColumns.contains("ZCOLUMNS") ? "ZCOLUMNS" : "NULL"
         for r in try db.rows("SELECT Z_PK, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID, \(bitmap) FROM ACHANGE ORDER BY Z_PK") {
@@ -63,9 +63,20 @@ struct CoreDataRecordReader {
             if kind == .update, let columns = r[5].bytes { changed = CoreDataHistoryColumns.names(Array(columns), of: entity) }
             changes[tx, default: []].append(HistoryChange(
                 kind: kind, entity: name, primaryKey: key,
-                globalID: kept[entity.rootName]?[key]
-                    ?? CoreDataGlobalID.make(store: storeUUID, root: entity.rootName, primaryKey: key),
+                globalID: CoreDataGlobalID.make(store: storeUUID, root: entity.rootName, primaryKey: key),
                 changedKeys: changed))
+            named[entity.rootName, default: []].insert(key)
+        }
+        // The identifiers kept for the records the changes name replace the derived ones.
+        let kept = try CoreDataGlobalIDTable.kept(db, keys: named)
+        if !kept.isEmpty {
+            for (tx, list) in changes {
+                changes[tx] = list.map { change in
+                    var c = change
+                    if let root = schema.entity(named: c.entity)?.rootName, let id = kept[root]?[c.primaryKey] { c.globalID = id }
+                    return c
+                }
+            }
         }
         var out: [HistoryTransaction] = []
         for r in try db.rows("SELECT Z_PK, ZTIMESTAMP, \(author), \(authorTS) FROM ATRANSACTION ORDER BY Z_PK") {

@@ -85,7 +85,7 @@ enum CoreDataSection {
                         let dst = work.appendingPathComponent("ref-write.\(to)")
                         remove(dst)
                         defer { remove(dst) }
-                        let write = try ChildProcess.worker(["ref-write", to == "coredata" ? "sqlite" : "lmdb", source(dir, to).path, dst.path])
+                        let write = try ChildProcess.worker(["ref-write", to, source(dir, to).path, dst.path])
                         references.append(read.reportedTiming + write.reportedTiming)
                     }
                     if run % 2 == 1 { try reference() }

@@ -90,6 +90,8 @@ enum RefSQLite {
 
     /// A database's schema and rows, captured so they can be written again.
     struct Image {
+        /// The source's `auto_vacuum` mode, set before the first table as the backend that made it does.
+        var autoVacuum = 0
         var schema: [String] = []
         var indexes: [String] = []
         var tables: [(name: String, columns: Int, rows: Int, data: ByteImage)] = []
@@ -100,6 +102,9 @@ enum RefSQLite {
     static func capture(_ path: String) throws -> Image {
         let c = try Connection(path, readOnly: true)
         var image = Image()
+        if let mode = try c.strings("PRAGMA auto_vacuum").first?.first, let text = mode, let value = Int(text) {
+            image.autoVacuum = value
+        }
         for row in try c.strings("SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY rowid") {
             guard let type = row[0], let sql = row[2] else { continue }
             if type == "table" { image.schema.append(sql) } else if type == "index" { image.indexes.append(sql) }
@@ -138,13 +143,32 @@ enum RefSQLite {
         return image
     }
 
-    /// Creates a database at `path` with the captured tables, inserts every captured row with one reused prepared
-    /// statement per table and then creates the captured indexes, in one transaction, with the connection settings our backend uses
-    /// (WAL, synchronous NORMAL, 64 MiB cache, checkpoint every 8192 pages); closes it (checkpointing the WAL).
-    static func write(_ image: Image, to path: String) throws {
+    /// The connection settings of the backend whose store a reference writes.
+    enum Settings {
+        /// The SQLite backend's: WAL, synchronous NORMAL, 64 MiB cache, checkpoint every 8192 pages.
+        case sqlite
+        /// The Core Data backend's bulk load: WAL, synchronous NORMAL, SQLite's default cache and checkpoint
+        /// interval (it sets neither).
+        case coredata
+
+        var pragmas: [String] {
+            switch self {
+            case .sqlite: ["PRAGMA journal_mode = WAL", "PRAGMA synchronous = NORMAL", "PRAGMA cache_size = -65536",
+                           "PRAGMA wal_autocheckpoint = 8192"]
+            case .coredata: ["PRAGMA journal_mode = WAL", "PRAGMA synchronous = NORMAL"]
+            }
+        }
+    }
+
+    /// Creates a database at `path` with the captured tables (and the source's `auto_vacuum` mode), inserts every
+    /// captured row with one reused prepared statement per table and then creates the captured indexes, in one
+    /// transaction, with the connection settings of the backend that writes such stores (``Settings``); closes it
+    /// (checkpointing the WAL).
+    static func write(_ image: Image, to path: String, settings: Settings = .sqlite) throws {
         let c = try Connection(path, readOnly: false)
-        for pragma in ["PRAGMA journal_mode = WAL", "PRAGMA synchronous = NORMAL", "PRAGMA cache_size = -65536",
-                       "PRAGMA wal_autocheckpoint = 8192"] {
+        // Before any table: the mode cannot change afterwards without a VACUUM.
+        _ = try c.strings("PRAGMA auto_vacuum = \(image.autoVacuum)")
+        for pragma in settings.pragmas {
             _ = try c.strings(pragma)
         }
         try c.exec("BEGIN")

@@ -10,7 +10,7 @@ import Foundation
 ///   built beside this one, and for the copy section's library-call rows.
 /// - `ref-read TYPE PATH`: the engine's reference read of a whole store.
 /// - `ref-write TYPE FROM DST`: captures the store FROM (untimed), then times the engine writing the same content
-///   to DST.
+///   to DST (`coredata`: SQLite with the Core Data backend's connection settings).
 /// - `open TYPE PATH` / `ref-open TYPE PATH`: opening a store and fetching its first book, ours and the engine's.
 /// - `coredata-open PATH`: opening a Core Data store read-only and reading its book with key 1 (timed in process).
 enum Worker {
@@ -70,9 +70,9 @@ enum Worker {
             let from = try arg(1)
             let dst = try arg(2)
             switch type {
-            case "sqlite":
+            case "sqlite", "coredata":
                 let image = try RefSQLite.capture(from)
-                let (_, s) = try Measure.timing { try RefSQLite.write(image, to: dst) }
+                let (_, s) = try Measure.timing { try RefSQLite.write(image, to: dst, settings: type == "sqlite" ? .sqlite : .coredata) }
                 return seconds(s, ["rows": String(image.rowCount)])
             case "lmdb":
                 let image = try RefLMDB.capture(from)

@@ -11,6 +11,10 @@ final class CoreDataConnection {
     let url: URL
     private let handle: OpaquePointer
     private var statements: [String: OpaquePointer] = [:]
+    /// The statements used last, newest first, looked up before `statements`: a bulk load runs the same few
+    /// statements for every row, and comparing their (usually identical) text is far cheaper than hashing it.
+    private var recent: [(sql: String, statement: OpaquePointer)] = []
+    private static let recentLimit = 8
     /// Keeps the connection's owner (which closes it) alive while statements are prepared on it.
     private let owner: AnyObject
 
@@ -26,6 +30,7 @@ final class CoreDataConnection {
     func finalize() {
         for s in statements.values { sqlite3_finalize(s) }
         statements = [:]
+        recent = []
     }
 
     private func failure(_ sql: String) -> StoreError {
@@ -34,6 +39,22 @@ final class CoreDataConnection {
 
     /// The statement for `sql`, prepared on first use.
     func statement(_ sql: String) throws(StoreError) -> OpaquePointer {
+        if let at = recent.firstIndex(where: { $0.sql == sql }) {
+            let hit = recent[at]
+            if at > 0 {
+                recent.remove(at: at)
+                recent.insert(hit, at: 0)
+            }
+            return hit.statement
+        }
+        let s = try prepared(sql)
+        if recent.count >= Self.recentLimit { recent.removeLast() }
+        recent.insert((sql, s), at: 0)
+        return s
+    }
+
+    /// The statement for `sql` from the full cache, prepared on first use.
+    private func prepared(_ sql: String) throws(StoreError) -> OpaquePointer {
         if let s = statements[sql] { return s }
         var prepared: OpaquePointer?
         guard sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &prepared, nil) == SQLITE_OK,

@@ -8,6 +8,8 @@ import Foundation
 /// appends a counter when two properties of one inheritance tree map to the same name, and which property gets
 /// which suffix is unverified (see ``CoreDataColumnNames``).
 struct CoreDataRecordReader {
+    /// Made once: a locale made per value was a measurable part of reading decimals.
+    private static let posix = Locale(identifier: "en_US_POSIX")
     let url: URL
     let db: ReadOnlyDatabase
     let model: CoreDataModel
@@ -126,12 +128,14 @@ struct CoreDataRecordReader {
             switch v {
             case .integer(let i): return .decimal(Decimal(i))
             case .real(let d):
-                guard d.isFinite, let dec = Decimal(string: "\(d)", locale: Locale(identifier: "en_US_POSIX")) else {
+                guard d.isFinite, let dec = DecimalText.decimal(from: "\(d)") else {
                     throw bad("\(d)")
                 }
                 return .decimal(dec)
             case .text(let s):
-                guard let dec = Decimal(string: s, locale: Locale(identifier: "en_US_POSIX")) else { throw bad("'\(s)'") }
+                // Foundation's parse as the fallback: it also takes text with trailing characters, which the fast
+                // parser refuses.
+                guard let dec = DecimalText.decimal(from: s) ?? Decimal(string: s, locale: Self.posix) else { throw bad("'\(s)'") }
                 return .decimal(dec)
             default: throw bad("a blob")
             }

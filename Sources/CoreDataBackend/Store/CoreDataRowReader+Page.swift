@@ -22,6 +22,9 @@ extension CoreDataRowReader {
         for case .broken(let reason) in ep.links { throw StoreError.corruptStore(url, reason: reason) }
         let columns = ep.attributeColumns.map { Int32($0?.index ?? 0) }
         let links = ep.links
+        // Per attribute, what the direct path needs: a description copied per value cost more than the value.
+        let types = attributes.map(\.type)
+        let allowsExternal = attributes.map(\.allowsExternalBinaryDataStorage)
         // The rows' to-one keys, record by record (relationships are appended after the rows: to-manys need
         // queries of their own).
         var toOne: [Int64?] = []
@@ -41,7 +44,7 @@ extension CoreDataRowReader {
             }
             page.beginRecord(primaryKey: pk, globalID: kept.isEmpty ? ep.globalID.make(pk) : kept[pk] ?? ep.globalID.make(pk))
             for i in attributes.indices {
-                if !Self.appendDirectly(s, columns[i], attributes[i], to: &page) {
+                if !Self.appendDirectly(s, columns[i], types[i], allowsExternal[i], to: &page) {
                     page.append(try values.value(SQLiteValue.column(of: s, columns[i]), attributes[i], table: table.name, pk: pk))
                 }
             }
@@ -87,18 +90,18 @@ extension CoreDataRowReader {
     /// Appends column `c` as attribute `a`'s value when it has the SQL type the attribute is normally stored as and
     /// needs no conversion; `false` (nothing appended) otherwise.
     private static func appendDirectly(
-        _ s: OpaquePointer, _ c: Int32, _ a: AttributeDescription, to page: inout RecordPage
+        _ s: OpaquePointer, _ c: Int32, _ attributeType: AttributeType, _ allowsExternal: Bool, to page: inout RecordPage
     ) -> Bool {
         let type = sqlite3_column_type(s, c)
         if type == SQLITE_NULL {
             page.appendNull()
             return true
         }
-        switch a.type {
+        switch attributeType {
         case .integer16, .integer32, .integer64, .boolean:
             guard type == SQLITE_INTEGER else { return false }
             let v = sqlite3_column_int64(s, c)
-            switch a.type {
+            switch attributeType {
             case .integer16:
                 guard Int16(exactly: v) != nil else { return false }
                 page.appendInteger(v, tag: .integer16)
@@ -112,7 +115,7 @@ extension CoreDataRowReader {
         case .double, .float, .date:
             guard type == SQLITE_FLOAT else { return false }
             let d = sqlite3_column_double(s, c)
-            switch a.type {
+            switch attributeType {
             case .double: page.appendDouble(d, tag: .double)
             case .float: page.appendFloat(Float(d))
             default: page.appendDouble(d, tag: .date)
@@ -134,12 +137,25 @@ extension CoreDataRowReader {
                                         b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15])))
             return true
         case .binary, .transformable:
-            guard type == SQLITE_BLOB, !a.allowsExternalBinaryDataStorage else { return false }
+            guard type == SQLITE_BLOB, !allowsExternal else { return false }
             let n = Int(sqlite3_column_bytes(s, c))
             page.appendBytes(UnsafeRawBufferPointer(start: sqlite3_column_blob(s, c), count: n), tag: .binary)
             return true
-        case .decimal, .uri:
-            return false
+        case .decimal:
+            // A REAL as the record path reads it (the double's shortest text as a decimal), in its canonical text.
+            guard type == SQLITE_FLOAT else { return false }
+            let d = sqlite3_column_double(s, c)
+            guard d.isFinite, let value = DecimalText.decimal(from: "\(d)") else { return false }
+            var text = DecimalText.string(for: value)
+            text.withUTF8 { page.appendBytes(UnsafeRawBufferPointer($0), tag: .decimal) }
+            return true
+        case .uri:
+            // Plain URI text is what URL(string:) keeps as its absoluteString; anything else takes the record path.
+            guard type == SQLITE_TEXT, let p = sqlite3_column_text(s, c) else { return false }
+            let bytes = UnsafeRawBufferPointer(start: p, count: Int(sqlite3_column_bytes(s, c)))
+            guard PlainURIText.isPlain(bytes) else { return false }
+            page.appendBytes(bytes, tag: .uri)
+            return true
         }
     }
 }

@@ -189,9 +189,16 @@ struct CoreDataRowWriter {
             case .null: values.append(.null)
             case .attribute(let i):
                 guard i < r.attributes.count else { values.append(.null); continue }
-                values.append(try external?.encode(r.attributes[i], attributes[i], table: table, column: column,
-                                                   primaryKey: r.primaryKey)
-                    ?? encode(r.attributes[i], attributes[i], record: r))
+                // Only an attribute that allows external storage goes to the external writer, and the attribute is
+                // passed by array and index: copying its description per value cost more than encoding the value.
+                if attributes[i].allowsExternalBinaryDataStorage, let external,
+                    let v = try external.encode(r.attributes[i], attributes[i], table: table, column: column,
+                                                primaryKey: r.primaryKey)
+                {
+                    values.append(v)
+                } else {
+                    values.append(try encode(r.attributes[i], attributes, i, record: r))
+                }
             case .toOne(let i):
                 values.append(toOne(r, i).map { .integer($0) } ?? .null)
             case .toOneEntity(let i):
@@ -249,7 +256,7 @@ struct CoreDataRowWriter {
             sets.append("\(q(column)) = ?")
             values.append(try external?.encode(r.attributes[i], p.entity.attributes[i], table: p.table.name, column: column,
                                                primaryKey: r.primaryKey)
-                ?? encode(r.attributes[i], p.entity.attributes[i], record: r))
+                ?? encode(r.attributes[i], p.entity.attributes, i, record: r))
         }
         for i in changed?.relationships ?? Array(p.links.indices) {
             guard i < p.links.count, case .toOne(let fk, let ent, let order, let root) = p.links[i] else { continue }
@@ -420,7 +427,7 @@ struct CoreDataRowWriter {
 
     /// A value as Core Data stores it (see the format reference, §5).
     private func encode(
-        _ v: StoreValue, _ a: AttributeDescription, record: Record
+        _ v: StoreValue, _ attributes: [AttributeDescription], _ i: Int, record: Record
     ) throws(StoreError) -> SQLiteValue {
         switch v {
         case .null: return .null
@@ -431,8 +438,8 @@ struct CoreDataRowWriter {
         // decimal's text: NSDecimalNumber's doubleValue can be off in the last bits, and the reader turns the
         // stored double back into its shortest text, so only the nearest double round-trips.
         case .decimal(let d):
-            guard let real = Double(d.description) else {
-                throw .typeMismatch(entity: record.entity, property: a.name, expected: .decimal, got: "\(d)")
+            guard let real = Double(DecimalText.string(for: d)) else {
+                throw .typeMismatch(entity: record.entity, property: attributes[i].name, expected: .decimal, got: "\(d)")
             }
             return .real(real)
         case .double(let d): return .real(d)
@@ -442,7 +449,7 @@ struct CoreDataRowWriter {
         case .date(let d): return .real(d.timeIntervalSinceReferenceDate)
         case .binary(let data):
             // A value that may be stored externally is written inline behind its marker (CoreDataExternalData).
-            return .blob(a.allowsExternalBinaryDataStorage ? CoreDataExternalData.inlineColumn(data) : Array(data))
+            return .blob(attributes[i].allowsExternalBinaryDataStorage ? CoreDataExternalData.inlineColumn(data) : Array(data))
         case .uuid(let u):
             let b = u.uuid
             return .blob([b.0, b.1, b.2, b.3, b.4, b.5, b.6, b.7, b.8, b.9, b.10, b.11, b.12, b.13, b.14, b.15])

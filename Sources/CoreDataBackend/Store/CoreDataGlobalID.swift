@@ -78,24 +78,22 @@ enum CoreDataGlobalID {
             let m = block
             var (a, b, c, d, e): (UInt32, UInt32, UInt32, UInt32, UInt32) =
                 (0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0)
-            for i in 0..<80 {
-                let wi: UInt32
-                if i < 16 {
-                    wi = m[i]
-                } else {
-                    wi = rotl(m[(i - 3) & 15] ^ m[(i - 8) & 15] ^ m[(i - 14) & 15] ^ m[i & 15], 1)
-                    m[i & 15] = wi
-                }
-                let f: UInt32, k: UInt32
-                switch i {
-                case 0..<20: f = (b & c) | (~b & d); k = 0x5A827999
-                case 20..<40: f = b ^ c ^ d; k = 0x6ED9EBA1
-                case 40..<60: f = (b & c) | (b & d) | (c & d); k = 0x8F1BBCDC
-                default: f = b ^ c ^ d; k = 0xCA62C1D6
-                }
+            /// Word `i` (16 or more) of the message schedule, kept in place of word `i - 16`.
+            @inline(__always) func w(_ i: Int) -> UInt32 {
+                let x = rotl(m[(i &- 3) & 15] ^ m[(i &- 8) & 15] ^ m[(i &- 14) & 15] ^ m[i & 15], 1)
+                m[i & 15] = x
+                return x
+            }
+            @inline(__always) func round(_ f: UInt32, _ k: UInt32, _ wi: UInt32) {
                 let t = rotl(a, 5) &+ f &+ e &+ k &+ wi
                 (e, d, c, b, a) = (d, c, rotl(b, 30), a, t)
             }
+            // One loop per round function: a switch on the round number in one loop cost as much as the rounds.
+            for i in 0..<16 { round((b & c) | (~b & d), 0x5A827999, m[i]) }
+            for i in 16..<20 { round((b & c) | (~b & d), 0x5A827999, w(i)) }
+            for i in 20..<40 { round(b ^ c ^ d, 0x6ED9EBA1, w(i)) }
+            for i in 40..<60 { round((b & c) | (b & d) | (c & d), 0x8F1BBCDC, w(i)) }
+            for i in 60..<80 { round(b ^ c ^ d, 0xCA62C1D6, w(i)) }
             return (0x67452301 &+ a, 0xEFCDAB89 &+ b, 0x98BADCFE &+ c, 0x10325476 &+ d)
         }
     }

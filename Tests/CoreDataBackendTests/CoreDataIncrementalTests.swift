@@ -309,6 +309,34 @@ import Testing
         #expect(try CoreDataIncrementalTests.rows(url, "PRAGMA integrity_check").first?.first?.text == "ok")
     }
 
+    /// Positions of ordered members beyond what a bulk load keeps in memory wait in a temporary table and still
+    /// land in the members' rows.
+    @Test func orderedPositionsSpilledByALoadKeepTheirOrder() throws {
+        let dir = try TemporaryDirectory("coredata-bulk-spill")
+        defer { dir.remove() }
+        let url = dir.path("Spill.sqlite")
+        let schema = try CoreDataIncrementalTests.schema.get()
+        let records = try CoreDataIncrementalTests.records(books: 300)
+        let source = MemoryStore(url: nil, metadata: StoreMetadata(storeType: "memory", storeUUID: UUID(), schema: schema))
+        try source.save(StoreChanges(inserted: records))
+        let destination = try CoreDataStoreBackend().open(
+            at: url, options: StoreOptions(), creating: StoreMetadata(storeType: "coredata", storeUUID: UUID(), schema: schema))
+        defer { try? destination.close() }
+        let store = try #require(destination as? CoreDataStore)
+        store.pendingPositionLimit = 5
+        try StoreTransfer(batchSize: 37).copy(from: source, to: destination)
+        let authors = records.filter { $0.entity == "Author" }
+        #expect(authors.contains { $0.relationships[0].keys.count > 1 })
+        for expected in authors {
+            let got = try #require(try store.records(withKeys: [expected.primaryKey], root: "Author").first)
+            #expect(got.relationships[0] == expected.relationships[0], "Author \(expected.primaryKey)")
+        }
+        // Every member of an ordered list has its position: none was left waiting.
+        let unplaced = try CoreDataIncrementalTests.rows(url, "SELECT count(*) FROM ZBOOK WHERE ZAUTHOR IS NOT NULL AND Z_FOK_AUTHOR IS NULL")
+        #expect(unplaced.first?.first?.int == 0)
+        #expect(try CoreDataIncrementalTests.rows(url, "PRAGMA integrity_check").first?.first?.text == "ok")
+    }
+
     @Test func twoSidesOfAManyToManyThatDisagreeFailTheLoad() throws {
         let dir = try TemporaryDirectory("coredata-bulk-bad")
         defer { dir.remove() }

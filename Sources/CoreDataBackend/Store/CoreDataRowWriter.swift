@@ -29,13 +29,25 @@ struct CoreDataPendingLinks {
     /// The owner and position of a member of a to-many without an inverse, by the member's hidden key column.
     private var owners: [Column: [Int64: (owner: Int64, position: Int64?)]] = [:]
 
+    /// How many positions `positions` holds.
+    private(set) var positionCount = 0
+    /// The most positions a bulk load keeps in memory; beyond them it spills to ``spilled``, so that its memory
+    /// stays flat in the store's size while a small load pays nothing for the temporary table.
+    var positionLimit = 1 << 16
+
     mutating func setPosition(_ position: Int64, for key: Key) {
-        positions[Column(table: key.table, column: key.column), default: [:]][key.primaryKey] = position
+        if positions[Column(table: key.table, column: key.column), default: [:]].updateValue(position, forKey: key.primaryKey) == nil {
+            positionCount += 1
+        }
     }
 
     /// The position kept for `key`, removed.
     mutating func takePosition(_ key: Key) -> Int64? {
-        positions[Column(table: key.table, column: key.column)]?.removeValue(forKey: key.primaryKey)
+        guard positionCount > 0,
+            let position = positions[Column(table: key.table, column: key.column)]?.removeValue(forKey: key.primaryKey)
+        else { return nil }
+        positionCount -= 1
+        return position
     }
 
     mutating func setOwner(_ owner: (owner: Int64, position: Int64?), for key: Key) {
@@ -56,6 +68,8 @@ struct CoreDataPendingLinks {
     /// In a bulk load: the column of each join table whose side writes its rows, and the other side's pairs.
     var joinWriters: [String: String] = [:]
     var deferredJoins: [String: CoreDataDeferredJoin] = [:]
+    /// In a bulk load: the waiting positions beyond ``positionLimit``, in a temporary table.
+    var spilled = CoreDataSpilledPositions()
 }
 
 /// Writes one save into a Core Data store's tables, inside the caller's transaction, touching only the rows the
@@ -215,6 +229,7 @@ struct CoreDataRowWriter {
             case .toOneOrder(let i):
                 guard let owner = toOne(r, i), case .toOne(let fk, _, _, _) = p.links[i] else { values.append(.null); continue }
                 let key = Key(table: table, column: column, primaryKey: r.primaryKey)
+                // A position that a bulk load spilled is written when the load finishes.
                 if let position = positions[key] ?? pending.takePosition(key) {
                     values.append(.integer(position))
                 } else if isBulkLoad {
@@ -325,7 +340,12 @@ struct CoreDataRowWriter {
                 guard changedRows == 0 else { continue }
                 // Not stored yet (a transfer writes owners before members): kept until the member's row is inserted.
                 if link.hasInverse, let order = link.order {
-                    pending.setPosition(position, for: Key(table: link.table, column: order, primaryKey: m))
+                    if isBulkLoad, pending.positionCount >= pending.positionLimit {
+                        try pending.spilled.add(position, member: m, table: link.table, order: order,
+                                                foreignKey: link.foreignKey, db)
+                    } else {
+                        pending.setPosition(position, for: Key(table: link.table, column: order, primaryKey: m))
+                    }
                 } else if !link.hasInverse {
                     pending.setOwner((r.primaryKey, link.order == nil ? nil : position),
                                      for: Key(table: link.table, column: link.foreignKey, primaryKey: m))

@@ -329,6 +329,17 @@ final class CoreDataStore: PersistentStore, PageScanningStore, @unchecked Sendab
         }
     }
 
+    /// The most ordered-list positions a bulk load keeps in memory before it spills them (tests lower it).
+    var pendingPositionLimit: Int {
+        get { lock.withLock { pending.positionLimit } }
+        set { lock.withLock { pending.positionLimit = newValue } }
+    }
+
+    /// Writes the ordered-list positions a bulk load spilled (the caller holds the lock, inside a transaction).
+    func applySpilledPositions(_ c: CoreDataConnection) throws {
+        try pending.spilled.apply(c)
+    }
+
     /// The many-to-many sides a bulk load deferred, taken (the caller holds the lock).
     func pendingJoins() -> [String: CoreDataDeferredJoin] {
         defer {

@@ -72,7 +72,7 @@ final class CoreDataConnection {
     func query(_ sql: String, _ values: [SQLiteValue] = [], row: (OpaquePointer) throws -> Void) throws {
         let s = try statement(sql)
         sqlite3_reset(s)
-        sqlite3_clear_bindings(s)
+        Self.clearUnbound(s, values.count)
         defer { sqlite3_reset(s) }
         guard SQLiteValue.bind(values, to: s) == SQLITE_OK else { throw failure(sql) }
         while true {
@@ -83,12 +83,18 @@ final class CoreDataConnection {
         }
     }
 
+    /// Clears the parameters of `s` that `bound` values will not set (what a statement used before bound stays
+    /// bound otherwise); when every parameter gets a value, clearing them all first is wasted work per row.
+    private static func clearUnbound(_ s: OpaquePointer, _ bound: Int) {
+        if bound < Int(sqlite3_bind_parameter_count(s)) { sqlite3_clear_bindings(s) }
+    }
+
     /// Runs a statement that returns no rows; returns how many rows it changed.
     @discardableResult
     func run(_ sql: String, _ values: [SQLiteValue] = []) throws(StoreError) -> Int {
         let s = try statement(sql)
         sqlite3_reset(s)
-        sqlite3_clear_bindings(s)
+        Self.clearUnbound(s, values.count)
         defer { sqlite3_reset(s) }
         guard SQLiteValue.bind(values, to: s) == SQLITE_OK else { throw failure(sql) }
         var rc = sqlite3_step(s)

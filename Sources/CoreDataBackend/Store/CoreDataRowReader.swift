@@ -16,12 +16,13 @@ struct CoreDataRowReader {
     var url: URL { connection.url }
 
     /// The records of `table` that `condition` (SQL over the table's columns, with `bindings`) selects, in key
-    /// order; `suffix` follows the `ORDER BY` (a `LIMIT`). Only rows of the entities in `allowed` are expected: another
-    /// `Z_ENT` is a corrupt store.
+    /// order unless `orderBy` says otherwise; `suffix` follows the `ORDER BY` (a `LIMIT`). Only rows of the entities
+    /// in `allowed` are expected: another `Z_ENT` is a corrupt store.
     func records(
-        in table: CoreDataReadPlan.Table, where condition: String, _ bindings: [SQLiteValue], suffix: String = ""
+        in table: CoreDataReadPlan.Table, where condition: String, _ bindings: [SQLiteValue], orderBy: String = "Z_PK",
+        suffix: String = ""
     ) throws -> [Record] {
-        let sql = "SELECT \(table.selectList) FROM \(CoreDataSQL.quoted(table.name)) WHERE \(condition) ORDER BY Z_PK\(suffix)"
+        let sql = "SELECT \(table.selectList) FROM \(CoreDataSQL.quoted(table.name)) WHERE \(condition) ORDER BY \(orderBy)\(suffix)"
         guard let pkAt = table.index["Z_PK"], let entAt = table.index["Z_ENT"] else {
             throw StoreError.corruptStore(url, reason: "table \(table.name) has no Z_PK or Z_ENT column")
         }

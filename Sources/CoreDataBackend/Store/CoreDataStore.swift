@@ -6,7 +6,8 @@ import Foundation
 ///
 /// Opening reads the metadata, the model and the tables' columns, nothing proportional to the number of records.
 /// Fetches and counts run SQL: the entity's `Z_ENT` values, and the predicate as far as ``CoreDataPredicateSQL``
-/// translates it (the rest is evaluated over the rows it selects); scans and key lookups read by `Z_PK`. Each page of
+/// translates it (the rest is evaluated over the rows it selects), and the sort descriptors as far as
+/// ``CoreDataSortSQL`` translates them exactly; scans and key lookups read by `Z_PK`. Each page of
 /// records reads its relationships with one query per relationship (``CoreDataRowReader``).
 ///
 /// A read-only store reads through ``ReadOnlyDatabase`` (never a checkpoint of someone's `-wal`); saves and key
@@ -130,9 +131,10 @@ final class CoreDataStore: PersistentStore, PageScanningStore, @unchecked Sendab
         try evaluator.validate(request)
         guard let (ep, sql) = try query(request) else { return [] }
         let exact = sql.fragment.isExact
-        if exact, request.sortDescriptors.isEmpty {
+        // Sorted in SQL where that order is exactly the evaluator's (CoreDataSortSQL).
+        if exact, let order = request.sortDescriptors.isEmpty ? "Z_PK" : CoreDataSortSQL.orderBy(request.sortDescriptors, ep) {
             let limit = request.limit.map { max(0, $0) } ?? -1
-            return try reader.records(in: ep.table, where: sql.condition, sql.bindings,
+            return try reader.records(in: ep.table, where: sql.condition, sql.bindings, orderBy: order,
                                       suffix: " LIMIT \(limit) OFFSET \(max(0, request.offset))")
         }
         var candidates = try reader.records(in: ep.table, where: sql.condition, sql.bindings)

@@ -57,25 +57,25 @@ extension CoreDataRowReader {
         }
         guard !page.isEmpty else { return page }
         let keys = page.primaryKeys
-        var related: [Int: [Int64: [Int64]]] = [:]
+        var related: [Int: Runs] = [:]
         for (j, link) in links.enumerated() {
             switch link {
-            case .referencing, .join: related[j] = try self.related(link, owners: keys)
+            case .referencing, .join: related[j] = try runs(link, owners: keys)
             default: break
             }
         }
         var nextToOne = 0
-        for pk in keys {
+        for n in keys.indices {
             for (j, link) in links.enumerated() {
                 switch link {
                 case .column:
                     page.appendToOne(toOne[nextToOne])
                     nextToOne += 1
                 case .referencing(_, _, _, let first):
-                    let members = related[j]?[pk] ?? []
+                    let members = related[j]?.of(n) ?? []
                     if first { page.appendToOne(members.first) } else { page.appendToMany(members) }
                 case .join:
-                    page.appendToMany(related[j]?[pk] ?? [])
+                    page.appendToMany(related[j]?.of(n) ?? [])
                 case .empty(let toMany):
                     if toMany { page.appendToMany([Int64]()) } else { page.appendToOne(nil) }
                 case .broken(let reason):
@@ -85,6 +85,42 @@ extension CoreDataRowReader {
             page.endLinks()
         }
         return page
+    }
+
+    /// The related keys of a page's owners in one flat list, owner after owner: no array and no dictionary entry
+    /// per owner.
+    struct Runs {
+        var members: [Int64] = []
+        /// `members[starts[n]..<starts[n + 1]]` are those of owner `n`.
+        var starts: [Int]
+
+        func of(_ n: Int) -> ArraySlice<Int64> { members[starts[n]..<starts[n + 1]] }
+    }
+
+    /// The related keys of `owners` (ascending, as a page's keys are), in relationship order: the rows
+    /// ``related(_:owners:)`` reads, which come ordered by owner.
+    private func runs(_ link: CoreDataReadPlan.Link, owners: [Int64]) throws -> Runs {
+        var runs = Runs(starts: [Int](repeating: 0, count: owners.count + 1))
+        runs.members.reserveCapacity(owners.count)
+        var at = 0
+        for chunk in CoreDataSQL.chunks(owners) {
+            guard let sql = Self.relatedSQL(link, keys: chunk.count) else { return runs }
+            try connection.query(sql, chunk) { s in
+                guard sqlite3_column_type(s, 0) == SQLITE_INTEGER, sqlite3_column_type(s, 1) == SQLITE_INTEGER else { return }
+                let owner = sqlite3_column_int64(s, 0)
+                while at < owners.count, owners[at] < owner {
+                    at += 1
+                    runs.starts[at] = runs.members.count
+                }
+                guard at < owners.count, owners[at] == owner else { return }
+                runs.members.append(sqlite3_column_int64(s, 1))
+            }
+        }
+        while at < owners.count {
+            at += 1
+            runs.starts[at] = runs.members.count
+        }
+        return runs
     }
 
     /// Appends column `c` as attribute `a`'s value when it has the SQL type the attribute is normally stored as and

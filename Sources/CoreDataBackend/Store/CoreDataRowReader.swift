@@ -112,28 +112,33 @@ struct CoreDataRowReader {
 
     /// The related keys of each owner, in relationship order.
     func related(_ link: CoreDataReadPlan.Link, owners: [Int64]) throws -> [Int64: [Int64]] {
-        let q = CoreDataSQL.quoted
         var groups: [Int64: [Int64]] = [:]
         for chunk in CoreDataSQL.chunks(owners) {
-            let sql: String
-            switch link {
-            case .referencing(let table, let fk, let order, _):
-                let ordering = order.map { "ifnull(\(q($0)), 0), " } ?? ""
-                sql = "SELECT \(q(fk)), Z_PK FROM \(q(table)) WHERE \(q(fk)) IN (\(CoreDataSQL.placeholders(chunk.count))) "
-                    + "ORDER BY \(q(fk)), \(ordering)Z_PK"
-            case .join(let table, let source, let target, let order):
-                let ordering = order.map { "\(q($0)), " } ?? ""
-                sql = "SELECT \(q(source)), \(q(target)) FROM \(q(table)) WHERE \(q(source)) IN "
-                    + "(\(CoreDataSQL.placeholders(chunk.count))) ORDER BY \(q(source)), \(ordering)\(q(target))"
-            default:
-                return [:]
-            }
+            guard let sql = Self.relatedSQL(link, keys: chunk.count) else { return [:] }
             try connection.query(sql, chunk) { s in
                 guard sqlite3_column_type(s, 0) == SQLITE_INTEGER, sqlite3_column_type(s, 1) == SQLITE_INTEGER else { return }
                 groups[sqlite3_column_int64(s, 0), default: []].append(sqlite3_column_int64(s, 1))
             }
         }
         return groups
+    }
+
+    /// The query of `link`'s (owner, related key) pairs for `keys` owner keys, ordered by owner and then as the
+    /// relationship orders them; `nil` for a link without rows to read.
+    static func relatedSQL(_ link: CoreDataReadPlan.Link, keys: Int) -> String? {
+        let q = CoreDataSQL.quoted
+        switch link {
+        case .referencing(let table, let fk, let order, _):
+            let ordering = order.map { "ifnull(\(q($0)), 0), " } ?? ""
+            return "SELECT \(q(fk)), Z_PK FROM \(q(table)) WHERE \(q(fk)) IN (\(CoreDataSQL.placeholders(keys))) "
+                + "ORDER BY \(q(fk)), \(ordering)Z_PK"
+        case .join(let table, let source, let target, let order):
+            let ordering = order.map { "\(q($0)), " } ?? ""
+            return "SELECT \(q(source)), \(q(target)) FROM \(q(table)) WHERE \(q(source)) IN "
+                + "(\(CoreDataSQL.placeholders(keys))) ORDER BY \(q(source)), \(ordering)\(q(target))"
+        default:
+            return nil
+        }
     }
 
     // MARK: Entry points

@@ -212,6 +212,37 @@ import Testing
         }
     }
 
+    /// A page of records holds what a scan returns, also when the page's keys are sparse in their table (a Book
+    /// page whose keys are far apart, Novels between them) or dense with another entity's keys among them (the
+    /// Novels, one Book between them).
+    @Test func pagesMatchScansForSparseAndDenseKeys() throws {
+        let dir = try TemporaryDirectory("coredata-incremental-pages")
+        defer { dir.remove() }
+        let url = dir.path("Pages.sqlite")
+        let schema = try Self.schema.get()
+        let keys = (1...200).map(Int64.init)
+        var records = [try Self.author(schema, 0, books: keys.reversed()),
+                       try Self.tag(schema, 0, books: keys), try Self.tag(schema, 1, books: keys.filter { $0 % 3 == 0 })]
+        for k in keys {
+            // Books at the two ends and in the middle; Novels (odd `i`) between them.
+            var r = try Self.book(schema, [1, 100, 200].contains(k) ? 0 : 1, author: 1, tags: k % 3 == 0 ? [1, 2] : [1])
+            r.primaryKey = k
+            records.append(r)
+        }
+        try Self.makeStore(url, records)
+        let store = try #require(try Self.open(url, readOnly: true) as? CoreDataStore)
+        defer { try? store.close() }
+        for entity in ["Book", "Novel", "Tag", "Author"] {
+            let scanned = try store.scan(entity: entity, after: nil, limit: 500)
+            let paged = try store.scanPage(entity: entity, after: nil, limit: 500).records(in: schema)
+            #expect(!scanned.isEmpty)
+            #expect(paged == scanned, "\(entity)")
+        }
+        let books = try store.scanPage(entity: "Book", after: nil, limit: 500).records(in: schema)
+        #expect(books.map(\.primaryKey) == [1, 100, 200])
+        #expect(books.map { $0.relationships[1].keys } == [[1], [1], [1]])
+    }
+
     // MARK: Relationship maintenance
 
     /// Moving a book between two authors' ordered lists, adding and removing many-to-many links, and deleting

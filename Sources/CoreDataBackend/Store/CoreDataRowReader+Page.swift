@@ -103,17 +103,26 @@ extension CoreDataRowReader {
         var runs = Runs(starts: [Int](repeating: 0, count: owners.count + 1))
         runs.members.reserveCapacity(owners.count)
         var at = 0
-        for chunk in CoreDataSQL.chunks(owners) {
-            guard let sql = Self.relatedSQL(link, keys: chunk.count) else { return runs }
-            try connection.query(sql, chunk) { s in
-                guard sqlite3_column_type(s, 0) == SQLITE_INTEGER, sqlite3_column_type(s, 1) == SQLITE_INTEGER else { return }
-                let owner = sqlite3_column_int64(s, 0)
-                while at < owners.count, owners[at] < owner {
-                    at += 1
-                    runs.starts[at] = runs.members.count
-                }
-                guard at < owners.count, owners[at] == owner else { return }
-                runs.members.append(sqlite3_column_int64(s, 1))
+        func row(_ s: OpaquePointer) {
+            guard sqlite3_column_type(s, 0) == SQLITE_INTEGER, sqlite3_column_type(s, 1) == SQLITE_INTEGER else { return }
+            let owner = sqlite3_column_int64(s, 0)
+            while at < owners.count, owners[at] < owner {
+                at += 1
+                runs.starts[at] = runs.members.count
+            }
+            // An owner in the range that is not one of the page's (another entity of the same table).
+            guard at < owners.count, owners[at] == owner else { return }
+            runs.members.append(sqlite3_column_int64(s, 1))
+        }
+        guard let first = owners.first, let last = owners.last else { return runs }
+        // The page's owners are usually dense in their table (a page is consecutive keys of its entity): one range
+        // from the first to the last is then cheaper than lists of keys, and reads few rows of other owners.
+        if last &- first < 4 * Int64(owners.count), let sql = Self.relatedSQL(link, keys: 0) {
+            try connection.query(sql, [.integer(first), .integer(last)], row: row)
+        } else {
+            for chunk in CoreDataSQL.chunks(owners) {
+                guard let sql = Self.relatedSQL(link, keys: chunk.count) else { break }
+                try connection.query(sql, chunk, row: row)
             }
         }
         while at < owners.count {

@@ -125,17 +125,20 @@ struct CoreDataRowReader {
 
     /// The query of `link`'s (owner, related key) pairs for `keys` owner keys, ordered by owner and then as the
     /// relationship orders them; `nil` for a link without rows to read.
+    /// With `keys` 0, the owners are those from the first to the second bound key.
     static func relatedSQL(_ link: CoreDataReadPlan.Link, keys: Int) -> String? {
         let q = CoreDataSQL.quoted
+        func owners(_ column: String) -> String {
+            keys == 0 ? "\(q(column)) BETWEEN ? AND ?" : "\(q(column)) IN (\(CoreDataSQL.placeholders(keys)))"
+        }
         switch link {
         case .referencing(let table, let fk, let order, _):
             let ordering = order.map { "ifnull(\(q($0)), 0), " } ?? ""
-            return "SELECT \(q(fk)), Z_PK FROM \(q(table)) WHERE \(q(fk)) IN (\(CoreDataSQL.placeholders(keys))) "
-                + "ORDER BY \(q(fk)), \(ordering)Z_PK"
+            return "SELECT \(q(fk)), Z_PK FROM \(q(table)) WHERE \(owners(fk)) ORDER BY \(q(fk)), \(ordering)Z_PK"
         case .join(let table, let source, let target, let order):
             let ordering = order.map { "\(q($0)), " } ?? ""
-            return "SELECT \(q(source)), \(q(target)) FROM \(q(table)) WHERE \(q(source)) IN "
-                + "(\(CoreDataSQL.placeholders(keys))) ORDER BY \(q(source)), \(ordering)\(q(target))"
+            return "SELECT \(q(source)), \(q(target)) FROM \(q(table)) WHERE \(owners(source)) "
+                + "ORDER BY \(q(source)), \(ordering)\(q(target))"
         default:
             return nil
         }

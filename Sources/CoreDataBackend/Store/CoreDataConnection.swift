@@ -92,11 +92,21 @@ final class CoreDataConnection {
     /// Runs a statement that returns no rows; returns how many rows it changed.
     @discardableResult
     func run(_ sql: String, _ values: [SQLiteValue] = []) throws(StoreError) -> Int {
+        try run(sql, values, then: nil)
+    }
+
+    /// Runs a statement that returns no rows after binding `values` and then calling `bind`, which binds more
+    /// parameters (or binds some again) straight from bytes the caller holds; returns how many rows it changed.
+    @discardableResult
+    func run(
+        _ sql: String, _ values: [SQLiteValue], then bind: ((OpaquePointer) throws(StoreError) -> Void)?
+    ) throws(StoreError) -> Int {
         let s = try statement(sql)
         sqlite3_reset(s)
         Self.clearUnbound(s, values.count)
         defer { sqlite3_reset(s) }
         guard SQLiteValue.bind(values, to: s) == SQLITE_OK else { throw failure(sql) }
+        try bind?(s)
         var rc = sqlite3_step(s)
         while rc == SQLITE_ROW { rc = sqlite3_step(s) }
         guard rc == SQLITE_DONE else { throw failure(sql) }

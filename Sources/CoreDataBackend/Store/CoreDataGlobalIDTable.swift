@@ -134,7 +134,9 @@ final class CoreDataGlobalIDWriter {
     }
 
     private func isDerived(_ id: UUID, root: String, primaryKey: Int64) -> Bool {
-        let maker = makers[root] ?? CoreDataGlobalID.Maker(store: storeUUID, root: root)
+        // Stored only when new: writing it back for every record hashed the root's name a second time.
+        if let maker = makers[root] { return id == maker.make(primaryKey) }
+        let maker = CoreDataGlobalID.Maker(store: storeUUID, root: root)
         makers[root] = maker
         return id == maker.make(primaryKey)
     }

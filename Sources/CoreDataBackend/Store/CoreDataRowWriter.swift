@@ -105,7 +105,9 @@ struct CoreDataRowWriter {
 
     private typealias Key = CoreDataPendingLinks.Key
 
-    func save(_ changes: StoreChanges, pending: inout CoreDataPendingLinks) throws {
+    /// Writes `changes`. With `page`, the inserted records are its records' shells, in page order: their keys,
+    /// global IDs and relationships, their attribute values bound from the page (see `CoreDataRowWriter+Page`).
+    func save(_ changes: StoreChanges, pending: inout CoreDataPendingLinks, page: RecordPage? = nil) throws {
         func entityPlan(_ name: String) throws -> CoreDataWritePlan.EntityPlan {
             guard let p = plan.entities[name] else {
                 _ = try schema.requireEntity(name)
@@ -147,8 +149,9 @@ struct CoreDataRowWriter {
         }
 
         for key in changes.deleted { try delete(key, entityPlan(key.entity)) }
-        for r in changes.inserted {
-            try insert(r, try entityPlan(r.entity), inSave: inSave, positions: positions, owners: owners, pending: &pending)
+        for (k, r) in changes.inserted.enumerated() {
+            try insert(r, try entityPlan(r.entity), inSave: inSave, positions: positions, owners: owners, pending: &pending,
+                       page: page.map { ($0, k) })
         }
         for (u, r) in changes.updated.enumerated() {
             try update(r, try entityPlan(r.entity), changes.changedProperties(ofUpdated: u), inSave: inSave,
@@ -184,7 +187,8 @@ struct CoreDataRowWriter {
 
     private func insert(
         _ r: Record, _ p: CoreDataWritePlan.EntityPlan, inSave: [String: [Int64: String]], positions: [Key: Int64],
-        owners: [Key: (owner: Int64, position: Int64?)], pending: inout CoreDataPendingLinks
+        owners: [Key: (owner: Int64, position: Int64?)], pending: inout CoreDataPendingLinks,
+        page: (page: RecordPage, index: Int)? = nil
     ) throws {
         let e = p.entity
         let attributes = e.attributes
@@ -202,7 +206,8 @@ struct CoreDataRowWriter {
             case .optimisticLock: values.append(.integer(1))
             case .null: values.append(.null)
             case .attribute(let i):
-                guard i < r.attributes.count else { values.append(.null); continue }
+                // A page's values are bound from its bytes once every other column is.
+                guard page == nil, i < r.attributes.count else { values.append(.null); continue }
                 // Only an attribute that allows external storage goes to the external writer, and the attribute is
                 // passed by array and index: copying its description per value cost more than encoding the value.
                 if attributes[i].allowsExternalBinaryDataStorage, let external,
@@ -248,7 +253,13 @@ struct CoreDataRowWriter {
         for case .inverselessKey(let keyColumn) in p.sources {
             pending.removeOwner(Key(table: table, column: keyColumn, primaryKey: r.primaryKey))
         }
-        try run(p.table.insertSQL, values, table: table, pk: r.primaryKey)
+        if let page {
+            try run(p.table.insertSQL, values, table: table, pk: r.primaryKey) { (s) throws(StoreError) in
+                try bindPageValues(page.page, at: page.index, p, to: s)
+            }
+        } else {
+            try run(p.table.insertSQL, values, table: table, pk: r.primaryKey)
+        }
         try globalIDs?.inserted(r, root: p.root, db, isBulkLoad: isBulkLoad)
         pending.highestKey[table] = max(pending.highestKey[table] ?? .min, r.primaryKey)
         if let waiting = pending.entityColumns.removeValue(forKey: .init(root: p.root, primaryKey: r.primaryKey)) {
@@ -430,9 +441,12 @@ struct CoreDataRowWriter {
     }
 
     @discardableResult
-    private func run(_ sql: String, _ values: [SQLiteValue], table: String, pk: Int64) throws(StoreError) -> Int {
+    private func run(
+        _ sql: String, _ values: [SQLiteValue], table: String, pk: Int64,
+        then bind: ((OpaquePointer) throws(StoreError) -> Void)? = nil
+    ) throws(StoreError) -> Int {
         do throws(StoreError) {
-            return try db.run(sql, values)
+            return try db.run(sql, values, then: bind)
         } catch {
             let code = db.lastExtendedError
             // SQLITE_CONSTRAINT_UNIQUE / _PRIMARYKEY: a uniqueness constraint or a duplicate join row.

@@ -25,7 +25,7 @@ import Foundation
 ///   ``StoreError/modifiedOnDisk(_:)`` rather than write over it (`PRAGMA data_version`).
 /// - A save that fails (a uniqueness index, a full disk) is rolled back: the file and the open store stay as they
 ///   were.
-final class CoreDataStore: PersistentStore, PageScanningStore, @unchecked Sendable {
+final class CoreDataStore: PersistentStore, PageScanningStore, PageInsertingStore, @unchecked Sendable {
     // @unchecked: every mutable member is used under `lock` only.
     private let fileURL: URL
     let lock = NSLock()
@@ -309,6 +309,31 @@ final class CoreDataStore: PersistentStore, PageScanningStore, @unchecked Sendab
                 currentMetadata = m
                 plist = newPlist
             }
+        }
+    }
+
+    func insert(_ page: RecordPage) throws {
+        try insertPages(count: 1) { _ in page }
+    }
+
+    /// Inserts the pages in one transaction, one page at a time, each as ``CoreDataRowWriter/insert(_:pending:)``
+    /// inserts it (from its bytes in a bulk load, as records otherwise).
+    func insertPages(count: Int, page: (Int) throws -> RecordPage) throws {
+        try lock.withLock {
+            let (_, w) = try requireWriter()
+            guard count > 0 else { return }
+            let external = CoreDataExternalDataWriter(store: fileURL, layout: w.layout, schema: schema)
+            do {
+                try transaction { c, w in
+                    try external.loadReferences()
+                    let writer = rowWriter(c, w, external: external)
+                    for i in 0..<count { try writer.insert(try page(i), pending: &pending) }
+                }
+            } catch {
+                external.discardWritten()
+                throw error
+            }
+            external.removeUnreferenced()
         }
     }
 

@@ -116,6 +116,11 @@ struct CoreDataWritePlan {
         let links: [Link]
         /// What each column of an inserted row holds, in table order.
         let sources: [Source]
+        /// The insert's parameter (from 1) of each attribute's column, `0` when it has none: where a page's values,
+        /// read in attribute order, are bound.
+        let attributeParameters: [Int32]
+        /// Whether some attribute's values may go to external files (a page of such an entity is inserted as records).
+        let hasExternalStorage: Bool
 
         init(entity: Entity, number: Int64, root: String, table: Table, attributeColumns: [String?], links: [Link],
              sources: [Source]) {
@@ -126,6 +131,12 @@ struct CoreDataWritePlan {
             self.attributeColumns = attributeColumns
             self.links = links
             self.sources = sources
+            var parameters = [Int32](repeating: 0, count: entity.attributes.count)
+            for (c, source) in sources.enumerated() {
+                if case .attribute(let i) = source, i < parameters.count { parameters[i] = Int32(c + 1) }
+            }
+            attributeParameters = parameters
+            hasExternalStorage = entity.attributes.contains(where: \.allowsExternalBinaryDataStorage)
         }
     }
 

@@ -247,6 +247,26 @@ import Testing
         #expect(try Self.snapshot(type, url) == before)
     }
 
+    @Test("an optional attribute given a default keeps the empty values it had", arguments: types)
+    func optionalAttributeKeepsItsNil(_ type: String) throws {
+        let dir = try TemporaryDirectory("upgrade-keeps-nil")
+        let url = Self.url(type, in: dir)
+        defer { Self.cleanUp(type, url) }
+        try Self.makeV1Store(type, at: url)
+        // The default alone leaves the version hash as it was, so the widening makes the upgrade happen.
+        let v2 = try EvolutionSchemas.v1(changing: "Book") { book in
+            for i in book.attributes.indices where book.attributes[i].name == "isbn" { book.attributes[i].defaultValue = "none" }
+            for i in book.attributes.indices where book.attributes[i].name == "pages" { book.attributes[i].type = .integer32 }
+        }
+        let plan = try Self.operations.upgradeStore(at: url, to: v2)
+        #expect(!plan.isEmpty)
+        let store = try Backends.open(url, readOnly: true)
+        defer { try? store.close() }
+        let records = try Backends.records(of: store)
+        #expect(records[Self.ids[2]]?.attributes == [.string("The Dispossessed"), .integer32(387), .string("978-0061054884")])
+        #expect(records[Self.ids[3]]?.attributes == [.null, .integer32(300), .null], "a nil the store had is not a missing value")
+    }
+
     @Test("a required relationship with a record that has no link is refused", arguments: ["sqlite", "lmdb"])
     func missingRequiredLinkIsRefused(_ type: String) throws {
         let dir = try TemporaryDirectory("upgrade-link")

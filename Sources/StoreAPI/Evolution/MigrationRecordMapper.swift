@@ -63,9 +63,12 @@ struct MigrationRecordMapper: Sendable {
                 let index = m.source.flatMap { s.attributeIndex($0) }
                 let from = index.map { s.attributes[$0].type }
                 let converts = from.map { AttributeConversion(from: $0, to: a.type) }
+                // An optional attribute the store already had keeps its nil: a default applies to records
+                // created from now on, not to values someone left empty on purpose.
+                let fills = index == nil || !a.isOptional
                 attributes.append(AttributeStep(
                     source: index, convertTo: converts == .some(.same) || converts == nil ? nil : a.type,
-                    fill: a.defaultValue ?? .null))
+                    fill: fills ? a.defaultValue ?? .null : .null))
                 if let src = m.source, src != a.name { renamed[src] = a.name }
             }
             var relationships: [RelationshipStep] = []

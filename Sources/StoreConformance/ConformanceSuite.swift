@@ -74,6 +74,7 @@ public struct ConformanceSuite: Sendable {
         case .atomicSave: try checkAtomicSave(harness)
         case .history: try checkHistory(harness)
         case .schemaCompatibility: try checkSchemaCompatibility(harness)
+        case .schemaEvolution: try checkSchemaEvolution(harness)
         case .badInput: try checkBadInput(harness)
         case .readOnly: try checkReadOnly(harness)
         case .concurrentReaders: try checkConcurrentReaders(harness)
@@ -121,6 +122,16 @@ public enum ConformanceGroup: String, CaseIterable, Sendable, CustomStringConver
     case history
     /// A store refuses a schema with other version hashes, and is left untouched.
     case schemaCompatibility
+    /// Upgrades to later versions of the schema through ``StoreOperations/upgradeStore(at:type:to:options:)``, one
+    /// lightweight change at a time (an added optional attribute, an added entity, a removed attribute, a rename
+    /// through a renaming identifier, Int16 widened to Int64, optional made required with a default, a to-one made
+    /// to-many): every record keeps its primary key, global ID and every value the new schema keeps; the store UUID
+    /// and custom metadata are kept; the store opens with the new schema and refuses the old one (when an entity of
+    /// the old one changed). An upgrade the data does not fit (a required value missing, duplicates under a new
+    /// uniqueness constraint) is refused with the records named, and leaves the store as it was (a persistent
+    /// store's files byte for byte).
+    /// ``StoreOptions/migratesSchemaAutomatically`` upgrades on open; without it the newer schema is refused.
+    case schemaEvolution
     /// Garbage, truncated files and unusable directories get typed errors and nothing is written.
     case badInput
     /// A read-only description never writes.

@@ -52,14 +52,6 @@ import Foundation
 private struct ModelDecoder {
     let archive: KeyedArchive
 
-    // Property flags (`_P`) and attribute flags (`NSFlagsKey`), per the format reference.
-    static let optionalFlag: Int64 = 0x2
-    static let readOnlyFlag: Int64 = 0x4
-    static let transientFlag: Int64 = 0x8
-    static let orderedFlag: Int64 = 0x400
-    static let externalStorageFlag: Int64 = 0x4
-    static let preserveAfterDeletionFlag: Int64 = 0x10
-
     static let attributeTypes: [Int64: AttributeType] = [
         100: .integer16, 200: .integer32, 300: .integer64, 400: .decimal, 500: .double, 600: .float, 700: .string,
         800: .boolean, 900: .date, 1000: .binary, 1100: .uuid, 1200: .uri, 1800: .transformable,
@@ -231,8 +223,8 @@ private struct ModelDecoder {
         let readOnly = try p.bool(forKey: "NSIsReadOnly") ?? false
         let ordered = try p.bool(forKey: "NSIsOrdered") ?? false
         return (
-            bits & Self.optionalFlag != 0 || optional, bits & Self.transientFlag != 0 || transient,
-            bits & Self.readOnlyFlag != 0 || readOnly, bits & Self.orderedFlag != 0 || ordered
+            bits & CoreDataModelFlags.optional != 0 || optional, bits & CoreDataModelFlags.transient != 0 || transient,
+            bits & CoreDataModelFlags.readOnly != 0 || readOnly, bits & CoreDataModelFlags.ordered != 0 || ordered
         )
     }
 
@@ -260,8 +252,8 @@ private struct ModelDecoder {
             valueTransformerName: try p.string(forKey: "NSValueTransformerName"),
             versionHashModifier: try p.string(forKey: "NSVersionHashModifier"),
             renamingIdentifier: try p.string(forKey: "NSRenamingIdentifier"),
-            allowsExternalBinaryDataStorage: attributeFlags & Self.externalStorageFlag != 0,
-            preservesValueInHistoryOnDeletion: attributeFlags & Self.preserveAfterDeletionFlag != 0,
+            allowsExternalBinaryDataStorage: attributeFlags & CoreDataModelFlags.externalStorage != 0,
+            preservesValueInHistoryOnDeletion: attributeFlags & CoreDataModelFlags.preserveAfterDeletion != 0,
             isDerived: isDerived, derivationExpression: expression, userInfo: try userInfo(p),
             isIndexed: try p.bool(forKey: "NSIsIndexed") ?? false)
     }

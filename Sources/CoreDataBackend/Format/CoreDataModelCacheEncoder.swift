@@ -139,12 +139,6 @@ private struct ModelEncoder {
     static let alwaysFlags: Int64 = 0x1 | 0x10 | 0x20 | 0x40
     static let noVersionHashModifierFlag: Int64 = 0x80
     static let noUserInfoFlag: Int64 = 0x40
-    static let optionalFlag: Int64 = 0x2
-    static let readOnlyFlag: Int64 = 0x4
-    static let transientFlag: Int64 = 0x8
-    static let orderedFlag: Int64 = 0x400
-    static let externalStorageFlag: Int64 = 0x4
-    static let preserveAfterDeletionFlag: Int64 = 0x10
 
     init(model: CoreDataModel) {
         self.model = model
@@ -283,10 +277,10 @@ private struct ModelEncoder {
         var flags = Self.alwaysFlags
         if versionHashModifier == nil { flags |= Self.noVersionHashModifierFlag }
         if !info.isEmpty { flags &= ~Self.noUserInfoFlag }
-        if optional { flags |= Self.optionalFlag }
-        if readOnly { flags |= Self.readOnlyFlag }
-        if transient { flags |= Self.transientFlag }
-        if ordered { flags |= Self.orderedFlag }
+        if optional { flags |= CoreDataModelFlags.optional }
+        if readOnly { flags |= CoreDataModelFlags.readOnly }
+        if transient { flags |= CoreDataModelFlags.transient }
+        if ordered { flags |= CoreDataModelFlags.ordered }
         var members: [(key: String, value: PropertyListValue)] = [
             (key: "NSEntity", value: .uid(entity)), (key: "NSPropertyName", value: archive.string(name)),
             (key: "NSRenamingIdentifier", value: archive.string(renamingIdentifier ?? name)),
@@ -311,8 +305,8 @@ private struct ModelEncoder {
             readOnly: a.isReadOnly || a.isDerived, ordered: false, versionHashModifier: a.versionHashModifier,
             renamingIdentifier: a.renamingIdentifier, userInfo: a.userInfo)
         var flags: Int64 = 0
-        if a.allowsExternalBinaryDataStorage { flags |= Self.externalStorageFlag }
-        if a.preservesValueInHistoryOnDeletion { flags |= Self.preserveAfterDeletionFlag }
+        if a.allowsExternalBinaryDataStorage { flags |= CoreDataModelFlags.externalStorage }
+        if a.preservesValueInHistoryOnDeletion { flags |= CoreDataModelFlags.preserveAfterDeletion }
         members += [
             (key: "NSAttributeType", value: .integer(Int64(a.typeCode))),
             (key: "NSAttributeValueClassName", value: archive.string(a.valueClassName ?? Self.valueClassName(a))),

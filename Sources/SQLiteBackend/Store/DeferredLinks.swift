@@ -1,6 +1,6 @@
 import CSQLite
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 
 /// The links one side of a many-to-many relationship gave during a bulk load without writing them, kept as a count
 /// and an order-independent checksum so that the load can check them against the table at the end.
@@ -13,8 +13,7 @@ import StoreAPI
 /// the other side wrote. Two sides that disagree (a damaged or hand-edited source) make the load
 /// fail with an error naming the relationship, instead of being merged silently.
 ///
-/// The checksum adds a 64-bit mix of each `(src, dst)` pair: different sets of pairs with the same count give the
-/// same sum with a probability of about 2⁻⁶⁴.
+/// The links are kept as a `PairSetChecksum` of `(src, dst)` pairs.
 struct DeferredLinks: Sendable {
     /// The join table.
     let table: String
@@ -22,8 +21,7 @@ struct DeferredLinks: Sendable {
     let entity: String
     let relationship: String
     let otherSide: String
-    private(set) var count = 0
-    private(set) var checksum: UInt64 = 0
+    private(set) var pairs = PairSetChecksum()
 
     init(table: String, entity: String, relationship: String, otherSide: String) {
         self.table = table
@@ -32,39 +30,22 @@ struct DeferredLinks: Sendable {
         self.otherSide = otherSide
     }
 
-    mutating func add(src: Int64, dst: Int64) {
-        count += 1
-        checksum &+= Self.mix(src, dst)
-    }
+    mutating func add(src: Int64, dst: Int64) { pairs.add(src, dst) }
 
     /// Throws ``StoreError/invalidRelationshipTarget(entity:relationship:reason:)`` unless the table's rows are
     /// exactly the links added.
     func verify(_ c: SQLiteConnection) throws {
-        var rows = 0
-        var sum: UInt64 = 0
+        var rows = PairSetChecksum()
         try c.withStatement("SELECT src, dst FROM \(SQLiteLayout.quote(table))") { s in
-            while try s.step() {
-                rows += 1
-                sum &+= Self.mix(s.int64(0), s.int64(1))
-            }
+            while try s.step() { rows.add(s.int64(0), s.int64(1)) }
         }
-        guard rows != count || sum != checksum else { return }
+        guard rows != pairs else { return }
         func links(_ n: Int) -> String { n == 1 ? "1 link" : "\(n) links" }
-        let which = rows == count ? "as many links but not the same ones" : "\(links(count)) against \(links(rows))"
+        let which = rows.count == pairs.count ? "as many links but not the same ones"
+            : "\(links(pairs.count)) against \(links(rows.count))"
         throw StoreError.invalidRelationshipTarget(
             entity: entity, relationship: relationship,
             reason: "its records and those of the inverse \(otherSide) disagree (\(which)); the two sides of a many-to-many relationship must list the same links")
     }
 
-    /// A 64-bit mix of a pair (two rounds of SplitMix64's finaliser).
-    private static func mix(_ src: Int64, _ dst: Int64) -> UInt64 {
-        finalize(UInt64(bitPattern: src) &+ 0x9E37_79B9_7F4A_7C15 &* finalize(UInt64(bitPattern: dst) ^ 0xD1B5_4A32_D192_ED03))
-    }
-
-    private static func finalize(_ x: UInt64) -> UInt64 {
-        var z = x
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }

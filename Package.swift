@@ -50,11 +50,6 @@ let package = Package(
             ]
         ),
 
-        .executableTarget(
-            name: "storebench",
-            dependencies: ["StoreAPI", "SQLiteBackend", "LMDBBackend", "XMLBackend", "CoreDataBackend", "CSQLite", "CLMDB", "CLibXML2"],
-            path: "Benchmarks/storebench"
-        ),
 
         // The second process of the conformance suite's multiProcess group, for the built-in backends.
         .executableTarget(

@@ -6,5 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 storectl=$(scripts/build-storectl.sh | tail -n 1)
-swift build -c release --static-swift-stdlib --product storebench
-exec "$(swift build -c release --static-swift-stdlib --show-bin-path)/storebench" --storectl "$storectl" "$@"
+# storebench is a package of its own (Benchmarks/), with its own build folder: two packages sharing one would
+# each reuse the other's stale build plan.
+bench=(--package-path Benchmarks -c release --static-swift-stdlib)
+swift build "${bench[@]}" --product storebench
+exec "$(swift build "${bench[@]}" --show-bin-path)/storebench" --storectl "$storectl" "$@"

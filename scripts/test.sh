@@ -19,6 +19,8 @@ scripts/check-docs.sh
 if [ -d Examples/JSONStoreBackend ]; then
     (cd Examples/JSONStoreBackend && swift test)
 fi
-swift run storebench --smoke
+# The benchmarks are a package of their own (Benchmarks/, built in Benchmarks/.build: two packages sharing one build
+# folder each reuse the other's stale build plan).
+swift run --package-path Benchmarks storebench --smoke
 # storectl as it is distributed (one static executable on Linux) links, and runs the quickstart's round trip.
 Samples/quickstart.sh "$(scripts/build-storectl.sh | tail -n 1)"

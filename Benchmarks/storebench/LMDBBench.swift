@@ -1,4 +1,4 @@
-import CLMDB
+import BenchLMDB
 import Foundation
 import LMDBBackend
 import StoreAPI

@@ -1,4 +1,4 @@
-import CSQLite
+import BenchSQLite
 import Foundation
 
 /// The SQLite reference: the same 8 columns written with a reused C prepared statement in one transaction, and

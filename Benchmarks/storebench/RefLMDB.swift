@@ -1,4 +1,4 @@
-import CLMDB
+import BenchLMDB
 import Foundation
 
 /// The LMDB references, on the very environments our backend wrote: a cursor walk over every database touching

@@ -1,4 +1,4 @@
-import CSQLite
+import BenchSQLite
 import Foundation
 
 /// The SQLite references, on the very files our backend wrote: what a hand-written C program costs to read every

@@ -1,4 +1,4 @@
-import CLibXML2
+import BenchLibXML2
 import Foundation
 
 /// The libxml2 references, on the very files our backend wrote: one `xmlTextReader` pass reading every element

@@ -1,4 +1,4 @@
-import CSQLite
+import BenchSQLite
 import Foundation
 import SQLiteBackend
 import StoreAPI

@@ -1,4 +1,4 @@
-import CLibXML2
+import BenchLibXML2
 import Foundation
 import StoreAPI
 import XMLBackend

@@ -41,7 +41,7 @@ func runBenchmarks(_ options: Options) throws -> [String] {
     // scripts/bench.sh passes the storectl it built; the command that reproduces the run leaves that to it.
     var given = arguments
     if build == "release", let at = given.firstIndex(of: "--storectl"), at + 1 < given.count { given.removeSubrange(at...at + 1) }
-    let reproduce = (build == "release" ? "scripts/bench.sh " : "swift run storebench ") + given.joined(separator: " ")
+    let reproduce = (build == "release" ? "scripts/bench.sh " : "swift run --package-path Benchmarks storebench ") + given.joined(separator: " ")
     print("storebench (\(build) build) — reproduce with: \(reproduce)")
     if build == "debug" { print("note: debug build; run with -c release for meaningful figures") }
     let product = ProductRunner.find(explicit: options.storectl, preferSelf: options.selfRunner)

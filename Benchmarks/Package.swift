@@ -1,0 +1,33 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// The benchmarks are a package of their own so that what only they need (the engines' C libraries called directly
+// as references, and libraries a user might pick instead, measured beside ours) is never resolved or built by an
+// application that depends on StoreKitSwift. Run them with scripts/bench.sh (release) or, from this folder,
+// `swift run storebench --smoke`.
+let package = Package(
+    name: "StoreKitSwiftBenchmarks",
+    platforms: [.macOS(.v14)],
+    dependencies: [
+        .package(name: "StoreKitSwift", path: ".."),
+    ],
+    targets: [
+        // The engines' C APIs, for the references storebench measures ours against. Named apart from the library's
+        // own shims (CSQLite, CLMDB, CLibXML2), which are not products.
+        .systemLibrary(name: "BenchSQLite", path: "Shims/BenchSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]),
+        .systemLibrary(name: "BenchLMDB", path: "Shims/BenchLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"]), .brew(["lmdb"])]),
+        .systemLibrary(name: "BenchLibXML2", path: "Shims/BenchLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"]), .brew(["libxml2"])]),
+        .executableTarget(
+            name: "storebench",
+            dependencies: [
+                .product(name: "StoreAPI", package: "StoreKitSwift"),
+                .product(name: "SQLiteBackend", package: "StoreKitSwift"),
+                .product(name: "LMDBBackend", package: "StoreKitSwift"),
+                .product(name: "XMLBackend", package: "StoreKitSwift"),
+                .product(name: "CoreDataBackend", package: "StoreKitSwift"),
+                "BenchSQLite", "BenchLMDB", "BenchLibXML2",
+            ],
+            path: "storebench"
+        ),
+    ]
+)

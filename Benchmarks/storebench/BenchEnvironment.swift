@@ -110,6 +110,12 @@ struct ProductRunner {
         return try ChildProcess.worker(["convert", src.path, dst.path, type])
     }
 
+    /// Upgrades the store at `store` in place to the schema in the JSON file `model`.
+    func upgrade(_ store: URL, model: URL) throws -> ChildProcess.Outcome {
+        if let storectl { return try ChildProcess.run(storectl, ["upgrade", store.path, "--model", model.path, "--quiet"]) }
+        return try ChildProcess.worker(["upgrade", store.path, model.path])
+    }
+
     func copy(_ src: URL, _ dst: URL) throws -> ChildProcess.Outcome {
         if let storectl { return try ChildProcess.run(storectl, ["copy", src.path, dst.path, "--quiet"]) }
         return try ChildProcess.worker(["copy", src.path, dst.path])

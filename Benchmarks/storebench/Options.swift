@@ -3,7 +3,7 @@ import Foundation
 /// storebench's command line.
 struct Options {
     /// The sections over the generated library dataset, in the order they run.
-    static let sections = ["convert", "copy", "open", "fetch", "predicate", "insert", "coredata"]
+    static let sections = ["convert", "copy", "upgrade", "open", "fetch", "predicate", "insert", "coredata"]
     /// The sections with a dataset of their own (not the library's source stores).
     static let ownDatasetSections: Set<String> = ["coredata"]
     /// The older store-API micro-benchmarks on a flat 8-column record (run with `--only`, and by `--smoke`).

@@ -8,6 +8,8 @@ import Foundation
 ///   `storectl copy` do them (``StoreOperations/copyStore(from:sourceType:to:type:options:)`` with a progress
 ///   handler), the source's type detection included in the timed region; used when the `storectl` binary is not
 ///   built beside this one, and for the copy section's library-call rows.
+/// - `upgrade STORE MODEL`: our upgrade to the JSON schema MODEL (as `storectl upgrade`).
+/// - `convert-streamed SRC DST TYPE`: a same-type conversion record by record (no fast copy), the upgrade's reference.
 /// - `ref-read TYPE PATH`: the engine's reference read of a whole store.
 /// - `ref-write TYPE FROM DST`: captures the store FROM (untimed), then times the engine writing the same content
 ///   to DST (`coredata`: SQLite with the Core Data backend's connection settings).
@@ -53,6 +55,20 @@ enum Worker {
                                          options: .init(progress: { records = max(records, $0.recordsDone) }))
             }
             return seconds(s, ["records": String(records)])
+        case "upgrade":
+            let store = URL(fileURLWithPath: try arg(0))
+            let (_, s) = try Measure.timing {
+                let schema = try Schema(jsonData: Data(contentsOf: URL(fileURLWithPath: try arg(1))))
+                try StoreOperations().upgradeStore(at: store, to: schema)
+            }
+            return seconds(s)
+        case "convert-streamed":
+            let src = URL(fileURLWithPath: try arg(0))
+            let dst = URL(fileURLWithPath: try arg(1))
+            let (_, s) = try Measure.timing {
+                try StoreOperations().copyStore(from: src, to: dst, type: try arg(2), options: .init(allowFastCopy: false))
+            }
+            return seconds(s)
         case "ref-read":
             let type = try arg(0)
             let path = try arg(1)

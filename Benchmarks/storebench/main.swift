@@ -98,6 +98,10 @@ func runBenchmarks(_ options: Options) throws -> [String] {
                 table.begin("same-type copy, \(env.label) records (whole processes; target ≤1.2× the engine's copy)")
                 try CopySection.run(env)
             }
+            if options.wants("upgrade") {
+                table.begin("upgrade to a schema with one more optional attribute, \(env.label) records (whole processes; target at 10⁶ records for stores rewritten ≤1.2× a streamed same-type convert)")
+                try UpgradeSection.run(env)
+            }
             if options.wants("open") {
                 table.begin("open a store + fetch its first book, \(env.label) records (fresh process)")
                 try ContextSections.open(env)

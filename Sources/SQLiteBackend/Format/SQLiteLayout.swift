@@ -146,27 +146,35 @@ struct SQLiteLayout: Sendable {
 
     /// The `CREATE TABLE` statements of the entity and join tables (and their always-present indexes).
     var tableStatements: [String] {
-        var s: [String] = []
-        for root in schema.rootEntities {
-            guard let t = tables[root.name] else { continue }
-            let cols = ["_pk INTEGER PRIMARY KEY", "_ent INTEGER NOT NULL", "_gid BLOB NOT NULL"]
-                + t.columns.map { $0.declaredType.isEmpty ? Self.quote($0.name) : "\(Self.quote($0.name)) \($0.declaredType)" }
-            s.append("CREATE TABLE \(Self.quote(t.name)) (\(cols.joined(separator: ", ")))")
-            s.append("CREATE UNIQUE INDEX \(Self.quote("X_\(t.name)._gid")) ON \(Self.quote(t.name)) (_gid)")
-            if t.hasSubentities {
-                s.append("CREATE INDEX \(Self.quote("X_\(t.name)._ent")) ON \(Self.quote(t.name)) (_ent)")
-            }
-        }
-        for j in joinTables {
-            var cols = ["src INTEGER NOT NULL", "dst INTEGER NOT NULL", "src_ord INTEGER"]
-            if j.isShared { cols.append("dst_ord INTEGER") }
-            cols.append("PRIMARY KEY (src, dst)")
-            s.append("CREATE TABLE \(Self.quote(j.name)) (\(cols.joined(separator: ", "))) WITHOUT ROWID")
-            if j.isShared {
-                // `dst_ord` too, so reading the dst side's rows never leaves the index (stores made before it
-                // have an index on `dst` alone, which reads the same rows with a search of the table for each).
-                s.append("CREATE INDEX \(Self.quote("X_\(j.name).dst")) ON \(Self.quote(j.name)) (dst, dst_ord)")
-            }
+        schema.rootEntities.flatMap { tables[$0.name].map(Self.creationStatements(of:)) ?? [] }
+            + joinTables.flatMap(Self.creationStatements(of:))
+    }
+
+    /// `CREATE TABLE` of one hierarchy's table, and its always-present indexes.
+    static func creationStatements(of t: TableLayout) -> [String] {
+        let cols = ["_pk INTEGER PRIMARY KEY", "_ent INTEGER NOT NULL", "_gid BLOB NOT NULL"]
+            + t.columns.map { $0.declaredType.isEmpty ? quote($0.name) : "\(quote($0.name)) \($0.declaredType)" }
+        var s = ["CREATE TABLE \(quote(t.name)) (\(cols.joined(separator: ", ")))",
+                 "CREATE UNIQUE INDEX \(quote("X_\(t.name)._gid")) ON \(quote(t.name)) (_gid)"]
+        if t.hasSubentities { s.append(entityIndexStatement(of: t)) }
+        return s
+    }
+
+    /// The index on `_ent` of a table more than one entity shares.
+    static func entityIndexStatement(of t: TableLayout) -> String {
+        "CREATE INDEX \(quote("X_\(t.name)._ent")) ON \(quote(t.name)) (_ent)"
+    }
+
+    /// `CREATE TABLE` of one join table, and its always-present index.
+    static func creationStatements(of j: JoinTableLayout) -> [String] {
+        var cols = ["src INTEGER NOT NULL", "dst INTEGER NOT NULL", "src_ord INTEGER"]
+        if j.isShared { cols.append("dst_ord INTEGER") }
+        cols.append("PRIMARY KEY (src, dst)")
+        var s = ["CREATE TABLE \(quote(j.name)) (\(cols.joined(separator: ", "))) WITHOUT ROWID"]
+        if j.isShared {
+            // `dst_ord` too, so reading the dst side's rows never leaves the index (stores made before it
+            // have an index on `dst` alone, which reads the same rows with a search of the table for each).
+            s.append("CREATE INDEX \(quote("X_\(j.name).dst")) ON \(quote(j.name)) (dst, dst_ord)")
         }
         return s
     }

@@ -133,11 +133,14 @@ enum SQLiteValueCodec {
         return v
     }
 
-    /// A double or date column: a REAL, or the 8-byte bit pattern a NaN is stored as.
+    /// A double or date column: a REAL, or the 8-byte bit pattern a NaN is stored as. An INTEGER is read as the
+    /// double it equals: rows that predate a column added with a default (an in-place upgrade) read that default,
+    /// and SQLite hands an integral REAL default to them as an INTEGER.
     @inline(__always)
     static func real(_ s: Statement, _ c: Int32, _ t: Int32) throws(Mismatch) -> Double {
         if t == SQLITE_FLOAT { return s.double(c) }
         if t == SQLITE_BLOB, let bits = bigEndianBits(s, c, as: UInt64.self) { return Double(bitPattern: bits) }
+        if t == SQLITE_INTEGER, let d = Double(exactly: s.int64(c)) { return d }
         throw Mismatch(what: typeName(t))
     }
 
@@ -151,6 +154,7 @@ enum SQLiteValueCodec {
             return f
         }
         if t == SQLITE_BLOB, let bits = bigEndianBits(s, c, as: UInt32.self) { return Float(bitPattern: bits) }
+        if t == SQLITE_INTEGER, let f = Float(exactly: s.int64(c)) { return f }  // an integral default, as for doubles
         throw Mismatch(what: typeName(t))
     }
 

@@ -39,7 +39,9 @@ extension StoreOperations {
     /// ID, the store UUID, custom metadata, sync options and history, mapped by the inferred
     /// ``SchemaMigrationPlan``.
     ///
-    /// The store is read page by page through the plan (an atomic store's file is streamed, once per entity) into a
+    /// A backend that can add what the plan adds where the store is (``InPlaceUpgradingBackend``, as SQLite does with
+    /// `ALTER TABLE`) upgrades it in one transaction, without rewriting a record. Otherwise the store is read page by
+    /// page through the plan (an atomic store's file is streamed, once per entity) into a
     /// new store of the same type, staged beside it, which then replaces it atomically (as ``replaceStore(at:type:with:sourceType:batchSize:progress:force:)`` does).
     /// Before anything is written, the plan must map every change and the data must fit the new schema; otherwise
     /// ``StoreError/migrationRefused(_:problems:)`` lists every problem and the store is untouched. A failure or a
@@ -65,6 +67,13 @@ extension StoreOperations {
                 mapper = try MigrationRecordMapper(plan: plan, source: stored.schema, destination: schema, customStep: options.customStep)
             } catch {
                 throw StoreError.migrationRefused(url, problems: [.notInferable(entity: "", property: nil, reason: "\(error)")])
+            }
+            if options.customStep == nil, plan.onlyAdds, let inPlace = backend as? any InPlaceUpgradingBackend {
+                if !options.force { try Self.refuseIfInUse(url, backend: backend, action: "upgrade") }
+                if try inPlace.upgradeInPlace(at: url, plan: plan, from: stored, to: mapper.metadata(from: stored)) {
+                    logger?.debug("upgraded in place", metadata: ["store": url.logValue])
+                    return plan
+                }
             }
             let batchSize = max(1, options.batchSize)
             _ = try stageAndPlace(at: url, backend: backend, replacing: true, force: options.force) { staged in

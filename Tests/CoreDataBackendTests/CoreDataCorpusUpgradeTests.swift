@@ -186,4 +186,76 @@ struct CoreDataCorpusUpgradeTests {
         #expect(after.metadata.versionHashes == chain.latest?.versionHashes)
         #expect(try allRecords(of: after).count == count)
     }
+
+    /// wibosco's v3 splits each post's content into sections (the app's own migration policy does it in code): the
+    /// custom step that does the same.
+    static let contentToSection: RecordMigrationStep = { m in
+        guard m.entity.name == "Post", case .string(let content)? = m.sourceValue("content") else { return }
+        try m.insert("Section", values: ["title": .string("Section 1"), "body": .string(content), "index": .integer16(0)],
+                     linkedBy: "post")
+    }
+
+    @Test("wibosco v2 → v3: a custom step splits each post's content into a section", arguments: ["coredata", "sqlite", "lmdb", "xml"])
+    func wiboscoSplit(_ type: String) throws {
+        let stores = try #require(Self.stores), models = try #require(Self.models)
+        let dir = try TemporaryDirectory("corpus-upgrade-split")
+        let url = dir.path(type == "coredata" ? "Posts.sqlite" : "posts.\(type)")
+        try Self.operations.copyStore(from: stores.appendingPathComponent("\(Self.wibosco)/CoreDataMigration_Example_2.sqlite"),
+                                      sourceType: "coredata", to: url, type: type)
+        let before = try Self.registry.backend(for: type).open(at: url, options: StoreOptions(isReadOnly: true, createIfMissing: false), creating: nil)
+        let posts = try before.fetch(FetchRequest(entity: "Post"))
+        let contentIndex = try #require(before.metadata.schema.entity(named: "Post")?.attributeIndex("content"))
+        try before.close()
+        #expect(posts.count == 10, "the v2 store's .info.json counts 10 posts")
+
+        let v3 = try Schema(xcodeModelAt: models.appendingPathComponent("\(Self.wiboscoModel)/CoreDataMigration_Example 3.xcdatamodel"))
+        #expect(throws: StoreError.self, "without the step every post would lack its required sections") {
+            try Self.operations.upgradeStore(at: url, to: v3)
+        }
+        try Self.operations.upgradeStore(at: url, to: v3, options: .init(customStep: Self.contentToSection))
+        #expect(try Self.registry.backend(for: type).readMetadata(at: url).versionHashes
+                == (try Self.coreDataHashes(of: "\(Self.wibosco)/CoreDataMigration_Example_3.sqlite")), "Core Data's own v3 store")
+
+        let after = try Self.registry.backend(for: type).open(at: url, options: StoreOptions(isReadOnly: true, createIfMissing: false), creating: nil)
+        defer { try? after.close() }
+        let post = try #require(after.metadata.schema.entity(named: "Post")), section = try #require(after.metadata.schema.entity(named: "Section"))
+        let upgradedPosts = Dictionary(try after.fetch(FetchRequest(entity: "Post")).map { ($0.globalID, $0) }, uniquingKeysWith: { a, _ in a })
+        let sections = Dictionary(try after.fetch(FetchRequest(entity: "Section")).map { ($0.primaryKey, $0) }, uniquingKeysWith: { a, _ in a })
+        #expect(upgradedPosts.count == posts.count)
+        #expect(sections.count == posts.filter { !$0.attributes[contentIndex].isNull }.count)
+        for old in posts {
+            let new = try #require(upgradedPosts[old.globalID])
+            let linked = new.relationships[post.relationshipIndex("sections") ?? 0].keys
+            guard case .string(let content) = old.attributes[contentIndex] else {
+                #expect(linked.isEmpty)
+                continue
+            }
+            #expect(linked.count == 1, "\(new.key) has its section")
+            let s = try #require(linked.first.flatMap { sections[$0] })
+            #expect(s.attributes[section.attributeIndex("body") ?? 0] == .string(content))
+            #expect(s.relationships[section.relationshipIndex("post") ?? 0] == .toOne(new.primaryKey))
+        }
+        #expect(try Self.registry.backend(for: type).checkIntegrity(at: url).isEmpty)
+    }
+
+    @Test("wibosco's whole chain v1 → v4, with the custom step where the model splits an entity")
+    func wiboscoChain() throws {
+        let stores = try #require(Self.stores), models = try #require(Self.models)
+        let dir = try TemporaryDirectory("corpus-upgrade-wibosco-chain")
+        let url = dir.path("Posts.sqlite")
+        try Self.operations.copyStore(from: stores.appendingPathComponent("\(Self.wibosco)/CoreDataMigration_Example_1.sqlite"),
+                                      sourceType: "coredata", to: url, type: "coredata")
+        var chain = try SchemaVersionChain(xcodeModelBundleAt: models.appendingPathComponent(Self.wiboscoModel))
+        chain.customSteps["CoreDataMigration_Example 3"] = Self.contentToSection
+        let steps = try Self.operations.upgradeStore(at: url, through: chain)
+        #expect(steps.map(\.to) == ["CoreDataMigration_Example 2", "CoreDataMigration_Example 3", "CoreDataMigration_Example 4"])
+        let after = try Self.registry.backend(for: "coredata").open(at: url, options: StoreOptions(isReadOnly: true, createIfMissing: false), creating: nil)
+        defer { try? after.close() }
+        #expect(after.metadata.versionHashes == chain.latest?.versionHashes)
+        let posts = try after.fetch(FetchRequest(entity: "Post"))
+        #expect(!posts.isEmpty)
+        #expect(try after.count(FetchRequest(entity: "Section")) > 0, "v1's posts had content, and it became sections")
+        let softDeleted = try #require(after.metadata.schema.entity(named: "Post")?.attributeIndex("softDeleted"))
+        #expect(posts.allSatisfy { $0.attributes[softDeleted] == .boolean(false) }, "v4's required flag gets its default")
+    }
 }

@@ -79,3 +79,114 @@ import Testing
         #expect(try Backends.records(of: store)[SchemaUpgradeTests.ids[2]]?.attributes[2] == .integer64(9780061054884))
     }
 }
+
+/// A custom step that splits records: values of one entity become records of another (wibosco's Post → Section in
+/// the corpus), inserted with keys above every record their hierarchy had and identities derived from their creators.
+@Suite struct SplittingMigrationStepTests {
+    /// v1 plus Chapter (title, number, book ↔ Book.chapters, ordered) and Note.author ↔ Author.notes.
+    static func withChapters() throws -> Schema {
+        var defs = try EvolutionSchemas.v1().definitions
+        defs.append(EntityDescription(name: "Chapter", attributes: [
+            AttributeDescription(name: "title", type: .string, isOptional: false),
+            AttributeDescription(name: "number", type: .integer16),
+        ], relationships: [RelationshipDescription(name: "book", destination: "Book", inverse: "chapters")]))
+        for i in defs.indices {
+            if defs[i].name == "Book" {
+                defs[i].relationships.append(RelationshipDescription(name: "chapters", destination: "Chapter", inverse: "book",
+                                                                     isToMany: true, isOrdered: true))
+            }
+            if defs[i].name == "Author" {
+                defs[i].relationships.append(RelationshipDescription(name: "notes", destination: "Note", inverse: "author", isToMany: true))
+            }
+            if defs[i].name == "Note" {
+                defs[i].relationships.append(RelationshipDescription(name: "author", destination: "Author", inverse: "notes"))
+            }
+        }
+        return try Schema(entities: defs)
+    }
+
+    /// A book becomes one chapter per 150 pages; an author gets a note about them.
+    static let split: RecordMigrationStep = { m in
+        switch m.entity.name {
+        case "Book":
+            guard case .integer16(let pages)? = m.sourceValue("pages"), pages > 0 else { return }
+            for n in 0..<Int(pages) / 150 {
+                try m.insert("Chapter", values: ["title": .string("part \(n + 1)"), "number": .integer16(Int16(n + 1))], linkedBy: "book")
+            }
+        case "Author":
+            if case .string(let name)? = m.sourceValue("name") {
+                try m.insert("Note", values: ["text": .string("about \(name)")], linkedBy: "author")
+            }
+        default: break
+        }
+    }
+
+    @Test("a step inserts linked records, page by page, on every store type",
+          arguments: CustomMigrationStepTests.types, [1, 2, 5_000])
+    func splitInsertsLinkedRecords(_ type: String, batchSize: Int) throws {
+        let dir = try TemporaryDirectory("split")
+        let url = SchemaUpgradeTests.url(type, in: dir)
+        defer { SchemaUpgradeTests.cleanUp(type, url) }
+        try SchemaUpgradeTests.makeV1Store(type, at: url)
+        let to = try Self.withChapters()
+        try SchemaUpgradeTests.operations.upgradeStore(at: url, to: to, options: .init(batchSize: batchSize, customStep: Self.split))
+
+        let store = try Backends.open(url, readOnly: true)
+        defer { try? store.close() }
+        #expect(try StoreVerifier().verify(store).isEmpty, "the split store verifies (every link resolves both ways)")
+        let chapters = try store.fetch(FetchRequest(entity: "Chapter", sortDescriptors: [SortKey("title"), SortKey("book.pages")]))
+        #expect(chapters.count == 4, "387 and 300 pages make two chapters each; a book with -1 pages none")
+        let books = Dictionary(try store.fetch(FetchRequest(entity: "Book")).map { ($0.primaryKey, $0) }, uniquingKeysWith: { a, _ in a })
+        let chaptersIndex = try #require(to.entity(named: "Book")?.relationshipIndex("chapters"))
+        for c in chapters {
+            guard case .toOne(let bookKey?)? = c.relationships.first, let book = books[bookKey] else {
+                Issue.record("chapter \(c.key) is not linked to a book")
+                continue
+            }
+            #expect(book.relationships[chaptersIndex].keys.contains(c.primaryKey), "\(book.key) lists \(c.key)")
+        }
+        let firstBook = try #require(books[1])
+        let parts = try store.records(withKeys: firstBook.relationships[chaptersIndex].keys, root: "Chapter")
+        #expect(Dictionary(parts.map { ($0.primaryKey, $0.attributes[0]) }, uniquingKeysWith: { a, _ in a }).values.sorted { "\($0)" < "\($1)" }
+                == [.string("part 1"), .string("part 2")])
+        let notes = try store.fetch(FetchRequest(entity: "Note"))
+        #expect(notes.count == 3, "the note the store had, and one per author")
+        #expect(Set(notes.map(\.primaryKey)).count == 3 && notes.allSatisfy { $0.primaryKey >= 1 })
+        #expect(notes.filter { $0.primaryKey > 1 }.count == 2, "inserted notes get keys above the note the store had")
+        #expect(Set(notes.map(\.globalID)).count == 3)
+    }
+
+    @Test("the same step over the same store inserts the same records with the same identities")
+    func splitIsRepeatable() throws {
+        let dir = try TemporaryDirectory("split-again")
+        var results: [[String]] = []
+        for (n, type) in ["sqlite", "xml", "lmdb"].enumerated() {
+            let url = dir.path("copy\(n).\(type)")
+            try SchemaUpgradeTests.makeV1Store(type, at: url)
+            try SchemaUpgradeTests.operations.upgradeStore(at: url, to: try Self.withChapters(), options: .init(customStep: Self.split))
+            let store = try Backends.open(url, readOnly: true)
+            defer { try? store.close() }
+            results.append(try allRecords(of: store).filter { $0.entity == "Chapter" || $0.entity == "Note" }
+                .map { "\($0.entity) \($0.primaryKey) \($0.globalID) \($0.attributes)" }.sorted())
+        }
+        #expect(results[0].count == 7)
+        #expect(results[0] == results[1] && results[1] == results[2])
+    }
+
+    @Test("an inserted record without a required value stops the upgrade before anything is written",
+          arguments: CustomMigrationStepTests.types)
+    func missingRequiredValueIsRefused(_ type: String) throws {
+        let dir = try TemporaryDirectory("split-bad")
+        let url = SchemaUpgradeTests.url(type, in: dir)
+        defer { SchemaUpgradeTests.cleanUp(type, url) }
+        try SchemaUpgradeTests.makeV1Store(type, at: url)
+        let before = try SchemaUpgradeTests.snapshot(type, url)
+        let untitled: RecordMigrationStep = { m in
+            if m.entity.name == "Book" { try m.insert("Chapter", values: ["number": .integer16(1)], linkedBy: "book") }
+        }
+        #expect(throws: StoreError.self) {
+            try SchemaUpgradeTests.operations.upgradeStore(at: url, to: try Self.withChapters(), options: .init(customStep: untitled))
+        }
+        #expect(try SchemaUpgradeTests.snapshot(type, url) == before, "the store is untouched")
+    }
+}

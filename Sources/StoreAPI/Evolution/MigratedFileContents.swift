@@ -28,16 +28,22 @@ struct MigratedFileContents: AtomicStoreContents, @unchecked Sendable {
 
     func forEachRecord(_ body: (Record) throws -> Void) throws {
         var done = 0
-        try forEachSourceRecord { record, step in
-            try body(try mapper.migrate(record, with: step))
+        func counted(_ record: Record) throws {
+            try body(record)
             done += 1
-            if done % batchSize == 0 { try StoreTransfer.report(to: progress, done, nil, step.destination.name) }
+            if done % batchSize == 0 { try StoreTransfer.report(to: progress, done, nil, record.entity) }
         }
+        try forEachSourceRecord(
+            { record, step in try counted(try mapper.migrate(record, with: step)) },
+            inserted: { try counted($0) })
     }
 
-    /// Keys alone: the records are mapped once, in ``forEachRecord(_:)``.
+    /// Keys alone: the records are mapped once, in ``forEachRecord(_:)`` (inserted records excepted: their keys
+    /// come from running the custom step).
     func forEachPrimaryKey(_ body: (_ entity: String, _ primaryKey: Int64) throws -> Void) throws {
-        try forEachSourceRecord { record, step in try body(step.destination.name, record.primaryKey) }
+        try forEachSourceRecord(
+            { record, step in try body(step.destination.name, record.primaryKey) },
+            inserted: { try body($0.entity, $0.primaryKey) })
     }
 
     func forEachHistoryTransaction(_ body: (HistoryTransaction) throws -> Void) throws {
@@ -46,8 +52,13 @@ struct MigratedFileContents: AtomicStoreContents, @unchecked Sendable {
         }
     }
 
-    /// Every source record the new schema keeps, with its entity's mapping, in the new schema's order.
-    private func forEachSourceRecord(_ body: (Record, MigrationRecordMapper.EntityStep) throws -> Void) throws {
+    /// Every source record the new schema keeps, with its entity's mapping, and every record the custom step
+    /// inserts (already made), in the new schema's order.
+    private func forEachSourceRecord(_ body: (Record, MigrationRecordMapper.EntityStep) throws -> Void,
+                                     inserted: (Record) throws -> Void) throws {
+        if let insertions = mapper.insertions, !insertions.isEmpty {
+            return try forEachRecordInserting(insertions, body, inserted: inserted)
+        }
         let order = mapper.destination.entities.filter { !$0.isAbstract }.compactMap { mapper.steps[$0.name] }
         switch passes {
         case .one:
@@ -67,6 +78,32 @@ struct MigratedFileContents: AtomicStoreContents, @unchecked Sendable {
                     if let last, r.primaryKey <= last { throw OutOfOrder() }
                     last = r.primaryKey
                     try body(r, step)
+                }
+            }
+        }
+    }
+
+    /// One pass over the file per entity for the records it keeps, then one per block of inserted records of that
+    /// entity: inserted records have keys above every kept one, in the order of their creators.
+    private func forEachRecordInserting(_ insertions: MigrationInsertions, _ body: (Record, MigrationRecordMapper.EntityStep) throws -> Void,
+                                        inserted: (Record) throws -> Void) throws {
+        for entity in mapper.destination.entities where !entity.isAbstract {
+            if let step = mapper.steps[entity.name] {
+                var last: Int64?
+                try backend.readStore(at: url) { element in
+                    guard case .record(let r) = element, r.entity == step.source.name else { return }
+                    if let last, r.primaryKey <= last { throw OutOfOrder() }
+                    last = r.primaryKey
+                    try body(r, step)
+                }
+            }
+            for block in insertions.blocksByRoot[entity.rootName] ?? [] {
+                guard let step = mapper.steps.values.first(where: { $0.source.name == block.sourceEntity }) else { continue }
+                try backend.readStore(at: url) { element in
+                    guard case .record(let r) = element, r.entity == block.sourceEntity else { return }
+                    for record in try mapper.migrateInserting(r, with: step).inserted where record.entity == entity.name {
+                        try inserted(record)
+                    }
                 }
             }
         }

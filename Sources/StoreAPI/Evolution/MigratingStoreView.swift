@@ -30,13 +30,51 @@ final class MigratingStoreView: PersistentStore {
     }
 
     func scan(entity: String, after primaryKey: Int64?, limit: Int) throws -> [Record] {
-        guard let step = mapper.steps[entity] else { return [] }
-        return try base.scan(entity: step.source.name, after: primaryKey, limit: limit).map { try mapper.migrate($0, with: step) }
+        var page: [Record] = []
+        if let step = mapper.steps[entity] {
+            page = try base.scan(entity: step.source.name, after: primaryKey, limit: limit).map { try mapper.migrate($0, with: step) }
+        }
+        // Records custom steps inserted have keys above every record the store had.
+        if page.count < limit, let blocks = insertionBlocks(of: entity) {
+            try appendInserted(entity, from: blocks, after: page.last?.primaryKey ?? primaryKey, to: &page, limit: limit)
+        }
+        return page
     }
 
     func scanKeys(entity: String, after primaryKey: Int64?, limit: Int) throws -> [Int64] {
+        if insertionBlocks(of: entity) != nil { return try scan(entity: entity, after: primaryKey, limit: limit).map(\.primaryKey) }
         guard let step = mapper.steps[entity] else { return [] }
         return try base.scanKeys(entity: step.source.name, after: primaryKey, limit: limit)
+    }
+
+    /// The key blocks records of `entity` may be inserted into, if any.
+    private func insertionBlocks(of entity: String) -> [MigrationInsertions.Block]? {
+        guard let insertions = mapper.insertions, let e = mapper.destination.entity(named: entity),
+              let blocks = insertions.blocksByRoot[e.rootName], !blocks.isEmpty else { return nil }
+        return blocks
+    }
+
+    /// Appends the inserted records of `entity` with keys above `after`, in key order, until the page holds `limit`:
+    /// each block's source records are read from the slot that holds the next key, their steps run again.
+    private func appendInserted(_ entity: String, from blocks: [MigrationInsertions.Block], after: Int64?, to page: inout [Record],
+                                limit: Int) throws {
+        for block in blocks where block.last > (after ?? block.base) {
+            guard let step = mapper.steps.values.first(where: { $0.source.name == block.sourceEntity }) else { continue }
+            let from = max(after ?? block.base, block.base)
+            var sourceAfter: Int64? = from == block.base ? nil : block.sourceKey(holding: from + 1) - 1
+            while page.count < limit {
+                let sources = try base.scan(entity: block.sourceEntity, after: sourceAfter, limit: limit)
+                for source in sources {
+                    for r in try mapper.migrateInserting(source, with: step).inserted where r.entity == entity && r.primaryKey > from {
+                        page.append(r)
+                    }
+                }
+                guard let last = sources.last, sources.count == limit else { break }
+                sourceAfter = last.primaryKey
+            }
+            if page.count >= limit { break }
+        }
+        if page.count > limit { page.removeSubrange(limit...) }
     }
 
     func save(_ changes: StoreChanges) throws {

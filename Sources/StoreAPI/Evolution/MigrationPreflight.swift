@@ -24,6 +24,8 @@ struct MigrationPreflight {
     private var seen: [String: [Int: [[StoreValue]: [RecordKey]]]] = [:]
     /// Records of removed entities, by source entity name.
     var removedCounts: [String: Int] = [:]
+    /// What the custom step inserts, counted for laying out the inserted records' keys.
+    private var insertionCounts = MigrationInsertions.Counts()
 
     init(mapper: MigrationRecordMapper) {
         self.mapper = mapper
@@ -53,15 +55,27 @@ struct MigrationPreflight {
     /// Checks one record of the source store.
     mutating func check(_ source: Record) throws {
         guard let c = checks[source.entity] else { return }
-        let record = try mapper.migrate(source, with: c.step)
+        let (record, requested, _) = try mapper.migrateInserting(source, with: c.step)
+        if mapper.customStep != nil {
+            insertionCounts.note(source: source, destinationRoot: c.step.destination.rootName, primaryKey: record.primaryKey,
+                                 inserted: requested)
+        }
         let name = c.step.destination.name
         let key = record.key
         for i in c.required where record.attributes[i].isNull { Self.note(key, in: &missing[name, default: [:]], at: i) }
+        // Records the step inserts will be linked to this one through the inverses of their back links.
+        var insertedLinks: [Int: Int] = [:]
+        for r in requested {
+            if let inverse = r.entity.relationships[r.backLink].inverse, let i = c.step.destination.relationshipIndex(inverse) {
+                insertedLinks[i, default: 0] += 1
+            }
+        }
+        func links(_ i: Int) -> Int { record.relationships[i].keys.count + (insertedLinks[i] ?? 0) }
         for i in c.requiredLinks {
             let minimum = max(1, c.step.destination.relationships[i].minCount)
-            if record.relationships[i].keys.count < minimum { Self.note(key, in: &missingLinks[name, default: [:]], at: i) }
+            if links(i) < minimum { Self.note(key, in: &missingLinks[name, default: [:]], at: i) }
         }
-        for (i, maximum) in c.boundedLinks where record.relationships[i].keys.count > maximum {
+        for (i, maximum) in c.boundedLinks where links(i) > maximum {
             Self.note(key, in: &excessLinks[name, default: [:]], at: i)
         }
         for (declaring, index, positions) in c.constraints {
@@ -104,6 +118,20 @@ struct MigrationPreflight {
         return problems
     }
 
+    /// The mapper with the layout of the records its custom step inserts (unchanged when it inserts none), for the
+    /// store whose metadata is `stored`.
+    func mapperWithInsertions(stored: StoreMetadata) throws -> MigrationRecordMapper {
+        guard !insertionCounts.most.isEmpty else { return mapper }
+        var floors: [String: Int64] = [:]
+        for (root, next) in stored.primaryKeyCounters ?? [:] {
+            if let name = mapper.destinationNames[root] { floors[name] = max(floors[name] ?? 0, next - 1) }
+        }
+        let order = mapper.destination.entities.compactMap { mapper.steps[$0.name]?.source.name }
+        var m = mapper
+        m.insertions = try MigrationInsertions(counts: insertionCounts, sourceOrder: order, floors: floors)
+        return m
+    }
+
     /// Removed sub-entities whose hierarchy stays, with the kept relationships into that hierarchy that may link
     /// their records.
     func droppedLinkTargets() -> [(String, [String])] {
@@ -118,8 +146,8 @@ struct MigrationPreflight {
         }
     }
 
-    /// The problems of an open store, read page by page.
-    static func problems(in store: any PersistentStore, mapper: MigrationRecordMapper, batchSize: Int) throws -> [SchemaMigrationProblem] {
+    /// The checks of an open store, read page by page.
+    static func run(in store: any PersistentStore, mapper: MigrationRecordMapper, batchSize: Int) throws -> MigrationPreflight {
         var preflight = MigrationPreflight(mapper: mapper)
         for name in preflight.entitiesToRead.sorted() {
             try KeyedPages.forEach(
@@ -132,20 +160,20 @@ struct MigrationPreflight {
         for (name, _) in preflight.droppedLinkTargets() {
             preflight.removedCounts[name] = try store.count(FetchRequest(entity: name, includesSubentities: false))
         }
-        return preflight.problems()
+        return preflight
     }
 
-    /// The problems of an atomic store file, read in one streaming pass.
-    static func problems(inFileAt url: URL, of backend: any AtomicStoreBackend, mapper: MigrationRecordMapper) throws -> [SchemaMigrationProblem] {
+    /// The checks of an atomic store file, read in one streaming pass.
+    static func run(inFileAt url: URL, of backend: any AtomicStoreBackend, mapper: MigrationRecordMapper) throws -> MigrationPreflight {
         var preflight = MigrationPreflight(mapper: mapper)
         let removed = Set(preflight.droppedLinkTargets().map(\.0))
-        guard !preflight.entitiesToRead.isEmpty || !removed.isEmpty else { return [] }
+        guard !preflight.entitiesToRead.isEmpty || !removed.isEmpty else { return preflight }
         try backend.readStore(at: url) { element in
             guard case .record(let r) = element else { return }
             if removed.contains(r.entity) { preflight.removedCounts[r.entity, default: 0] += 1 }
             try preflight.check(r)
         }
-        return preflight.problems()
+        return preflight
     }
 
     private static func note(_ key: RecordKey, in table: inout [Int: (keys: [RecordKey], count: Int)], at i: Int) {

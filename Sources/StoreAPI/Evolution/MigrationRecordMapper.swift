@@ -40,6 +40,9 @@ struct MigrationRecordMapper: Sendable {
     let customStep: RecordMigrationStep?
     /// Per destination entity: positions of attributes the custom step must convert.
     let customAttributes: [String: [Int]]
+    /// Where records the custom step inserts get their keys; laid out once the check before writing has counted
+    /// them (until then inserted records are counted, not made).
+    var insertions: MigrationInsertions?
 
     init(plan: SchemaMigrationPlan, source: Schema, destination: Schema,
          customStep: RecordMigrationStep? = nil) throws(StoreError) {
@@ -109,11 +112,21 @@ struct MigrationRecordMapper: Sendable {
                       attributes: attributes, relationships: relationships)
     }
 
-    /// ``map(_:with:)`` followed by the custom step, if any, which must leave every value of the new type.
+    /// ``map(_:with:)`` followed by the custom step, if any, which must leave every value of the new type; linked to
+    /// the records the step inserted, once ``insertions`` is laid out.
     func migrate(_ record: Record, with step: EntityStep) throws -> Record {
+        try migrateInserting(record, with: step).record
+    }
+
+    /// ``migrate(_:with:)``, with the records the custom step inserted: as the step described them (`requested`),
+    /// and as records with keys and global IDs (`inserted`, empty until ``insertions`` is laid out).
+    func migrateInserting(_ record: Record, with step: EntityStep) throws
+        -> (record: Record, requested: [InsertedRecord], inserted: [Record])
+    {
         let mapped = map(record, with: step)
-        guard let customStep else { return mapped }
-        var migration = RecordMigration(sourceEntity: step.source, source: record, entity: step.destination, record: mapped)
+        guard let customStep else { return (mapped, [], []) }
+        var migration = RecordMigration(sourceEntity: step.source, source: record, entity: step.destination, schema: destination,
+                                        record: mapped)
         try customStep(&migration)
         var result = migration.record
         // The step owns values, not identity or layout.
@@ -129,7 +142,19 @@ struct MigrationRecordMapper: Sendable {
             throw StoreError.typeMismatch(entity: step.destination.name, property: a.name,
                                           expected: a.type, got: "\(value) in \(mapped.key) after the custom step")
         }
-        return result
+        guard !migration.inserted.isEmpty, let insertions else { return (result, migration.inserted, []) }
+        let inserted = try insertions.records(migration.inserted, sourceEntity: step.source.name, sourceKey: record.primaryKey,
+                                              creator: result)
+        for (r, requested) in zip(inserted, migration.inserted) {
+            // The creator's side of the link: the back link's inverse, when the creator's entity has it.
+            guard let inverse = requested.entity.relationships[requested.backLink].inverse,
+                  let i = step.destination.relationshipIndex(inverse) else { continue }
+            switch result.relationships[i] {
+            case .toMany(let keys): result.relationships[i] = .toMany(keys + [r.primaryKey])
+            case .toOne: result.relationships[i] = .toOne(r.primaryKey)
+            }
+        }
+        return (result, migration.inserted, inserted)
     }
 
     /// A history transaction with entity and property names as the destination schema has them.

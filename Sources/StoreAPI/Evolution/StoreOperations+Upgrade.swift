@@ -78,9 +78,12 @@ extension StoreOperations {
             let batchSize = max(1, options.batchSize)
             _ = try stageAndPlace(at: url, backend: backend, replacing: true, force: options.force) { staged in
                 if let atomic = backend as? any AtomicStoreBackend, backend.capabilities.contains(.persistent) {
-                    let problems = try MigrationPreflight.problems(inFileAt: url, of: atomic, mapper: mapper)
+                    let preflight = try MigrationPreflight.run(inFileAt: url, of: atomic, mapper: mapper)
+                    let problems = preflight.problems()
                     guard problems.isEmpty else { throw StoreError.migrationRefused(url, problems: problems) }
-                    for passes in [MigratedFileContents.Passes.one, .perEntity] {
+                    let mapper = try preflight.mapperWithInsertions(stored: stored)
+                    // Inserted records sit in their own entities' groups: the one-pass order cannot hold them.
+                    for passes in [MigratedFileContents.Passes.one, .perEntity] where passes == .perEntity || mapper.insertions == nil {
                         let contents = MigratedFileContents(backend: atomic, url: url, mapper: mapper, metadata: mapper.metadata(from: stored),
                                                             passes: passes, batchSize: batchSize, progress: options.progress)
                         do {
@@ -95,9 +98,10 @@ extension StoreOperations {
                 let readOnly = StoreOptions(isReadOnly: true, createIfMissing: false)
                 let source = try backend.open(at: url, options: readOnly, creating: nil)
                 defer { try? source.close() }
-                let problems = try MigrationPreflight.problems(in: source, mapper: mapper, batchSize: batchSize)
+                let preflight = try MigrationPreflight.run(in: source, mapper: mapper, batchSize: batchSize)
+                let problems = preflight.problems()
                 guard problems.isEmpty else { throw StoreError.migrationRefused(url, problems: problems) }
-                let view = MigratingStoreView(base: source, mapper: mapper)
+                let view = MigratingStoreView(base: source, mapper: try preflight.mapperWithInsertions(stored: stored))
                 try Self.write(view, as: backend, to: staged, batchSize: batchSize, progress: options.progress)
                 return view.metadata
             }

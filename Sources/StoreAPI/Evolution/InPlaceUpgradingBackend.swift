@@ -32,7 +32,7 @@ extension SchemaMigrationPlan {
         return entities.allSatisfy { e in
             // A new entity has no records, so nothing it declares can fail or change a stored value.
             e.change == .added || (
-                e.change != .renamed && e.removedAttributes.isEmpty && e.removedRelationships.isEmpty
+                e.change != .renamed && e.parentChange == nil && e.removedAttributes.isEmpty && e.removedRelationships.isEmpty
                     && e.addedUniquenessConstraints.isEmpty
                     && (e.attributes + e.relationships).allSatisfy {
                         additive.contains($0.change) && !$0.requiresValue && $0.checkedMaximum == nil

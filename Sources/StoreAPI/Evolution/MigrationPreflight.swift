@@ -26,11 +26,22 @@ struct MigrationPreflight {
     var removedCounts: [String: Int] = [:]
     /// What the custom step inserts, counted for laying out the inserted records' keys.
     private var insertionCounts = MigrationInsertions.Counts()
+    /// Destination hierarchies whose records come from more than one source hierarchy: each key seen, with the first
+    /// record that had it, and the keys that more than one record has.
+    private let mergedRoots: Set<String>
+    private var keysSeen: [String: [Int64: RecordKey]] = [:]
+    private var sharedKeys: [String: [Int64: [RecordKey]]] = [:]
 
     init(mapper: MigrationRecordMapper) {
         self.mapper = mapper
         let plan = mapper.plan
         let constrained = plan.entities.filter { !$0.addedUniquenessConstraints.isEmpty }
+        var sourceRoots: [String: Set<String>] = [:]
+        for entity in mapper.destination.entities {
+            if let step = mapper.steps[entity.name] { sourceRoots[entity.rootName, default: []].insert(step.source.rootName) }
+        }
+        let merged = Set(sourceRoots.filter { $0.value.count > 1 }.keys)
+        mergedRoots = merged
         for entity in mapper.destination.entities where !entity.isAbstract {
             guard let step = mapper.steps[entity.name], let migration = plan.entities.first(where: { $0.name == entity.name })
             else { continue }
@@ -43,7 +54,7 @@ struct MigrationPreflight {
                     c.addedUniquenessConstraints.enumerated().map { (c.name, $0.offset, $0.element.compactMap { entity.attributeIndex($0) }) }
                 })
             // A custom step runs on every record: its errors must surface before anything is written.
-            if mapper.customStep != nil || !c.required.isEmpty || !c.requiredLinks.isEmpty || !c.boundedLinks.isEmpty || !c.constraints.isEmpty {
+            if mapper.customStep != nil || merged.contains(entity.rootName) || !c.required.isEmpty || !c.requiredLinks.isEmpty || !c.boundedLinks.isEmpty || !c.constraints.isEmpty {
                 checks[step.source.name] = c
             }
         }
@@ -62,6 +73,14 @@ struct MigrationPreflight {
         }
         let name = c.step.destination.name
         let key = record.key
+        let root = c.step.destination.rootName
+        if mergedRoots.contains(root) {
+            if let first = keysSeen[root]?[record.primaryKey] {
+                sharedKeys[root, default: [:]][record.primaryKey, default: [first]].append(key)
+            } else {
+                keysSeen[root, default: [:]][record.primaryKey] = key
+            }
+        }
         for i in c.required where record.attributes[i].isNull { Self.note(key, in: &missing[name, default: [:]], at: i) }
         // Records the step inserts will be linked to this one through the inverses of their back links.
         var insertedLinks: [Int: Int] = [:]
@@ -110,6 +129,11 @@ struct MigrationPreflight {
                                                      records: keys))
                 }
             }
+        }
+        for (root, shared) in sharedKeys.sorted(by: { $0.key < $1.key }) {
+            let groups = shared.sorted { $0.key < $1.key }.map(\.value)
+            problems.append(.sharedPrimaryKeys(hierarchy: root, records: Array(groups.prefix(StoreMigrationLimits.listedDuplicateGroups)),
+                                               count: groups.count))
         }
         for (name, linkedFrom) in droppedLinkTargets() {
             let count = removedCounts[name] ?? 0

@@ -84,21 +84,40 @@ public struct EntityMigration: Sendable, Hashable, Codable {
     /// Uniqueness constraints the destination adds (attribute names in the destination schema); existing records
     /// are checked for duplicates before anything is written.
     public var addedUniquenessConstraints: [[String]]
+    /// Where the entity's parent changes: its parent in the source schema (`nil` for a root) and in the destination
+    /// schema, in destination names, and whether its records join another hierarchy (they keep their primary keys,
+    /// which are checked not to collide with the records they join). `nil` when the parent stays.
+    public var parentChange: ParentChange? = nil
+
+    /// A change of an entity's place in an inheritance hierarchy.
+    public struct ParentChange: Sendable, Hashable, Codable {
+        /// The parent before (`nil`: the entity was a root).
+        public var from: String?
+        /// The parent after (`nil`: the entity becomes a root).
+        public var to: String?
+        /// Whether the entity's records leave their hierarchy for another (root → sub-entity, sub-entity → root, or
+        /// across hierarchies), rather than moving within it.
+        public var changesHierarchy: Bool
+    }
 
     /// What the entity's line of ``SchemaMigrationPlan/description`` says.
     var summary: String {
-        switch change {
+        let what = switch change {
         case .unchanged: "unchanged"
         case .added: "added (no records yet)"
         case .renamed: "renamed from \(source ?? "?")" + (isModified ? ", properties changed" : "")
         case .modified: "properties changed"
         }
+        guard let p = parentChange else { return what }
+        return what + "; parent \(p.from ?? "none") → \(p.to ?? "none")"
+            + (p.changesHierarchy ? " (joins another hierarchy; keys checked not to collide)" : "")
     }
 
     /// Whether any property changes (beyond the entity's own name).
     var isModified: Bool {
         attributes.contains { $0.change != .unchanged } || relationships.contains { $0.change != .unchanged }
             || !removedAttributes.isEmpty || !removedRelationships.isEmpty || !addedUniquenessConstraints.isEmpty
+            || parentChange != nil
     }
 }
 

@@ -11,7 +11,10 @@ extension SchemaMigrationPlan {
     ///
     /// - Throws: ``StoreError/migrationRefused(_:problems:)`` (with no URL) listing every change that cannot be
     ///   inferred: another type change, to-many → to-one, a changed destination, a new inverse of an existing
-    ///   relationship, an entity moved in or out of a hierarchy, an entity becoming abstract.
+    ///   relationship, an entity becoming abstract, an entity leaving a hierarchy whose relationships may link its
+    ///   records. An entity that moves within its hierarchy, or into or out of one, keeps its records' primary
+    ///   keys (``EntityMigration/parentChange``); where they join another hierarchy, the upgrade checks that no two
+    ///   records of the new hierarchy share one.
     public init(from source: Schema, to destination: Schema) throws(StoreError) {
         try self.init(from: source, to: destination, customStep: false)
     }
@@ -105,10 +108,13 @@ struct SchemaMigrationPlanner {
 
     private mutating func plan(_ d: Entity, from s: Entity) -> EntityMigration {
         let parent = s.definition.parent.map { destinationName(ofSource: $0) ?? "(removed) \($0)" }
+        var parentChange: EntityMigration.ParentChange?
         if parent != d.definition.parent {
-            problems.append(.notInferable(entity: d.name, property: nil, reason:
-                "moves from parent \(s.definition.parent ?? "none") to \(d.definition.parent ?? "none"); moving an entity "
-                + "in or out of a hierarchy changes which records share its primary keys and needs a custom migration"))
+            // Records keep their keys: within one hierarchy nothing else changes; joining another is checked against
+            // its records' keys when the data is read.
+            let sameHierarchy = destinationName(ofSource: s.rootName) == d.rootName
+            parentChange = EntityMigration.ParentChange(from: parent, to: d.definition.parent, changesHierarchy: !sameHierarchy)
+            if !sameHierarchy { checkLinksIntoMovedEntity(d, from: s) }
         }
         if d.isAbstract && !s.isAbstract {
             problems.append(.notInferable(entity: d.name, property: nil, reason:
@@ -133,12 +139,30 @@ struct SchemaMigrationPlanner {
             removedAttributes: s.attributes.map(\.name).filter { !keptAttributes.contains($0) },
             removedRelationships: s.relationships.map(\.name).filter { !keptRelationships.contains($0) },
             addedUniquenessConstraints: addedConstraints)
+        migration.parentChange = parentChange
         if s.name != d.name {
             migration.change = .renamed
         } else if migration.isModified || s.versionHash != d.versionHash {
             migration.change = .modified
         }
         return migration
+    }
+
+    /// A relationship of the source schema whose destination is a proper ancestor of `s` may link `s`'s records; when
+    /// `s` leaves that hierarchy, such links would point into the wrong one, unless the relationship's destination
+    /// in the new schema still includes `d`.
+    private mutating func checkLinksIntoMovedEntity(_ d: Entity, from s: Entity) {
+        for owner in source.entities {
+            guard let ownerDestination = destinationName(ofSource: owner.name).flatMap({ destination.entity(named: $0) }) else { continue }
+            let kept = Self.relationshipMatch(ownerDestination, owner)
+            for (newName, oldName) in kept {
+                guard let old = owner.relationship(oldName), s.ancestorNames.contains(old.destination),
+                      let new = ownerDestination.relationship(newName), !d.isKind(of: new.destination) else { continue }
+                problems.append(.notInferable(entity: d.name, property: nil, reason:
+                    "leaves the hierarchy of \(old.destination), but \(owner.name).\(oldName) may link its records "
+                    + "and leads to \(new.destination) in the new schema; move the links in a custom migration first"))
+            }
+        }
     }
 
     static func added(_ a: AttributeDescription) -> PropertyMigration {

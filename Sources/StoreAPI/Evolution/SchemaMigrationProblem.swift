@@ -18,6 +18,9 @@ public enum SchemaMigrationProblem: Sendable, Hashable, Codable, CustomStringCon
     /// Records of an entity the new schema drops may still be linked from a relationship that stays; dropping them
     /// would leave links to nothing.
     case linkedRecordsDropped(entity: String, count: Int, linkedFrom: [String])
+    /// Records that the new schema puts in one hierarchy (`hierarchy`, its root entity) although they came from
+    /// different ones, and whose primary keys collide: each group in `records` shares one key.
+    case sharedPrimaryKeys(hierarchy: String, records: [[RecordKey]], count: Int)
 
     public var description: String {
         switch self {
@@ -32,6 +35,10 @@ public enum SchemaMigrationProblem: Sendable, Hashable, Codable, CustomStringCon
         case .tooManyLinks(let e, let r, let maximum, let records, let count):
             "\(e).\(r) holds at most \(maximum) links in the new schema, but \(count) record\(count == 1 ? " has" : "s have") more: "
                 + Self.list(records, count: count)
+        case .sharedPrimaryKeys(let root, let groups, let count):
+            "the new schema puts records of several hierarchies into \(root)'s, but \(count) primary key\(count == 1 ? " is" : "s are") "
+                + "used in more than one of them: " + groups.map { "(" + $0.map(\.description).joined(separator: ", ") + ")" }.joined(separator: ", ")
+                + (count > groups.count ? ", … (\(count - groups.count) more)" : "")
         case .linkedRecordsDropped(let e, let count, let from):
             "\(e) is removed, but its \(count) record\(count == 1 ? "" : "s") may be linked from "
                 + "\(from.joined(separator: ", ")), which stay\(from.count == 1 ? "s" : "")"

@@ -190,3 +190,63 @@ import Testing
         #expect(try SchemaUpgradeTests.snapshot(type, url) == before, "the store is untouched")
     }
 }
+
+/// A custom step that merges entities: a related record's values fold into the record being migrated, and the entity
+/// they came from is dropped.
+@Suite struct MergingMigrationStepTests {
+    static func v1() throws -> Schema {
+        try Schema(entities: [
+            EntityDescription(name: "Person", attributes: [AttributeDescription(name: "name", type: .string)], relationships: [
+                RelationshipDescription(name: "profile", destination: "Profile", inverse: "person"),
+            ]),
+            EntityDescription(name: "Profile", attributes: [
+                AttributeDescription(name: "bio", type: .string), AttributeDescription(name: "age", type: .integer16),
+            ], relationships: [RelationshipDescription(name: "person", destination: "Person", inverse: "profile")]),
+        ])
+    }
+
+    static func v2() throws -> Schema {
+        try Schema(entities: [
+            EntityDescription(name: "Person", attributes: [
+                AttributeDescription(name: "name", type: .string), AttributeDescription(name: "bio", type: .string),
+                AttributeDescription(name: "age", type: .integer16),
+            ]),
+        ])
+    }
+
+    static let merge: RecordMigrationStep = { m in
+        guard m.entity.name == "Person", let profile = try m.sourceRelated("profile").first else { return }
+        try m.set("bio", profile.attributes[0])
+        try m.set("age", profile.attributes[1])
+    }
+
+    @Test("a step folds a related record's values into this one; the merged entity is dropped", arguments: CustomMigrationStepTests.types)
+    func mergeFoldsRelatedValues(_ type: String) throws {
+        let dir = try TemporaryDirectory("merge")
+        let url = SchemaUpgradeTests.url(type, in: dir)
+        defer { SchemaUpgradeTests.cleanUp(type, url) }
+        let v1 = try Self.v1()
+        let store = try Backends.registry.backend(for: type).open(at: url, options: StoreOptions(), creating: StoreMetadata(storeType: type, schema: v1))
+        _ = try store.allocatePrimaryKeys(root: "Person", count: 3)
+        _ = try store.allocatePrimaryKeys(root: "Profile", count: 2)
+        try store.save(StoreChanges(inserted: [
+            v1.record("Person", 1, ["name": "Ada"], ["profile": .toOne(2)]),
+            v1.record("Person", 2, ["name": "Grace"], ["profile": .toOne(1)]),
+            v1.record("Person", 3, ["name": "Alan"]),
+            v1.record("Profile", 1, ["bio": "admiral", "age": .integer16(85)], ["person": .toOne(2)]),
+            v1.record("Profile", 2, ["bio": "countess", "age": .integer16(36)], ["person": .toOne(1)]),
+        ]))
+        try store.close()
+
+        try SchemaUpgradeTests.operations.upgradeStore(at: url, to: try Self.v2(), options: .init(batchSize: 1, customStep: Self.merge))
+        let after = try Backends.open(url, readOnly: true)
+        defer { try? after.close() }
+        let people = try after.fetch(FetchRequest(entity: "Person", sortDescriptors: [SortKey("name")]))
+        #expect(people.map(\.attributes) == [
+            [.string("Ada"), .string("countess"), .integer16(36)],
+            [.string("Alan"), .null, .null],
+            [.string("Grace"), .string("admiral"), .integer16(85)],
+        ])
+        #expect(after.metadata.schema.entity(named: "Profile") == nil)
+    }
+}

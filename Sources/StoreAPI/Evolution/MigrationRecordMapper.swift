@@ -43,6 +43,8 @@ struct MigrationRecordMapper: Sendable {
     /// Where records the custom step inserts get their keys; laid out once the check before writing has counted
     /// them (until then inserted records are counted, not made).
     var insertions: MigrationInsertions?
+    /// The store being upgraded, for steps that read related records.
+    var sourceLookup: MigrationSourceLookup?
 
     init(plan: SchemaMigrationPlan, source: Schema, destination: Schema,
          customStep: RecordMigrationStep? = nil) throws(StoreError) {
@@ -126,7 +128,7 @@ struct MigrationRecordMapper: Sendable {
         let mapped = map(record, with: step)
         guard let customStep else { return (mapped, [], []) }
         var migration = RecordMigration(sourceEntity: step.source, source: record, entity: step.destination, schema: destination,
-                                        record: mapped)
+                                        record: mapped, lookup: sourceLookup, schemaOfSource: source)
         try customStep(&migration)
         var result = migration.record
         // The step owns values, not identity or layout.

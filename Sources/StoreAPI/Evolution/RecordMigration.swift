@@ -17,6 +17,9 @@ public struct RecordMigration: Sendable {
     /// replace. Its key and global ID are kept whatever the step does.
     public var record: Record
 
+    /// The store being upgraded, for ``sourceRelated(_:)``.
+    let lookup: MigrationSourceLookup?
+
     /// Records the step creates beside this one, in the order it created them (see ``insert(_:values:linkedBy:)``).
     public internal(set) var inserted: [InsertedRecord] = []
 
@@ -25,6 +28,22 @@ public struct RecordMigration: Sendable {
     public func sourceValue(_ name: String) -> StoreValue? {
         sourceEntity.attributeIndex(name).map { source.attributes[$0] }
     }
+
+    /// The records the store held that this record's relationship `name` (a name in the store's schema) linked, in
+    /// link order — for a merge, which folds the values of a related record (of an entity the new schema drops, say)
+    /// into this one. Reading an atomic store's records this way loads the store the first time a step asks.
+    ///
+    /// - Throws: ``StoreError/unknownProperty(entity:property:)``, or the store's errors.
+    public func sourceRelated(_ name: String) throws -> [Record] {
+        guard let i = sourceEntity.relationshipIndex(name) else { throw StoreError.unknownProperty(entity: sourceEntity.name, property: name) }
+        let keys = source.relationships[i].keys
+        guard !keys.isEmpty, let lookup else { return [] }
+        let root = schemaOfSource?.entity(named: sourceEntity.relationships[i].destination)?.rootName ?? sourceEntity.relationships[i].destination
+        return try lookup.records(withKeys: keys, root: root)
+    }
+
+    /// The store's schema, to find a relationship's destination hierarchy.
+    let schemaOfSource: Schema?
 
     /// The new record's value of `name` (a name in the new schema).
     public func value(_ name: String) -> StoreValue? {

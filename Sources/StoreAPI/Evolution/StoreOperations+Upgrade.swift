@@ -62,7 +62,7 @@ extension StoreOperations {
                 PlacementRecovery.clearStaging(near: url, backend: backend)
                 return plan
             }
-            let mapper: MigrationRecordMapper
+            var mapper: MigrationRecordMapper
             do {
                 mapper = try MigrationRecordMapper(plan: plan, source: stored.schema, destination: schema, customStep: options.customStep)
             } catch {
@@ -78,6 +78,12 @@ extension StoreOperations {
             let batchSize = max(1, options.batchSize)
             _ = try stageAndPlace(at: url, backend: backend, replacing: true, force: options.force) { staged in
                 if let atomic = backend as? any AtomicStoreBackend, backend.capabilities.contains(.persistent) {
+                    // Records a step reads besides its own come from the store loaded once, if a step asks.
+                    let lookup = MigrationSourceLookup(opening: {
+                        try backend.open(at: url, options: StoreOptions(isReadOnly: true, createIfMissing: false), creating: nil)
+                    })
+                    defer { lookup.close() }
+                    mapper.sourceLookup = lookup
                     let preflight = try MigrationPreflight.run(inFileAt: url, of: atomic, mapper: mapper)
                     let problems = preflight.problems()
                     guard problems.isEmpty else { throw StoreError.migrationRefused(url, problems: problems) }
@@ -98,6 +104,7 @@ extension StoreOperations {
                 let readOnly = StoreOptions(isReadOnly: true, createIfMissing: false)
                 let source = try backend.open(at: url, options: readOnly, creating: nil)
                 defer { try? source.close() }
+                mapper.sourceLookup = MigrationSourceLookup(store: source)
                 let preflight = try MigrationPreflight.run(in: source, mapper: mapper, batchSize: batchSize)
                 let problems = preflight.problems()
                 guard problems.isEmpty else { throw StoreError.migrationRefused(url, problems: problems) }

@@ -63,6 +63,16 @@ public struct XMLStoreBackend: AtomicStoreBackend {
         try XMLStoreReader(url: url).read(body)
     }
 
+    /// Every record's entity and key, without decoding values (their elements are skipped).
+    public func readPrimaryKeys(at url: URL, _ body: (_ entity: String, _ primaryKey: Int64) throws -> Void) throws {
+        try XMLStoreReader(url: url).readKeys(body)
+    }
+
+    /// Every history transaction, without decoding records (their elements are skipped).
+    public func readHistory(at url: URL, _ body: (HistoryTransaction) throws -> Void) throws {
+        try XMLStoreReader(url: url).readHistory(body)
+    }
+
     /// Writes the whole store to `url` (a fresh staging path) in the layout of ``XMLStoreFormat``.
     public func writeStore(_ contents: any AtomicStoreContents, to url: URL) throws {
         try XMLStoreWriter(url: url).write(contents)

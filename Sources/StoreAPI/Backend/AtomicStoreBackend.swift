@@ -21,6 +21,15 @@ public protocol AtomicStoreBackend: StoreBackend {
 
     /// Writes `contents` as a complete store file at `url` (a fresh staging path; the framework does the rest).
     func writeStore(_ contents: any AtomicStoreContents, to url: URL) throws
+
+    /// Calls `body` with the entity and primary key of every record of the store at `url`, in the order
+    /// ``readStore(at:_:)`` delivers records, without decoding their values — for the passes a writer makes to learn
+    /// which records exist (an upgrade streams the file once for them). The default reads whole records.
+    func readPrimaryKeys(at url: URL, _ body: (_ entity: String, _ primaryKey: Int64) throws -> Void) throws
+
+    /// Calls `body` with every history transaction of the store at `url`, in token order, without decoding records.
+    /// The default reads the whole file.
+    func readHistory(at url: URL, _ body: (HistoryTransaction) throws -> Void) throws
 }
 
 /// One element of an atomic store file, in the order ``AtomicStoreBackend/readStore(at:_:)`` delivers them.
@@ -60,6 +69,18 @@ extension AtomicStoreBackend {
 
     public func ownedFiles(ofStoreAt url: URL) -> [URL] {
         [url, lockFileURL(for: url)].filter { FileManager.default.fileExists(atPath: $0.path) }
+    }
+
+    public func readPrimaryKeys(at url: URL, _ body: (_ entity: String, _ primaryKey: Int64) throws -> Void) throws {
+        try readStore(at: url) { element in
+            if case .record(let r) = element { try body(r.entity, r.primaryKey) }
+        }
+    }
+
+    public func readHistory(at url: URL, _ body: (HistoryTransaction) throws -> Void) throws {
+        try readStore(at: url) { element in
+            if case .history(let t) = element { try body(t) }
+        }
     }
 
     public func readMetadata(at url: URL) throws -> StoreMetadata {

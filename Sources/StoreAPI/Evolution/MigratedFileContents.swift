@@ -41,15 +41,38 @@ struct MigratedFileContents: AtomicStoreContents, @unchecked Sendable {
     /// Keys alone: the records are mapped once, in ``forEachRecord(_:)`` (inserted records excepted: their keys
     /// come from running the custom step).
     func forEachPrimaryKey(_ body: (_ entity: String, _ primaryKey: Int64) throws -> Void) throws {
-        try forEachSourceRecord(
-            { record, step in try body(step.destination.name, record.primaryKey) },
-            inserted: { try body($0.entity, $0.primaryKey) })
+        if let insertions = mapper.insertions, !insertions.isEmpty {
+            return try forEachSourceRecord(
+                { record, step in try body(step.destination.name, record.primaryKey) },
+                inserted: { try body($0.entity, $0.primaryKey) })
+        }
+        // Without inserted records, keys alone: the backend may skip decoding values.
+        let order = mapper.destination.entities.filter { !$0.isAbstract }.compactMap { mapper.steps[$0.name] }
+        switch passes {
+        case .one:
+            let position = Dictionary(order.enumerated().map { ($0.element.source.name, $0.offset) }, uniquingKeysWith: { a, _ in a })
+            var last: (group: Int, key: Int64)?
+            try backend.readPrimaryKeys(at: url) { entity, key in
+                guard let group = position[entity] else { return }
+                if let last, group < last.group || (group == last.group && key <= last.key) { throw OutOfOrder() }
+                last = (group, key)
+                try body(order[group].destination.name, key)
+            }
+        case .perEntity:
+            for step in order {
+                var last: Int64?
+                try backend.readPrimaryKeys(at: url) { entity, key in
+                    guard entity == step.source.name else { return }
+                    if let last, key <= last { throw OutOfOrder() }
+                    last = key
+                    try body(step.destination.name, key)
+                }
+            }
+        }
     }
 
     func forEachHistoryTransaction(_ body: (HistoryTransaction) throws -> Void) throws {
-        try backend.readStore(at: url) { element in
-            if case .history(let t) = element { try body(mapper.map(t)) }
-        }
+        try backend.readHistory(at: url) { try body(mapper.map($0)) }
     }
 
     /// Every source record the new schema keeps, with its entity's mapping, and every record the custom step

@@ -108,7 +108,9 @@ extension StoreOperations {
                 let preflight = try MigrationPreflight.run(in: source, mapper: mapper, batchSize: batchSize)
                 let problems = preflight.problems()
                 guard problems.isEmpty else { throw StoreError.migrationRefused(url, problems: problems) }
-                let view = MigratingStoreView(base: source, mapper: try preflight.mapperWithInsertions(stored: stored))
+                let records = MigratingStoreView(base: source, mapper: try preflight.mapperWithInsertions(stored: stored))
+                // A source that scans pages upgrades page by page, moving bytes where the plan copies values.
+                let view: any PersistentStore = (source as? any PageScanningStore).map { MigratingPageView(view: records, pages: $0) } ?? records
                 try Self.write(view, as: backend, to: staged, batchSize: batchSize, progress: options.progress)
                 return view.metadata
             }
@@ -130,7 +132,7 @@ extension StoreOperations {
     }
 
     /// Streams `view` into a new store of `backend`'s type at `staged`.
-    static func write(_ view: MigratingStoreView, as backend: any StoreBackend, to staged: URL, batchSize: Int,
+    static func write(_ view: any PersistentStore, as backend: any StoreBackend, to staged: URL, batchSize: Int,
                       progress: ProgressHandler?) throws {
         let transfer = StoreTransfer(batchSize: batchSize, progress: progress)
         if let atomic = backend as? any AtomicStoreBackend {

@@ -19,7 +19,42 @@ struct XMLDatabaseInfo {
 struct XMLStoreReader {
     let url: URL
 
+    /// Every element: metadata, records, history.
     func read(_ body: (AtomicStoreElement) throws -> Void) throws {
+        try readBody { r, info in
+            if info.storeMetadataJSON != nil {
+                try OwnStoreBodyReader(reader: r, metadata: try decodeMetadata(info, reader: r)).read(body)
+            } else {
+                try CoreDataStoreImporter(reader: r, info: info).read(body)
+            }
+        }
+    }
+
+    /// Every record's entity and key, in file order, without decoding values (a Core Data XML store, whose records
+    /// are inferred from the whole file, is read whole).
+    func readKeys(_ body: (String, Int64) throws -> Void) throws {
+        try readBody { r, info in
+            if info.storeMetadataJSON != nil {
+                try OwnStoreBodyReader(reader: r, metadata: try decodeMetadata(info, reader: r)).readKeys(body)
+            } else {
+                try CoreDataStoreImporter(reader: r, info: info).read { if case .record(let record) = $0 { try body(record.entity, record.primaryKey) } }
+            }
+        }
+    }
+
+    /// Every history transaction, without decoding records.
+    func readHistory(_ body: (HistoryTransaction) throws -> Void) throws {
+        try readBody { r, info in
+            if info.storeMetadataJSON != nil {
+                try OwnStoreBodyReader(reader: r, metadata: try decodeMetadata(info, reader: r)).readHistory(body)
+            } else {
+                try CoreDataStoreImporter(reader: r, info: info).read { if case .history(let t) = $0 { try body(t) } }
+            }
+        }
+    }
+
+    /// Opens the file, checks the document down to its `<databaseInfo>`, and reads the rest with `body`.
+    private func readBody(_ body: (LibXMLReader, XMLDatabaseInfo) throws -> Void) throws {
         var st = stat()
         guard stat(url.path, &st) == 0 else { throw StoreError.storeNotFound(url) }
         guard (st.st_mode & S_IFMT) == S_IFREG else {
@@ -38,12 +73,7 @@ struct XMLStoreReader {
         guard r.name == "databaseInfo" else {
             throw r.corrupt("<\(r.name)> where <databaseInfo> must come first in <database>")
         }
-        let info = try readDatabaseInfo(r)
-        if info.storeMetadataJSON != nil {
-            try OwnStoreBodyReader(reader: r, metadata: try decodeMetadata(info, reader: r)).read(body)
-        } else {
-            try CoreDataStoreImporter(reader: r, info: info).read(body)
-        }
+        try body(r, try readDatabaseInfo(r))
         try r.expectEnd()
     }
 
@@ -131,9 +161,30 @@ struct OwnStoreBodyReader {
 
     private static func cString(_ s: String) -> [UInt8] { Array(s.utf8) + [0] }
 
+    /// What a read does with each `<object>`: decode it, report only its entity and key, or skip it.
+    enum Objects { case decode, keysOnly, skip }
+
+    /// Every element: metadata, records, history.
     func read(_ body: (AtomicStoreElement) throws -> Void) throws {
-        let r = reader
         try body(.metadata(metadata))
+        try read(objects: .decode, record: { try body(.record($0)) }, key: { _, _ in }, decodesHistory: true, history: { try body(.history($0)) })
+    }
+
+    /// Every record's entity and key, in file order; values and history are skipped, not decoded.
+    func readKeys(_ body: (String, Int64) throws -> Void) throws {
+        try read(objects: .keysOnly, record: { _ in }, key: body, decodesHistory: false, history: { _ in })
+    }
+
+    /// Every history transaction; records are skipped, not decoded.
+    func readHistory(_ body: (HistoryTransaction) throws -> Void) throws {
+        try read(objects: .skip, record: { _ in }, key: { _, _ in }, decodesHistory: true, history: body)
+    }
+
+    /// The `<database>` element's children after its info: objects handled as `objects` says, history decoded or
+    /// skipped.
+    private func read(objects: Objects, record: (Record) throws -> Void, key: (String, Int64) throws -> Void,
+                      decodesHistory: Bool, history: (HistoryTransaction) throws -> Void) throws {
+        let r = reader
         let schema = metadata.schema
         var rootIndex: [String: Int] = [:]
         for (i, e) in schema.rootEntities.enumerated() { rootIndex[e.name] = i }
@@ -185,11 +236,17 @@ struct OwnStoreBodyReader {
                 guard keys[plan.rootIndex].insert(pk) else {
                     throw r.corrupt("primary key \(pk) is used twice in \(plan.entity.rootName)")
                 }
-                try body(.record(try readObject(plan, pk: pk, gid: gid)))
+                switch objects {
+                case .decode: try record(try readObject(plan, pk: pk, gid: gid))
+                case .keysOnly:
+                    try r.skipElement()
+                    try key(plan.entity.name, pk)
+                case .skip: try r.skipElement()
+                }
             } else if r.nameIs(names.history) {
                 guard !seenHistory else { throw r.corrupt("a second <history>") }
                 seenHistory = true
-                try XMLHistoryCoding.read(r) { try body(.history($0)) }
+                if decodesHistory { try XMLHistoryCoding.read(r, history) } else { try r.skipElement() }
             } else {
                 throw r.corrupt("unexpected <\(r.name)> in <database>")
             }

@@ -1,4 +1,5 @@
 // swift-tools-version: 6.1
+import CompilerPluginSupport
 import PackageDescription
 
 let package = Package(
@@ -11,11 +12,14 @@ let package = Package(
         .library(name: "XMLBackend", targets: ["XMLBackend"]),
         .library(name: "CoreDataBackend", targets: ["CoreDataBackend"]),
         .library(name: "StoreConformance", targets: ["StoreConformance"]),
+        .library(name: "StoreModels", targets: ["StoreModels"]),
         .executable(name: "storectl", targets: ["storectl"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // The `@Model` macro of StoreModels only: the string-keyed StoreAPI and the backends never build it.
+        .package(url: "https://github.com/swiftlang/swift-syntax", "603.0.1"..<"604.0.0"),
     ],
     targets: [
         // System-library shims: a module map and one header each, nothing else.
@@ -37,6 +41,20 @@ let package = Package(
         .target(name: "XMLBackend", dependencies: ["StoreAPI", "CLibXML2"]),
         // Core Data's own SQLite stores (issue 23): zlib for the compressed model cache (`Z_MODELCACHE`).
         .target(name: "CoreDataBackend", dependencies: ["StoreAPI", "CSQLite", "CZlib", "SQLiteFiles"]),
+
+        // Typed models for apps (issue 27): the `@Model` macro's expansion (a compiler plug-in) and the runtime it
+        // expands to — typed fetch and save, async read/write, observation — on StoreAPI's string-keyed context.
+        .macro(
+            name: "StoreModelsMacros",
+            dependencies: [
+                .product(name: "SwiftSyntax", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxBuilder", package: "swift-syntax"),
+                .product(name: "SwiftDiagnostics", package: "swift-syntax"),
+                .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
+            ]
+        ),
+        .target(name: "StoreModels", dependencies: ["StoreAPI", "StoreModelsMacros"]),
 
         // The published conformance suite every backend runs (built-in and third-party).
         .target(name: "StoreConformance", dependencies: ["StoreAPI"]),
@@ -88,6 +106,11 @@ let package = Package(
         .testTarget(
             name: "LMDBBackendTests",
             dependencies: ["StoreAPI", "LMDBBackend", "StoreConformance", "CLMDB", "conformance-worker", "StoreTestSupport"]
+        ),
+        // The typed model layer through its public API, on every built-in store type.
+        .testTarget(
+            name: "StoreModelsTests",
+            dependencies: ["StoreModels", "StoreAPI", "SQLiteBackend", "LMDBBackend", "XMLBackend", "StoreTestSupport"]
         ),
         .testTarget(name: "XMLBackendTests", dependencies: ["StoreAPI", "XMLBackend", "StoreConformance", "StoreTestSupport"]),
         .testTarget(

@@ -117,6 +117,14 @@ public final class ManagedObject: CustomStringConvertible {
         context.markUpdated(self)
     }
 
+    /// The object's current values as one record (its unsaved changes included): attribute values aligned with
+    /// ``Entity/attributes`` and related primary keys aligned with ``Entity/relationships``, without fetching the
+    /// related objects. Typed layers decode their values from it.
+    public func recordSnapshot() throws -> Record {
+        _ = try checkUsable()
+        return record
+    }
+
     /// Every attribute value by name.
     public func attributeValues() throws -> [String: StoreValue] {
         _ = try checkUsable()

@@ -1,0 +1,135 @@
+import StoreAPI
+import Synchronization
+
+/// What an observation emits: the fetch's results now, and how they differ from the previous emission.
+public struct ModelChanges<Model: PersistentModel>: Sendable {
+    /// Every result, in the fetch's order.
+    public let results: [Model]
+    /// Results that were not in the previous emission (every result, in the first).
+    public let inserted: [Model]
+    /// Results whose stored values changed since the previous emission.
+    public let updated: [Model]
+    /// Records of the previous emission that no longer match (deleted, or changed so that they do not match).
+    public let deleted: [PersistentID]
+    /// Whether the order of the results that stayed changed.
+    public let moved: Bool
+}
+
+extension ModelStore {
+    /// The results of a fetch now, and again after each committed write that changes them, with what changed.
+    ///
+    /// ```swift
+    /// for try await change in db.observe(Book.self, where: \.pages > 300, sortedBy: [.ascending(\.title)]) {
+    ///     show(change.results)        // change.inserted, .updated, .deleted for animations
+    /// }
+    /// ```
+    ///
+    /// A write that leaves the results as they were (it changed other records, or other entities) emits nothing.
+    /// Writes made through this store are seen as soon as they commit; for other writers, call
+    /// ``refreshObservations()``. The sequence ends when the task iterating it is cancelled or the store is
+    /// closed, and with an error when a fetch fails.
+    public func observe<M: PersistentModel>(
+        _ type: M.Type, where predicate: ModelPredicate<M>? = nil, sortedBy sort: [ModelSort<M>] = []
+    ) -> AsyncThrowingStream<ModelChanges<M>, any Error> {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: ModelChanges<M>.self)
+        let request: FetchRequest
+        do {
+            request = try FetchRequest(M.self, where: predicate, sortedBy: sort)
+        } catch {
+            continuation.finish(throwing: error)
+            return stream
+        }
+        var entities: Set<String> = [M.entityName]
+        for property in M.modelProperties {
+            if case .relationship(let r) = property.kind { entities.insert(r.destination) }
+        }
+        let observer = Observer<M>(request: request, entities: entities, coordinator: coordinator, continuation: continuation)
+        let id = observers.withLock { $0.add(observer) }
+        continuation.onTermination = { [weak self] _ in
+            self?.observers.withLock { $0.remove(id) }
+        }
+        observer.refresh()
+        return stream
+    }
+}
+
+/// The observations a store runs, by registration number.
+struct ObserverList: Sendable {
+    private var next = 0
+    private var byID: [Int: any ObservationRefreshing] = [:]
+
+    var all: [any ObservationRefreshing] { Array(byID.values) }
+
+    mutating func add(_ o: any ObservationRefreshing) -> Int {
+        next += 1
+        byID[next] = o
+        return next
+    }
+
+    mutating func remove(_ id: Int) { byID[id] = nil }
+    mutating func removeAll() { byID.removeAll() }
+}
+
+protocol ObservationRefreshing: Sendable {
+    /// The entities whose changes may change the results.
+    var entities: Set<String> { get }
+    /// Fetches again and emits when the results differ from the last emission.
+    func refresh()
+    /// Ends the sequence.
+    func finish()
+}
+
+final class Observer<M: PersistentModel>: ObservationRefreshing {
+    let request: FetchRequest
+    let entities: Set<String>
+    let coordinator: StoreCoordinator
+    let continuation: AsyncThrowingStream<ModelChanges<M>, any Error>.Continuation
+    /// The last emission's records in order; `nil` before the first. Held while fetching, so that two refreshes
+    /// (a write's and the first one) never emit out of order.
+    private let last = Mutex<[(ObjectID, Record)]?>(nil)
+
+    init(
+        request: FetchRequest, entities: Set<String>, coordinator: StoreCoordinator,
+        continuation: AsyncThrowingStream<ModelChanges<M>, any Error>.Continuation
+    ) {
+        self.request = request
+        self.entities = entities
+        self.coordinator = coordinator
+        self.continuation = continuation
+    }
+
+    func refresh() {
+        last.withLock { last in
+            let fetched: (models: [M], ids: [ObjectID], records: [Record])
+            do {
+                fetched = try ModelFetch.committed(M.self, request, coordinator)
+            } catch {
+                continuation.finish(throwing: error)
+                return
+            }
+            let now = Array(zip(fetched.ids, fetched.records))
+            let before = last ?? []
+            let old = Dictionary(before.map { ($0.0, $0.1) }, uniquingKeysWith: { a, _ in a })
+            let current = Set(now.map(\.0))
+            var inserted: [M] = []
+            var updated: [M] = []
+            for (i, (id, record)) in now.enumerated() {
+                if let was = old[id] {
+                    if was != record { updated.append(fetched.models[i]) }
+                } else {
+                    inserted.append(fetched.models[i])
+                }
+            }
+            let deleted = before.filter { !current.contains($0.0) }.map { PersistentID(objectID: $0.0, snapshot: $0.1) }
+            let staying = now.map(\.0).filter { old[$0] != nil }
+            let moved = staying != before.map(\.0).filter { current.contains($0) }
+            let first = last == nil
+            last = now
+            guard first || !inserted.isEmpty || !updated.isEmpty || !deleted.isEmpty || moved else { return }
+            continuation.yield(ModelChanges(results: fetched.models, inserted: inserted, updated: updated,
+                                            deleted: deleted, moved: moved))
+        }
+    }
+
+    func finish() { continuation.finish() }
+}

@@ -12,7 +12,8 @@ import sys
 
 def top_level(root, module):
     graph = json.loads((root / module / f"{module}.symbols.json").read_text())
-    return {s["pathComponents"][0] for s in graph["symbols"] if len(s["pathComponents"]) == 1}
+    # A function or macro is named with its parameters (`Model(_:)`); a ``Model(_:)`` link names it too.
+    return {s["pathComponents"][0].split("(")[0] for s in graph["symbols"] if len(s["pathComponents"]) == 1}
 
 
 if sys.argv[1] == "--cross-module":

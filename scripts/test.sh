@@ -19,6 +19,9 @@ scripts/check-docs.sh
 if [ -d Examples/JSONStoreBackend ]; then
     (cd Examples/JSONStoreBackend && swift test)
 fi
+# The README's app on the typed API, as a user builds it: run twice in a row from nothing (the second run opens the
+# store the first one migrated to LMDB).
+(cd Examples/ReadingList && rm -rf ReadingListData && swift run ReadingList && swift run ReadingList && rm -rf ReadingListData)
 # The benchmarks are a package of their own (Benchmarks/, built in Benchmarks/.build: two packages sharing one build
 # folder each reuse the other's stale build plan).
 swift run --package-path Benchmarks storebench --smoke

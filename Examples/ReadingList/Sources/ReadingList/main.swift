@@ -1,0 +1,70 @@
+import Foundation
+import LMDBBackend
+import SQLiteBackend
+import StoreAPI
+import StoreModels
+
+// A reading list kept in ./ReadingListData. The first run creates it as an SQLite store and, at the end, migrates it
+// to LMDB; later runs open the LMDB store and add to it. Every run: insert, typed fetch, observation, a backup.
+
+BackendRegistry.shared.register(SQLiteStoreBackend())
+BackendRegistry.shared.register(LMDBStoreBackend())
+
+// The app's work runs in a nonisolated function: its observation iterator is a local value, not main-actor state.
+func runReadingList() async throws {
+    let folder = URL(filePath: FileManager.default.currentDirectoryPath).appending(path: "ReadingListData")
+    let sqliteURL = folder.appending(path: "library.sqlite")
+    let lmdbURL = folder.appending(path: "library.lmdb")
+    let backups = folder.appending(path: "backups")
+    try FileManager.default.createDirectory(at: backups, withIntermediateDirectories: true)
+
+    let models: [any PersistentModel.Type] = [Author.self, Book.self, Tag.self]
+    let migrated = FileManager.default.fileExists(atPath: lmdbURL.path)
+    let db = migrated
+        ? try ModelStore(for: models, at: lmdbURL, type: "lmdb")
+        : try ModelStore(for: models, at: sqliteURL, type: "sqlite")
+    print("store: \(migrated ? lmdbURL.lastPathComponent : sqliteURL.lastPathComponent)")
+
+    // Observe the long books before writing: the first emission is what is stored now.
+    var longBooks = db.observe(Book.self, where: \.pages > 300, sortedBy: [.ascending(\.title)]).makeAsyncIterator()
+    let before = try await longBooks.next()
+    print("long books before this run: \(before?.results.count ?? 0)")
+
+    // Insert: the author and tags once, a new book each run.
+    let run = try await db.read { try $0.count(Book.self) } + 1
+    try await db.write { tx in
+        let author = try tx.fetch(Author.self, where: \.name == "Ursula K. Le Guin").first
+            ?? (try tx.insert(Author(name: "Ursula K. Le Guin")))
+        let sf = try tx.fetch(Tag.self, where: \.label == "sf").first ?? (try tx.insert(Tag(label: "sf")))
+        try tx.insert(Book(title: "Volume \(run)", pages: 300 + 20 * run, added: Date(), author: author.ref, tags: [sf.ref]))
+    }
+
+    // The observation sees the write: it added a long book.
+    if let change = try await longBooks.next() {
+        print("observed: \(change.inserted.map(\.title)) inserted, \(change.results.count) long books now")
+    }
+
+    // Typed fetch: key-path predicates and sorts, following relationships by reference.
+    let (books, authorName) = try await db.read { tx -> ([Book], String?) in
+        let books = try tx.fetch(Book.self, where: .beginsWith(\.title, "volume", options: .caseInsensitive),
+                                 sortedBy: [.descending(\.pages)])
+        return (books, try books.first?.author.flatMap { try tx.model($0) }?.name)
+    }
+    print("books: \(books.map { "\($0.title) (\($0.pages) p.)" }.joined(separator: ", ")) by \(authorName ?? "?")")
+
+    // A backup, named by run so that each run keeps its own.
+    let store = try db.coordinator.store(for: "Book")
+    let backup = try db.coordinator.backupStore(
+        store, to: backups.appending(path: "run-\(run).\(migrated ? "lmdb" : "sqlite")"), label: "run \(run)")
+    print("backup: \(backup.url.lastPathComponent)")
+
+    // The first run migrates the store to LMDB and removes the SQLite store it came from, so the next run opens LMDB.
+    if !migrated {
+        try db.coordinator.migrateStore(store, to: lmdbURL, type: "lmdb")
+        try db.coordinator.destroyStore(at: sqliteURL, type: "sqlite")
+        print("migrated to \(lmdbURL.lastPathComponent); removed \(sqliteURL.lastPathComponent)")
+    }
+    try db.close()
+}
+
+try await runReadingList()

@@ -5,9 +5,18 @@ import StoreAPI
 /// made so far.
 public final class ModelWriter {
     let context: StoreContext
+    /// Each model type's layout, resolved on its first use in this write (not per record).
+    private var layouts: [ObjectIdentifier: ModelLayout] = [:]
 
     init(context: StoreContext) {
         self.context = context
+    }
+
+    private func resolvedLayout<M: PersistentModel>(_ type: M.Type) throws -> ModelLayout {
+        if let known = layouts[ObjectIdentifier(type)] { return known }
+        let resolved = try ModelLayout(type, in: context.schema)
+        layouts[ObjectIdentifier(type)] = resolved
+        return resolved
     }
 
     // MARK: Fetch
@@ -19,7 +28,7 @@ public final class ModelWriter {
         offset: Int = 0, limit: Int? = nil
     ) throws -> [M] {
         let request = try FetchRequest(M.self, where: predicate, sortedBy: sort, offset: offset, limit: limit)
-        let layout = try ModelLayout(M.self, in: context.schema)
+        let layout = try resolvedLayout(M.self)
         return try context.fetch(request).map { try decode(M.self, $0, layout) }
     }
 
@@ -31,7 +40,7 @@ public final class ModelWriter {
     /// The model a reference points to, or `nil` when its record no longer exists.
     public func model<M: PersistentModel>(_ ref: ModelRef<M>) throws -> M? {
         guard let id = ref.objectID, let o = try? context.object(with: id), !o.isDeleted else { return nil }
-        return try decode(M.self, o, try ModelLayout(M.self, in: context.schema))
+        return try decode(M.self, o, try resolvedLayout(M.self))
     }
 
     // MARK: Insert, update, delete
@@ -40,7 +49,7 @@ public final class ModelWriter {
     /// its ``PersistentModel/ref`` to the relationships of other models.
     @discardableResult
     public func insert<M: PersistentModel>(_ model: M) throws -> M {
-        let layout = try ModelLayout(M.self, in: context.schema)
+        let layout = try resolvedLayout(M.self)
         var writer = ModelRowWriter()
         model.encode(to: &writer)
         var values: [String: StoreValue] = [:]
@@ -61,7 +70,10 @@ public final class ModelWriter {
             case .value, .unencodable: break
             }
         }
-        return try decode(M.self, object, layout)
+        // The values are the model's own: only its identity and the stored form of its values are new.
+        var saved = model
+        saved.persistentID = PersistentID(objectID: object.objectID, snapshot: try object.recordSnapshot())
+        return saved
     }
 
     /// Saves the properties of `model` that differ from the values it was read with, and returns it as it is
@@ -72,7 +84,7 @@ public final class ModelWriter {
         guard let id = model.persistentID else {
             throw StoreError.invalidArgument("this \(M.entityName) was never inserted: insert it before updating it")
         }
-        let layout = try ModelLayout(M.self, in: context.schema)
+        let layout = try resolvedLayout(M.self)
         let object = try context.object(with: id.objectID)
         let snapshot = id.snapshot
         var writer = ModelRowWriter()

@@ -10,6 +10,9 @@ let package = Package(
     platforms: [.macOS(.v14)],
     dependencies: [
         .package(name: "StoreKitSwift", path: ".."),
+        // The library an app developer would pick instead of the typed models: measured beside them, never a
+        // dependency of the library itself.
+        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
     ],
     targets: [
         // The engines' C APIs, for the references storebench measures ours against. Named apart from the library's
@@ -25,6 +28,8 @@ let package = Package(
                 .product(name: "LMDBBackend", package: "StoreKitSwift"),
                 .product(name: "XMLBackend", package: "StoreKitSwift"),
                 .product(name: "CoreDataBackend", package: "StoreKitSwift"),
+                .product(name: "StoreModels", package: "StoreKitSwift"),
+                .product(name: "GRDB", package: "GRDB.swift"),
                 "BenchSQLite", "BenchLMDB", "BenchLibXML2",
             ],
             path: "storebench"

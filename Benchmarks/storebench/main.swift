@@ -128,6 +128,12 @@ func runBenchmarks(_ options: Options) throws -> [String] {
         }
         if options.wants("lmdb"), !(try runLMDBBenchmark(count: size, runs: options.runs(for: size))) { failures.append("lmdb micro-benchmark check") }
         if options.wants("xml") { runXMLBenchmark(count: size) }
+        // Its sizes are GRDB's own performance tests', whatever the run's sizes: it runs once.
+        if options.wants("typed"), size == options.sizes.first,
+           !(try TypedSection.run(insertCount: options.smoke ? size : 50_000, fetchCount: options.smoke ? size : 200_000,
+                                  runs: options.smoke ? 1 : 3)) {
+            failures.append("typed models check")
+        }
     }
 
     if options.wants("coredata") {

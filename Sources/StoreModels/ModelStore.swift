@@ -17,6 +17,10 @@ import Synchronization
 /// each other, on stores whose engine allows it (SQLite in WAL mode, LMDB); each of a read's fetches sees what was
 /// committed when it runs. Values returned are `Sendable` snapshots. ``observe(_:where:sortedBy:)`` streams a
 /// fetch's results again after each write that changes them.
+///
+/// `read` and `write` are not isolated to the caller's actor: called from the main actor, their closures run off
+/// it, so the engine's blocking calls never hold the main thread. The closures are `@Sendable`; hand values in by
+/// capture (`{ [book] tx in try tx.update(book) }`) and out by returning them.
 public final class ModelStore: Sendable {
     /// The coordinator underneath, for the string-keyed API and the store operations (backup, migrate, …).
     public let coordinator: StoreCoordinator

@@ -243,6 +243,34 @@ import Testing
         #expect(books.map { $0.relationships[1].keys } == [[1], [1], [1]])
     }
 
+    /// A page reads an ordered to-many's members with their positions in key order and puts them in list order
+    /// itself: the same lists a scan reads sorted by SQL, also with positions shared by several members (key order
+    /// among them) and a position that is not an integer (SQL's order).
+    @Test func pagesOrderMembersByPositionAsScansDo() throws {
+        let dir = try TemporaryDirectory("coredata-incremental-positions")
+        defer { dir.remove() }
+        let url = dir.path("Positions.sqlite")
+        let schema = try Self.schema.get()
+        try Self.makeStore(url, try Self.records(books: 60))
+        let column = try #require(try Self.rows(url, "SELECT name FROM pragma_table_info('ZBOOK') WHERE name LIKE 'Z_FOK_%'")
+            .first?.first?.text)
+        func check(_ expectedAuthorOneBooks: [Int64]) throws {
+            let store = try #require(try Self.open(url, readOnly: true) as? CoreDataStore)
+            defer { try? store.close() }
+            let scanned = try store.scan(entity: "Author", after: nil, limit: 500)
+            let paged = try store.scanPage(entity: "Author", after: nil, limit: 500).records(in: schema)
+            #expect(scanned.count == 6)
+            #expect(paged == scanned)
+            #expect(paged.first?.relationships[0].keys == expectedAuthorOneBooks)
+        }
+        // Author 1's books are 1, 7, …, 55, listed from the last: positions fall as keys rise.
+        try check([55, 49, 43, 37, 31, 25, 19, 13, 7, 1])
+        try Self.execute(url, "UPDATE ZBOOK SET \(column) = 5 WHERE ZAUTHOR = 1 AND Z_PK IN (7, 31, 43)")
+        try check([7, 31, 43, 55, 49, 37, 25, 19, 13, 1])
+        try Self.execute(url, "UPDATE ZBOOK SET \(column) = 'late' WHERE Z_PK = 7")
+        try check([31, 43, 55, 49, 37, 25, 19, 13, 1, 7])
+    }
+
     // MARK: Relationship maintenance
 
     /// Moving a book between two authors' ordered lists, adding and removing many-to-many links, and deleting

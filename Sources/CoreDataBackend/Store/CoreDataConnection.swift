@@ -113,6 +113,43 @@ final class CoreDataConnection {
         return Int(sqlite3_changes(handle))
     }
 
+    /// Runs `sql`, which returns no rows and takes only integer parameters, once for each of `count` rows: `row(i,
+    /// bind)` binds row `i`'s values, calling `bind(parameter, value)` for each. A bulk load writes a join row per
+    /// pair this way, without a value array per row.
+    func run(
+        _ sql: String, rows count: Int, _ row: (_ i: Int, _ bind: (Int32, Int64) -> Void) throws(StoreError) -> Void
+    ) throws(StoreError) {
+        let s = try statement(sql)
+        sqlite3_reset(s)
+        defer { sqlite3_reset(s) }
+        var rc = SQLITE_OK
+        for i in 0..<count {
+            try row(i) { parameter, value in
+                if rc == SQLITE_OK { rc = sqlite3_bind_int64(s, parameter, value) }
+            }
+            guard rc == SQLITE_OK else { throw failure(sql) }
+            var step = sqlite3_step(s)
+            while step == SQLITE_ROW { step = sqlite3_step(s) }
+            guard step == SQLITE_DONE else { throw failure(sql) }
+            sqlite3_reset(s)
+        }
+    }
+
+    /// The integer in the first column of the first row of `sql`, which takes one integer parameter, `key`; `nil`
+    /// when there is no row or the value is NULL. Without the value array and closure of ``integer(_:_:)``: a bulk
+    /// load looks up one per row.
+    func integer(_ sql: String, key: Int64) throws(StoreError) -> Int64? {
+        let s = try statement(sql)
+        sqlite3_reset(s)
+        defer { sqlite3_reset(s) }
+        guard sqlite3_bind_int64(s, 1, key) == SQLITE_OK else { throw failure(sql) }
+        switch sqlite3_step(s) {
+        case SQLITE_ROW: return sqlite3_column_type(s, 0) == SQLITE_NULL ? nil : sqlite3_column_int64(s, 0)
+        case SQLITE_DONE: return nil
+        default: throw failure(sql)
+        }
+    }
+
     /// The first column of the first row of `sql`, as an integer.
     func integer(_ sql: String, _ values: [SQLiteValue] = []) throws -> Int64? {
         var out: Int64?

@@ -53,7 +53,7 @@ enum CoreDataGlobalID {
             guard length <= 55 else { return CoreDataGlobalID.make(store: store, root: root, primaryKey: primaryKey) }
             var block: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
             let h = withUnsafeMutableBytes(of: &block) { bytes -> (UInt32, UInt32, UInt32, UInt32) in
-                for (i, b) in prefix.enumerated() { bytes[i] = b }
+                prefix.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: bytes[..<$0.count]).copyMemory(from: $0) }
                 withUnsafeBytes(of: digits) { d in
                     for i in 0..<count { bytes[prefix.count + i] = d[count - 1 - i] }
                 }
@@ -73,27 +73,51 @@ enum CoreDataGlobalID {
 
         /// SHA-1 of one padded block (big-endian words, overwritten with the message schedule): the first four words
         /// of the digest (a UUID takes 16 bytes).
-        private static func compress(_ block: UnsafeMutableBufferPointer<UInt32>) -> (UInt32, UInt32, UInt32, UInt32) {
+        private static func compress(_ m: UnsafeMutableBufferPointer<UInt32>) -> (UInt32, UInt32, UInt32, UInt32) {
             @inline(__always) func rotl(_ x: UInt32, _ n: UInt32) -> UInt32 { (x << n) | (x >> (32 - n)) }
-            let m = block
-            var (a, b, c, d, e): (UInt32, UInt32, UInt32, UInt32, UInt32) =
-                (0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0)
-            /// Word `i` (16 or more) of the message schedule, kept in place of word `i - 16`.
+            /// Word `i` of the message schedule; from 16 on, computed and kept in place of word `i - 16`.
             @inline(__always) func w(_ i: Int) -> UInt32 {
+                guard i >= 16 else { return m[i] }
                 let x = rotl(m[(i &- 3) & 15] ^ m[(i &- 8) & 15] ^ m[(i &- 14) & 15] ^ m[i & 15], 1)
                 m[i & 15] = x
                 return x
             }
-            @inline(__always) func round(_ f: UInt32, _ k: UInt32, _ wi: UInt32) {
-                let t = rotl(a, 5) &+ f &+ e &+ k &+ wi
-                (e, d, c, b, a) = (d, c, rotl(b, 30), a, t)
+            // One step per round function, each changing only `b` and `e`: five steps with the variables renamed
+            // in turn leave them where they started, so no step moves all five.
+            @inline(__always) func ch(_ a: UInt32, _ b: inout UInt32, _ c: UInt32, _ d: UInt32, _ e: inout UInt32, _ w: UInt32) {
+                e = e &+ rotl(a, 5) &+ ((b & c) | (~b & d)) &+ 0x5A827999 &+ w
+                b = rotl(b, 30)
             }
-            // One loop per round function: a switch on the round number in one loop cost as much as the rounds.
-            for i in 0..<16 { round((b & c) | (~b & d), 0x5A827999, m[i]) }
-            for i in 16..<20 { round((b & c) | (~b & d), 0x5A827999, w(i)) }
-            for i in 20..<40 { round(b ^ c ^ d, 0x6ED9EBA1, w(i)) }
-            for i in 40..<60 { round((b & c) | (b & d) | (c & d), 0x8F1BBCDC, w(i)) }
-            for i in 60..<80 { round(b ^ c ^ d, 0xCA62C1D6, w(i)) }
+            @inline(__always) func parity1(_ a: UInt32, _ b: inout UInt32, _ c: UInt32, _ d: UInt32, _ e: inout UInt32, _ w: UInt32) {
+                e = e &+ rotl(a, 5) &+ (b ^ c ^ d) &+ 0x6ED9EBA1 &+ w
+                b = rotl(b, 30)
+            }
+            @inline(__always) func maj(_ a: UInt32, _ b: inout UInt32, _ c: UInt32, _ d: UInt32, _ e: inout UInt32, _ w: UInt32) {
+                e = e &+ rotl(a, 5) &+ ((b & c) | (b & d) | (c & d)) &+ 0x8F1BBCDC &+ w
+                b = rotl(b, 30)
+            }
+            @inline(__always) func parity2(_ a: UInt32, _ b: inout UInt32, _ c: UInt32, _ d: UInt32, _ e: inout UInt32, _ w: UInt32) {
+                e = e &+ rotl(a, 5) &+ (b ^ c ^ d) &+ 0xCA62C1D6 &+ w
+                b = rotl(b, 30)
+            }
+            var (a, b, c, d, e): (UInt32, UInt32, UInt32, UInt32, UInt32) =
+                (0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0)
+            for i in stride(from: 0, to: 20, by: 5) {
+                ch(a, &b, c, d, &e, w(i)); ch(e, &a, b, c, &d, w(i + 1)); ch(d, &e, a, b, &c, w(i + 2))
+                ch(c, &d, e, a, &b, w(i + 3)); ch(b, &c, d, e, &a, w(i + 4))
+            }
+            for i in stride(from: 20, to: 40, by: 5) {
+                parity1(a, &b, c, d, &e, w(i)); parity1(e, &a, b, c, &d, w(i + 1)); parity1(d, &e, a, b, &c, w(i + 2))
+                parity1(c, &d, e, a, &b, w(i + 3)); parity1(b, &c, d, e, &a, w(i + 4))
+            }
+            for i in stride(from: 40, to: 60, by: 5) {
+                maj(a, &b, c, d, &e, w(i)); maj(e, &a, b, c, &d, w(i + 1)); maj(d, &e, a, b, &c, w(i + 2))
+                maj(c, &d, e, a, &b, w(i + 3)); maj(b, &c, d, e, &a, w(i + 4))
+            }
+            for i in stride(from: 60, to: 80, by: 5) {
+                parity2(a, &b, c, d, &e, w(i)); parity2(e, &a, b, c, &d, w(i + 1)); parity2(d, &e, a, b, &c, w(i + 2))
+                parity2(c, &d, e, a, &b, w(i + 3)); parity2(b, &c, d, e, &a, w(i + 4))
+            }
             return (0x67452301 &+ a, 0xEFCDAB89 &+ b, 0x98BADCFE &+ c, 0x10325476 &+ d)
         }
     }

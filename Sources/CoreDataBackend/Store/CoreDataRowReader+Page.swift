@@ -100,6 +100,16 @@ extension CoreDataRowReader {
     /// The related keys of `owners` (ascending, as a page's keys are), in relationship order: the rows
     /// ``related(_:owners:)`` reads, which come ordered by owner.
     private func runs(_ link: CoreDataReadPlan.Link, owners: [Int64]) throws -> Runs {
+        // An ordered to-many read by key with its positions beside it: its members come in key order, as the
+        // foreign key's index holds them, and are put in list order here, so that SQLite sorts nothing.
+        if let sql = Self.positionedSQL(link), let runs = try positionedRuns(sql, owners: owners) { return runs }
+        return try runs(owners: owners) { Self.relatedSQL(link, keys: $0) }
+    }
+
+    /// The runs the query `sql(keys)` returns for `owners` (see ``relatedSQL(_:keys:)``); with `positions`, its
+    /// third column, each member's position, is appended there.
+    private func runs(owners: [Int64], positions: UnsafeMutablePointer<[Int64]>? = nil,
+                      _ sql: (_ keys: Int) -> String?) throws -> Runs {
         var runs = Runs(starts: [Int](repeating: 0, count: owners.count + 1))
         runs.members.reserveCapacity(owners.count)
         var at = 0
@@ -113,15 +123,17 @@ extension CoreDataRowReader {
             // An owner in the range that is not one of the page's (another entity of the same table).
             guard at < owners.count, owners[at] == owner else { return }
             runs.members.append(sqlite3_column_int64(s, 1))
+            // A position that is not an integer compares as SQL compares it: the caller then asks SQL to sort.
+            positions?.pointee.append(sqlite3_column_type(s, 2) == SQLITE_INTEGER ? sqlite3_column_int64(s, 2) : .max)
         }
         guard let first = owners.first, let last = owners.last else { return runs }
         // The page's owners are usually dense in their table (a page is consecutive keys of its entity): one range
         // from the first to the last is then cheaper than lists of keys, and reads few rows of other owners.
-        if last &- first < 4 * Int64(owners.count), let sql = Self.relatedSQL(link, keys: 0) {
+        if last &- first < 4 * Int64(owners.count), let sql = sql(0) {
             try connection.query(sql, [.integer(first), .integer(last)], row: row)
         } else {
             for chunk in CoreDataSQL.chunks(owners) {
-                guard let sql = Self.relatedSQL(link, keys: chunk.count) else { break }
+                guard let sql = sql(chunk.count) else { break }
                 try connection.query(sql, chunk, row: row)
             }
         }
@@ -130,6 +142,37 @@ extension CoreDataRowReader {
             runs.starts[at] = runs.members.count
         }
         return runs
+    }
+
+    /// The runs of an ordered to-many read by ``positionedSQL(_:)``, each put in list order (position, then key,
+    /// as ``relatedSQL(_:keys:)`` sorts them); `nil` when a position is not an integer.
+    private func positionedRuns(_ sql: (_ keys: Int) -> String?, owners: [Int64]) throws -> Runs? {
+        var positions: [Int64] = []
+        var runs = try withUnsafeMutablePointer(to: &positions) { try self.runs(owners: owners, positions: $0, sql) }
+        guard !positions.contains(.max) else { return nil }
+        for n in owners.indices {
+            let range = runs.starts[n]..<runs.starts[n + 1]
+            guard range.count > 1, !zip(positions[range], positions[range].dropFirst()).allSatisfy({ $0.0 <= $0.1 }) else {
+                continue
+            }
+            // Members arrive in key order: a stable sort by position gives position, then key.
+            let sorted = zip(positions[range], runs.members[range]).enumerated()
+                .sorted { ($0.element.0, $0.offset) < ($1.element.0, $1.offset) }
+            for (i, entry) in zip(range, sorted) { runs.members[i] = entry.element.1 }
+        }
+        return runs
+    }
+
+    /// For an ordered to-many kept in its members' rows: the query of (owner, member, position) for `keys` owner
+    /// keys (`0`: a range, as in ``relatedSQL(_:keys:)``) in owner and then member key order, which the foreign
+    /// key's index gives without a sort; `nil` for other links.
+    static func positionedSQL(_ link: CoreDataReadPlan.Link) -> ((_ keys: Int) -> String?)? {
+        guard case .referencing(let table, let fk, let order?, _) = link else { return nil }
+        let q = CoreDataSQL.quoted
+        return { keys in
+            let owners = keys == 0 ? "\(q(fk)) BETWEEN ? AND ?" : "\(q(fk)) IN (\(CoreDataSQL.placeholders(keys)))"
+            return "SELECT \(q(fk)), Z_PK, ifnull(\(q(order)), 0) FROM \(q(table)) WHERE \(owners) ORDER BY \(q(fk)), Z_PK"
+        }
     }
 
     /// Appends column `c` as attribute `a`'s value when it has the SQL type the attribute is normally stored as and

@@ -6,21 +6,30 @@ import Foundation
 /// that row is inserted. A transfer saves a store entity by entity, so an owner's ordered list arrives before its
 /// members, and a to-one before a destination whose sub-entity its entity column names.
 struct CoreDataPendingLinks {
+    // The keys below hash their key (or their names' lengths) only: a save looks one up per row and member, and
+    // hashing the names cost more than the rest of the lookup. Equal keys still hash alike; `==` tells apart the
+    // few that share a key.
     struct Key: Hashable {
         var table: String
         var column: String
         var primaryKey: Int64
+
+        func hash(into hasher: inout Hasher) { hasher.combine(primaryKey) }
     }
 
     struct Target: Hashable {
         var root: String
         var primaryKey: Int64
+
+        func hash(into hasher: inout Hasher) { hasher.combine(primaryKey) }
     }
 
     /// A table's column.
     struct Column: Hashable {
         var table: String
         var column: String
+
+        func hash(into hasher: inout Hasher) { hasher.combine(table.utf8.count &* 64 &+ column.utf8.count) }
     }
 
     /// A member's position in its owner's ordered list, by the member's order column and key (a dictionary per
@@ -108,11 +117,16 @@ struct CoreDataRowWriter {
     /// Writes `changes`. With `page`, the inserted records are its records' shells, in page order: their keys,
     /// global IDs and relationships, their attribute values bound from the page (see `CoreDataRowWriter+Page`).
     func save(_ changes: StoreChanges, pending: inout CoreDataPendingLinks, page: RecordPage? = nil) throws {
+        // The plan looked up last: a save's records come in runs of one entity (a page is all one), and comparing
+        // the same name is cheaper than hashing it.
+        var last: CoreDataWritePlan.EntityPlan?
         func entityPlan(_ name: String) throws -> CoreDataWritePlan.EntityPlan {
+            if let last, last.entity.name == name { return last }
             guard let p = plan.entities[name] else {
                 _ = try schema.requireEntity(name)
                 throw StoreError.unsupported("\(url.path): entity \(name) has no table in this store")
             }
+            last = p
             return p
         }
         // The records of this save by root and key, and the positions their lists give their members.
@@ -125,12 +139,12 @@ struct CoreDataRowWriter {
             let p = try entityPlan(r.entity)
             inSave[p.root, default: [:]][r.primaryKey] = r.entity
             inserted[p.root, default: []].insert(r.primaryKey)
-            changed.append((r, p, Array(p.links.indices), true))
+            changed.append((r, p, p.linkIndices, true))
         }
         for (u, r) in changes.updated.enumerated() {
             let p = try entityPlan(r.entity)
             inSave[p.root, default: [:]][r.primaryKey] = r.entity
-            changed.append((r, p, changes.changedProperties(ofUpdated: u)?.relationships ?? Array(p.links.indices), false))
+            changed.append((r, p, changes.changedProperties(ofUpdated: u)?.relationships ?? p.linkIndices, false))
         }
         for (r, p, relationships, _) in changed {
             for i in relationships where i < p.links.count && i < r.relationships.count {
@@ -222,11 +236,11 @@ struct CoreDataRowWriter {
                 values.append(toOne(r, i).map { .integer($0) } ?? .null)
             case .toOneEntity(let i):
                 guard let k = toOne(r, i), case .toOne(_, _, _, let root) = p.links[i] else { values.append(.null); continue }
-                if isBulkLoad {
-                    // Filled for every row at once when the load finishes (`fillEntityColumns`).
-                    values.append(.null)
-                } else if let n = try entityNumber(root: root, key: k, inSave: inSave) {
+                if let n = try entityNumber(root: root, key: k, inSave: inSave) {
                     values.append(.integer(n))
+                } else if isBulkLoad {
+                    // Not stored yet: filled when the load finishes (`fillEntityColumns`).
+                    values.append(.null)
                 } else {
                     values.append(.null)
                     pending.entityColumns[.init(root: root, primaryKey: k), default: []].append((table, column, r.primaryKey))
@@ -333,7 +347,8 @@ struct CoreDataRowWriter {
             // With an inverse, each member's own to-one holds the key: only an ordered list has more to write.
             guard !link.hasInverse || link.order != nil else { return }
             let highest = try highestKey(link.table, &pending)
-            for (j, m) in members.enumerated() where inserted[link.root]?.contains(m) != true {
+            let insertedMembers = inserted[link.root]
+            for (j, m) in members.enumerated() where insertedMembers?.contains(m) != true {
                 let position = Int64(j + 1) * Self.orderSpacing
                 let changedRows: Int
                 if m > highest {
@@ -386,17 +401,21 @@ struct CoreDataRowWriter {
                 }
             }
             let sql = isBulkLoad ? link.bulkUpsertSQL : link.upsertSQL
-            for (j, t) in members.enumerated() {
-                var values: [SQLiteValue] = [.integer(r.primaryKey), .integer(t)]
-                if link.myOrder != nil { values.append(.integer(Int64(j + 1) * Self.orderSpacing)) }
-                if link.theirOrder != nil, !isBulkLoad { values.append(.integer(t)) }
-                try run(sql, values, table: link.table, pk: r.primaryKey)
+            let (hasMyOrder, bindsTheirOrder) = (link.myOrder != nil, link.theirOrder != nil && !isBulkLoad)
+            try refusingDuplicates(table: link.table, pk: r.primaryKey) { () throws(StoreError) in
+                try db.run(sql, rows: members.count) { j, bind in
+                    bind(1, r.primaryKey)
+                    bind(2, members[j])
+                    if hasMyOrder { bind(3, Int64(j + 1) * Self.orderSpacing) }
+                    if bindsTheirOrder { bind(hasMyOrder ? 4 : 3, members[j]) }
+                }
             }
         }
     }
 
-    /// Sets every to-one's entity column from its destination's row, in one statement per column: a bulk load
-    /// leaves them NULL rather than look each destination up.
+    /// Sets every to-one's entity column still NULL from its destination's row, in one statement per column: a
+    /// bulk load leaves those NULL whose destination was not stored yet (one lookup by key is cheaper than the
+    /// row's second write, so a destination already stored is looked up as the row is inserted).
     func fillEntityColumns() throws {
         let q = CoreDataSQL.quoted
         var done: Set<String> = []
@@ -406,7 +425,7 @@ struct CoreDataRowWriter {
                     done.insert(p.table.name + "." + ent).inserted
                 else { continue }
                 try db.run("UPDATE \(q(p.table.name)) SET \(q(ent)) = (SELECT d.Z_ENT FROM \(q(destination)) AS d "
-                    + "WHERE d.Z_PK = \(q(p.table.name)).\(q(fk))) WHERE \(q(fk)) IS NOT NULL")
+                    + "WHERE d.Z_PK = \(q(p.table.name)).\(q(fk))) WHERE \(q(fk)) IS NOT NULL AND \(q(ent)) IS NULL")
             }
         }
     }
@@ -423,7 +442,7 @@ struct CoreDataRowWriter {
     private func entityNumber(root: String, key: Int64, inSave: [String: [Int64: String]]) throws -> Int64? {
         if let name = inSave[root]?[key], let n = plan.entities[name]?.number { return n }
         guard let sql = plan.tables[root]?.entitySQL else { return nil }
-        return try db.integer(sql, [.integer(key)])
+        return try db.integer(sql, key: key)
     }
 
     /// The position after the last member of `owner`'s ordered list.
@@ -445,8 +464,13 @@ struct CoreDataRowWriter {
         _ sql: String, _ values: [SQLiteValue], table: String, pk: Int64,
         then bind: ((OpaquePointer) throws(StoreError) -> Void)? = nil
     ) throws(StoreError) -> Int {
+        try refusingDuplicates(table: table, pk: pk) { () throws(StoreError) in try db.run(sql, values, then: bind) }
+    }
+
+    /// Runs `body`, turning a uniqueness violation it meets into the save's refusal, naming the row.
+    private func refusingDuplicates<T>(table: String, pk: Int64, _ body: () throws(StoreError) -> T) throws(StoreError) -> T {
         do throws(StoreError) {
-            return try db.run(sql, values, then: bind)
+            return try body()
         } catch {
             let code = db.lastExtendedError
             // SQLITE_CONSTRAINT_UNIQUE / _PRIMARYKEY: a uniqueness constraint or a duplicate join row.

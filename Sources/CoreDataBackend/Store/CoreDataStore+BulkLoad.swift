@@ -4,8 +4,8 @@ import Foundation
 
 /// Bulk loads (see ``BulkLoadingStore``): while a transfer fills a new, empty store, the indexes of its record and
 /// join tables (foreign keys, `Z_ENT`, join columns, uniqueness constraints) are dropped and created again at the
-/// end, each from one sort instead of a B-tree insert per row; the entity columns of to-one keys (`Z<n>_<REL>`) are
-/// filled by one statement each at the end instead of a lookup per row; the positions of ordered members that arrive
+/// end, each from one sort instead of a B-tree insert per row; the entity columns of to-one keys (`Z<n>_<REL>`) whose
+/// destination is not stored yet are filled by one statement each at the end instead of a lookup when it arrives; the positions of ordered members that arrive
 /// after their owner wait in a temporary table, not memory (``CoreDataSpilledPositions``); and commits do not wait for the disk
 /// (`synchronous = NORMAL` in WAL mode: a crash loses at most the last commits of a load that is redone anyway).
 /// A many-to-many's second side writes no rows: its pairs are checked against the table at the end

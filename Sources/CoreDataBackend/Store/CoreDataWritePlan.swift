@@ -121,6 +121,8 @@ struct CoreDataWritePlan {
         let attributeParameters: [Int32]
         /// Whether some attribute's values may go to external files (a page of such an entity is inserted as records).
         let hasExternalStorage: Bool
+        /// `links.indices` as an array: what an inserted record writes, made once rather than per record.
+        let linkIndices: [Int]
 
         init(entity: Entity, number: Int64, root: String, table: Table, attributeColumns: [String?], links: [Link],
              sources: [Source]) {
@@ -137,6 +139,7 @@ struct CoreDataWritePlan {
             }
             attributeParameters = parameters
             hasExternalStorage = entity.attributes.contains(where: \.allowsExternalBinaryDataStorage)
+            linkIndices = Array(links.indices)
         }
     }
 

@@ -92,7 +92,7 @@ final class CoreDataConnection {
     /// Runs a statement that returns no rows; returns how many rows it changed.
     @discardableResult
     func run(_ sql: String, _ values: [SQLiteValue] = []) throws(StoreError) -> Int {
-        try run(sql, values, then: nil)
+        try run(sql, values, bind: { (_: OpaquePointer) throws(StoreError) in })
     }
 
     /// Runs a statement that returns no rows after binding `values` and then calling `bind`, which binds more
@@ -101,12 +101,21 @@ final class CoreDataConnection {
     func run(
         _ sql: String, _ values: [SQLiteValue], then bind: ((OpaquePointer) throws(StoreError) -> Void)?
     ) throws(StoreError) -> Int {
+        guard let bind else { return try run(sql, values, bind: { (_: OpaquePointer) throws(StoreError) in }) }
+        return try run(sql, values, bind: { (s) throws(StoreError) in try bind(s) })
+    }
+
+    /// ``run(_:_:then:)`` with a closure that does not escape (no context allocated per row).
+    @discardableResult
+    func run(
+        _ sql: String, _ values: [SQLiteValue], bind: (OpaquePointer) throws(StoreError) -> Void
+    ) throws(StoreError) -> Int {
         let s = try statement(sql)
         sqlite3_reset(s)
         Self.clearUnbound(s, values.count)
         defer { sqlite3_reset(s) }
         guard SQLiteValue.bind(values, to: s) == SQLITE_OK else { throw failure(sql) }
-        try bind?(s)
+        try bind(s)
         var rc = sqlite3_step(s)
         while rc == SQLITE_ROW { rc = sqlite3_step(s) }
         guard rc == SQLITE_DONE else { throw failure(sql) }

@@ -105,6 +105,7 @@ final class CoreDataGlobalIDWriter {
     /// Whether the store has the table (read when the store opens; set by the save that creates it).
     var tableExists: Bool
     private var makers: [String: CoreDataGlobalID.Maker] = [:]
+    private var last: (root: String, maker: CoreDataGlobalID.Maker)?
 
     init(storeUUID: UUID, tableExists: Bool) {
         self.storeUUID = storeUUID
@@ -134,10 +135,12 @@ final class CoreDataGlobalIDWriter {
     }
 
     private func isDerived(_ id: UUID, root: String, primaryKey: Int64) -> Bool {
-        // Stored only when new: writing it back for every record hashed the root's name a second time.
-        if let maker = makers[root] { return id == maker.make(primaryKey) }
-        let maker = CoreDataGlobalID.Maker(store: storeUUID, root: root)
-        makers[root] = maker
+        // The maker used last first: records come in runs of one hierarchy, and comparing its name is cheaper than
+        // hashing it. Stored only when new: writing it back for every record hashed the root's name a second time.
+        if let last, last.root == root { return id == last.maker.make(primaryKey) }
+        let maker = makers[root] ?? CoreDataGlobalID.Maker(store: storeUUID, root: root)
+        if makers[root] == nil { makers[root] = maker }
+        last = (root, maker)
         return id == maker.make(primaryKey)
     }
 

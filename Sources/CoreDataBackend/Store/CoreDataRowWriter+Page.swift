@@ -49,8 +49,8 @@ extension CoreDataRowWriter {
 
     /// Binds record `index`'s attribute values into `p`'s insert `s`, as `encode` would write the values they decode
     /// to, refusing one that does not fit its attribute as the page's decoding or the column would.
-    func bindPageValues(
-        _ page: RecordPage, at index: Int, _ p: CoreDataWritePlan.EntityPlan, to s: OpaquePointer
+    static func bindPageValues(
+        _ page: RecordPage, at index: Int, _ p: CoreDataWritePlan.EntityPlan, to s: OpaquePointer, url: URL
     ) throws(StoreError) {
         let attributes = p.entity.attributes
         let parameters = p.attributeParameters
@@ -58,11 +58,11 @@ extension CoreDataRowWriter {
             var reader = RecordPage.ValueReader(values)
             for i in attributes.indices {
                 guard let value = reader.next() else {
-                    return malformed(page, index, "the value of \(p.entity.name).\(attributes[i].name)")
+                    return malformed(page, index, "the value of \(p.entity.name).\(attributes[i].name)", url: url)
                 }
                 if let error = Self.bind(value, attributes, i, entity: p.entity.name, to: s, at: parameters[i]) { return error }
             }
-            return reader.isAtEnd ? nil : malformed(page, index, "more values than \(p.entity.name) has attributes")
+            return reader.isAtEnd ? nil : malformed(page, index, "more values than \(p.entity.name) has attributes", url: url)
         }
         if let failure { throw failure }
     }
@@ -166,6 +166,10 @@ extension CoreDataRowWriter {
     }
 
     private func malformed(_ page: RecordPage, _ index: Int, _ what: String) -> StoreError {
+        Self.malformed(page, index, what, url: url)
+    }
+
+    private static func malformed(_ page: RecordPage, _ index: Int, _ what: String, url: URL) -> StoreError {
         .io(url, operation: "inserting a page of \(page.entity) records",
             reason: "record \(page.primaryKeys[index]): \(what) is malformed")
     }

@@ -163,9 +163,11 @@ struct CoreDataRowWriter {
         }
 
         for key in changes.deleted { try delete(key, entityPlan(key.entity)) }
+        // One value array for every row: emptied, not freed, between them.
+        var values: [SQLiteValue] = []
         for (k, r) in changes.inserted.enumerated() {
             try insert(r, try entityPlan(r.entity), inSave: inSave, positions: positions, owners: owners, pending: &pending,
-                       page: page.map { ($0, k) })
+                       values: &values, page: page, pageIndex: k)
         }
         for (u, r) in changes.updated.enumerated() {
             try update(r, try entityPlan(r.entity), changes.changedProperties(ofUpdated: u), inSave: inSave,
@@ -202,11 +204,11 @@ struct CoreDataRowWriter {
     private func insert(
         _ r: Record, _ p: CoreDataWritePlan.EntityPlan, inSave: [String: [Int64: String]], positions: [Key: Int64],
         owners: [Key: (owner: Int64, position: Int64?)], pending: inout CoreDataPendingLinks,
-        page: (page: RecordPage, index: Int)? = nil
+        values: inout [SQLiteValue], page: RecordPage?, pageIndex: Int
     ) throws {
         let e = p.entity
         let attributes = e.attributes
-        var values: [SQLiteValue] = []
+        values.removeAll(keepingCapacity: true)
         values.reserveCapacity(p.sources.count)
         let table = p.table.name
         let columns = p.table.columns
@@ -268,8 +270,12 @@ struct CoreDataRowWriter {
             pending.removeOwner(Key(table: table, column: keyColumn, primaryKey: r.primaryKey))
         }
         if let page {
-            try run(p.table.insertSQL, values, table: table, pk: r.primaryKey) { (s) throws(StoreError) in
-                try bindPageValues(page.page, at: page.index, p, to: s)
+            // The closure captures the page and the URL only: capturing the writer copied all of it per row.
+            let url = url
+            try refusingDuplicates(table: table, pk: r.primaryKey) { () throws(StoreError) in
+                try db.run(p.table.insertSQL, values, bind: { (s) throws(StoreError) in
+                    try Self.bindPageValues(page, at: pageIndex, p, to: s, url: url)
+                })
             }
         } else {
             try run(p.table.insertSQL, values, table: table, pk: r.primaryKey)

@@ -279,7 +279,7 @@ public struct CoreDataStoreBackend: StoreBackend {
         if let appModel {
             (model, schema) = try CoreDataAppModel.checked(appModel, for: file)
             source = .appModel(appModel)
-        } else if let cached = try file.model(), let cachedSchema = try file.schema() {
+        } else if let (cached, cachedSchema) = try file.decodedModelCache() {
             // The cache is decoded even when the schema below is used: a damaged cache is a damaged store, whatever
             // else it keeps.
             if let embedded = try embeddedSchema(of: file) {
@@ -335,13 +335,16 @@ public struct CoreDataStoreBackend: StoreBackend {
         case .string(let s): data = Data(s.utf8)
         default: throw .corruptStore(file.url, reason: "metadata key \(schemaMetadataKey) is \(value.summary), not data")
         }
-        let schema: Schema
-        do {
-            schema = try Schema(jsonData: data, file: file.url.lastPathComponent)
-        } catch {
-            throw .corruptStore(file.url, reason: "metadata key \(schemaMetadataKey): \(error)")
+        let (schema, hashes) = try CoreDataModelMemos.embeddedSchemas.value(for: Array(data)) { () throws(StoreError) in
+            let schema: Schema
+            do {
+                schema = try Schema(jsonData: data, file: file.url.lastPathComponent)
+            } catch {
+                throw .corruptStore(file.url, reason: "metadata key \(schemaMetadataKey): \(error)")
+            }
+            return (schema, schema.coreDataVersionHashes.entityHashes)
         }
-        return schema.coreDataVersionHashes.entityHashes == file.metadata.versionHashes ? schema : nil
+        return hashes == file.metadata.versionHashes ? schema : nil
     }
 
     /// Custom metadata as a property-list value (the inverse of ``metadataValue(_:)`` for the cases both have).

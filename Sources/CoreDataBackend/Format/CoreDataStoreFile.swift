@@ -90,21 +90,30 @@ import Foundation
 
     /// The compiled model in `Z_MODELCACHE`, or `nil` when the store has no cache (stores before 2012).
     public func model() throws(StoreError) -> CoreDataModel? {
-        guard let modelCacheBlob else { return nil }
-        do throws(CoreDataFormatError) {
-            return try CoreDataModelCache.decode(modelCacheBlob)
-        } catch {
-            throw .corruptStore(url, reason: error.description)
-        }
+        try decodedModelCache()?.model
     }
 
     /// The framework's schema from `Z_MODELCACHE`, or `nil` when the store has no cache.
     public func schema() throws(StoreError) -> Schema? {
-        guard let model = try model() else { return nil }
-        do throws(SchemaError) {
-            return try model.schema()
-        } catch {
-            throw .corruptStore(url, reason: "Z_MODELCACHE: \(error.description)")
+        try decodedModelCache()?.schema
+    }
+
+    /// The model in `Z_MODELCACHE` and the schema it gives, decoded once per process for the same bytes
+    /// (``CoreDataDecodedModels``).
+    func decodedModelCache() throws(StoreError) -> (model: CoreDataModel, schema: Schema)? {
+        guard let modelCacheBlob else { return nil }
+        return try CoreDataModelMemos.modelCaches.value(for: modelCacheBlob) { () throws(StoreError) in
+            let model: CoreDataModel
+            do throws(CoreDataFormatError) {
+                model = try CoreDataModelCache.decode(modelCacheBlob)
+            } catch {
+                throw .corruptStore(url, reason: error.description)
+            }
+            do throws(SchemaError) {
+                return (model, try model.schema())
+            } catch {
+                throw .corruptStore(url, reason: "Z_MODELCACHE: \(error.description)")
+            }
         }
     }
 }

@@ -474,6 +474,7 @@ struct CoreDataRowWriter {
     }
 
     /// Runs `body`, turning a uniqueness violation it meets into the save's refusal, naming the row.
+    @discardableResult
     private func refusingDuplicates<T>(table: String, pk: Int64, _ body: () throws(StoreError) -> T) throws(StoreError) -> T {
         do throws(StoreError) {
             return try body()

@@ -1,0 +1,38 @@
+import Foundation
+@_spi(BackendKit) import StoreAPI
+
+/// What this process last decoded from a store's model bytes (the `Z_MODELCACHE` blob, the schema JSON a store this
+/// backend created keeps in its metadata), by those bytes.
+///
+/// A command reads a store's metadata and then opens it, and each decodes the same model: decoding it twice cost
+/// more than the records of a small conversion. The values are pure functions of the bytes, compared whole, so a
+/// store whose model changed decodes again; failures are not kept, so each read reports its own.
+final class CoreDataDecodedModels<Value: Sendable>: @unchecked Sendable {
+    // @unchecked: every access to `entries` holds `lock`.
+    private let lock = NSLock()
+    private var entries: [(bytes: [UInt8], value: Value)] = []
+    /// Stores a process works with at once are few: the oldest entry goes first.
+    private static var capacity: Int { 4 }
+
+    /// The value kept for `bytes`, else what `decode` makes of them (kept when it succeeds).
+    func value(for bytes: [UInt8], decode: () throws(StoreError) -> Value) throws(StoreError) -> Value {
+        lock.lock()
+        let kept = entries.first { $0.bytes == bytes }?.value
+        lock.unlock()
+        if let kept { return kept }
+        let value = try decode()
+        lock.lock()
+        if entries.count >= Self.capacity { entries.removeFirst() }
+        entries.append((bytes, value))
+        lock.unlock()
+        return value
+    }
+}
+
+/// The process's ``CoreDataDecodedModels``.
+enum CoreDataModelMemos {
+    /// The model caches decoded, with the schema each gives.
+    static let modelCaches = CoreDataDecodedModels<(model: CoreDataModel, schema: Schema)>()
+    /// The schemas read from stores' metadata, with their entities' Core Data version hashes.
+    static let embeddedSchemas = CoreDataDecodedModels<(schema: Schema, hashes: [String: Data])>()
+}

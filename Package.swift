@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "CoreDataBackend", targets: ["CoreDataBackend"]),
         .library(name: "StoreConformance", targets: ["StoreConformance"]),
         .library(name: "StoreModels", targets: ["StoreModels"]),
+        .library(name: "StoreSync", targets: ["StoreSync"]),
         .executable(name: "storectl", targets: ["storectl"]),
     ],
     dependencies: [
@@ -55,6 +56,9 @@ let package = Package(
             ]
         ),
         .target(name: "StoreModels", dependencies: ["StoreAPI", "StoreModelsMacros"]),
+        // Sync between peers through a remote (issue 25): written against StoreAPI's public API only, so it works
+        // with every backend.
+        .target(name: "StoreSync", dependencies: ["StoreAPI", .product(name: "Logging", package: "swift-log")]),
 
         // The published conformance suite every backend runs (built-in and third-party).
         .target(name: "StoreConformance", dependencies: ["StoreAPI"]),
@@ -62,7 +66,7 @@ let package = Package(
         .executableTarget(
             name: "storectl",
             dependencies: [
-                "StoreAPI", "SQLiteBackend", "LMDBBackend", "XMLBackend", "CoreDataBackend",
+                "StoreAPI", "SQLiteBackend", "LMDBBackend", "XMLBackend", "CoreDataBackend", "StoreSync",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -131,6 +135,11 @@ let package = Package(
         .testTarget(
             name: "ReliabilityTests",
             dependencies: ["StoreAPI", "SQLiteBackend", "LMDBBackend", "XMLBackend", "storectl", "storestress", "StoreTestSupport"]
+        ),
+        // Sync engine and remotes: scenarios, corner cases and random convergence across backends, and storectl sync.
+        .testTarget(
+            name: "StoreSyncTests",
+            dependencies: ["StoreAPI", "StoreSync", "SQLiteBackend", "LMDBBackend", "XMLBackend", "storectl", "StoreTestSupport"]
         ),
         // Seeded mutation fuzzing of every reader of untrusted input (a short deterministic run; longer by env var).
         .testTarget(

@@ -1,0 +1,30 @@
+import Foundation
+
+/// Why a sync did not happen or did not finish. Each case names the store or remote and what is wrong; none of them
+/// leaves the store changed half-way: a pull is applied in one save or not at all.
+public enum SyncError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The remote failed or answered something unusable (unreachable folder, unreadable file, …).
+    case remote(String, reason: String)
+    /// The remote did not answer within the sync call's timeout.
+    case timedOut(String, seconds: Double)
+    /// The remote holds another dataset than the one the store synced with (another account or container): the
+    /// store is not merged into it. Detach the store to sync it with the new remote from scratch.
+    case remoteIdentityChanged(store: String, expected: String, found: String)
+    /// The store cannot sync: no sync options, loaded read-only, or without history tracking.
+    case notSyncable(store: String, reason: String)
+    /// A remote URL no remote handles, or one that is malformed.
+    case unsupportedRemote(String, reason: String)
+
+    /// A one-line message naming the store or remote.
+    public var description: String {
+        switch self {
+        case .remote(let r, let why): "\(r): \(why)"
+        case .timedOut(let r, let s): "\(r): no answer within \(s) seconds; the store is unchanged and saves keep working"
+        case .remoteIdentityChanged(let store, let expected, let found):
+            "\(store): the remote now holds another dataset (identity \(found), the store synced with \(expected)); "
+                + "not merging them: detach the store to sync it with this remote"
+        case .notSyncable(let store, let why): "\(store): cannot sync: \(why)"
+        case .unsupportedRemote(let url, let why): "\(url): \(why)"
+        }
+    }
+}

@@ -1,0 +1,214 @@
+import Foundation
+import StoreAPI
+
+extension SyncSession {
+    /// The values and memberships of one record that won against everything this store knew.
+    struct Winner {
+        var entity: String
+        var values: [String: StampedValue] = [:]
+        var members: [String: [UUID: MemberChange]] = [:]
+    }
+
+    /// Lists and fetches the change files other peers wrote since the last pull and applies them in one save.
+    func pull() async throws {
+        let remote = self.remote
+        let cursor = state.cursor
+        let listing = try await deadline.run { try await remote.list(after: cursor) }
+        var batches: [ChangeBatch] = []
+        for name in listing.names {
+            if name.peer == state.peer {
+                if name.sequence <= state.sequence { continue }
+                // A file of this identity that this replica did not write: another replica shares the identity.
+                logger.notice("sync: another replica writes with this peer identity; becoming a new peer",
+                              metadata: ["peer": "\(state.peer)", "remote": "\(remote.displayName)"])
+                becomeNewPeer()
+            }
+            let data = try await deadline.run { try await remote.fetch(name) }
+            guard let batch = ChangeBatch.decode(data), batch.name == name else {
+                report.ignoredFiles += 1
+                logger.warning("sync: ignoring a change file that is not one this version reads",
+                               metadata: ["file": "\(name)", "remote": "\(remote.displayName)"])
+                continue
+            }
+            batches.append(batch)
+        }
+        report.pulledFiles += batches.count
+        try apply(batches)
+        state.cursor = listing.cursor
+    }
+
+    /// Merges the pulled changes with what this store knows and applies the winners in one save.
+    func apply(_ batches: [ChangeBatch]) throws {
+        var winners: [UUID: Winner] = [:]
+        var order: [UUID] = []
+        // Values still waiting for their target won earlier: they take part again.
+        for (_, c) in state.dangling.sorted(by: { $0.key < $1.key }) {
+            var w = Self.winner(c.id, c.entity, &winners, &order)
+            for (k, v) in c.values { w.values[k] = v }
+            for (rel, ms) in c.members { for m in ms { w.members[rel, default: [:]][m.target] = m } }
+            winners[c.id] = w
+        }
+        state.dangling = [:]
+        for batch in batches {
+            for c in batch.changes { merge(c, into: &winners, order: &order) }
+        }
+        guard !winners.isEmpty || needsCleanup else { return }
+        try applyWinners(winners, order: order)
+    }
+
+    private static func winner(_ id: UUID, _ entity: String, _ winners: inout [UUID: Winner], _ order: inout [UUID]) -> Winner {
+        if let w = winners[id] { return w }
+        order.append(id)
+        return Winner(entity: entity)
+    }
+
+    private func merge(_ c: RecordChange, into winners: inout [UUID: Winner], order: inout [UUID]) {
+        guard shapes.shapes[c.entity] != nil else {
+            report.ignoredChanges += 1
+            return
+        }
+        let id = c.id.uuidString
+        if let d = c.deleted {
+            state.clock = state.clock.receiving(d)
+            if let old = state.tombstones[id], old >= d { return }
+            state.tombstones[id] = d
+            state.clocks[id] = nil
+            return
+        }
+        guard state.tombstones[id] == nil else { return }
+        var w = Self.winner(c.id, c.entity, &winners, &order)
+        for (key, v) in c.values {
+            state.clock = state.clock.receiving(v.clock)
+            guard v.clock > (state.clocks[id]?[key] ?? .zero) else { continue }
+            state.clocks[id, default: [:]][key] = v.clock
+            w.values[key] = v
+        }
+        for (rel, members) in c.members {
+            for m in members {
+                state.clock = state.clock.receiving(m.clock)
+                let key = "\(rel)→\(m.target.uuidString)"
+                guard m.clock > (state.clocks[id]?[key] ?? .zero) else { continue }
+                state.clocks[id, default: [:]][key] = m.clock
+                if m.present { state.removed.remove("\(id) \(key)") } else { state.removed.insert("\(id) \(key)") }
+                w.members[rel, default: [:]][m.target] = m
+            }
+        }
+        winners[c.id] = w
+    }
+
+    private func applyWinners(_ winners: [UUID: Winner], order: [UUID]) throws {
+        let context = coordinator.newContext()
+        context.author = SyncEngine.historyAuthor
+        var index: [UUID: ObjectID] = [:]
+        try forEachRecord { r in
+            index[r.globalID] = ObjectID(storeUUID: loaded.identifier, entity: r.entity, primaryKey: r.primaryKey)
+        }
+        var objects: [UUID: ManagedObject] = [:]
+        func object(_ id: UUID) throws -> ManagedObject? {
+            if let o = objects[id] { return o.isDeleted ? nil : o }
+            guard let oid = index[id] else { return nil }
+            let o = try context.object(with: oid)
+            objects[id] = o
+            return o
+        }
+        func gone(_ id: UUID) -> Bool { state.tombstones[id.uuidString] != nil || state.redirects[id.uuidString] != nil }
+
+        // Deleted and merged-away records go, wherever the deletion came from: a global ID never comes back.
+        for (id, _) in index where gone(id) {
+            if let o = try object(id) {
+                try context.delete(o)
+                report.deletedRecords += 1
+            }
+        }
+        var created: [UUID] = []
+        for id in order where !gone(id) && index[id] == nil {
+            guard let w = winners[id], objects[id] == nil else { continue }
+            objects[id] = try context.insert(w.entity, [:], globalID: id, into: loaded)
+            created.append(id)
+        }
+        report.insertedRecords += created.count
+        var updated = 0
+        for id in order {
+            guard let w = winners[id] else { continue }
+            if gone(id) {
+                // Links added to a record merged away by deduplication go to the record it was merged into, as
+                // the merge moved the links it had then.
+                let into = state.resolved(id)
+                guard state.tombstones[id.uuidString] == nil, into != id, let o = try object(into) else { continue }
+                _ = try apply(w, to: o, id: into, object: object, merging: true)
+                continue
+            }
+            guard let o = try object(id) else { continue }
+            if try apply(w, to: o, id: id, object: object, merging: false) { updated += 1 }
+        }
+        report.updatedRecords += max(0, updated - created.count)
+        try deduplicate(context: context, created: created, index: index, object: object)
+        try context.save()
+    }
+
+    /// Sets the winning values on one record; returns whether anything was set. Relationship targets this store does
+    /// not hold yet are kept in the state for the next pull. `merging`: the values are those of a record merged into
+    /// `o`, which takes only its links: members added, and a to-one where it has none.
+    private func apply(_ w: Winner, to o: ManagedObject, id: UUID, object: (UUID) throws -> ManagedObject?,
+                       merging: Bool) throws -> Bool {
+        guard let shape = shapes.shapes[o.entity.name] else { return false }
+        var waiting = RecordChange(entity: o.entity.name, id: id)
+        func target(_ raw: UUID) throws -> ManagedObject? { try object(state.resolved(raw)) }
+        func missing(_ raw: UUID) -> Bool {
+            let r = state.resolved(raw).uuidString
+            return state.tombstones[r] == nil
+        }
+        for key in w.values.keys.sorted() {
+            guard let v = w.values[key], shape.owns(key) else { continue }
+            if merging {
+                if let rel = o.entity.relationships.first(where: { $0.name == key }), !rel.isToMany,
+                   let raw = UUID(uuidString: v.text), let t = try target(raw), t !== o, try o.object(forKey: key) == nil {
+                    try o.setObject(t, forKey: key)
+                }
+                continue
+            }
+            if let i = o.entity.attributes.firstIndex(where: { $0.name == key }) {
+                guard let value = SyncedSchema.value(of: v.text, type: o.entity.attributes[i].type) else {
+                    report.ignoredChanges += 1
+                    continue
+                }
+                if try o.value(forKey: key) != value { try o.setValue(value, forKey: key) }
+            } else if let rel = o.entity.relationships.first(where: { $0.name == key }) {
+                if !rel.isToMany {
+                    var t: ManagedObject? = nil
+                    if let raw = UUID(uuidString: v.text) {
+                        t = try target(raw)
+                        if t == nil, missing(raw) { waiting.values[key] = v }
+                    }
+                    if try o.object(forKey: key) !== t { try o.setObject(t, forKey: key) }
+                } else {
+                    guard let ids = SyncedSchema.ordered(v.text) else { report.ignoredChanges += 1; continue }
+                    var list: [ManagedObject] = []
+                    for raw in ids {
+                        if let t = try target(raw) { if !list.contains(where: { $0 === t }) { list.append(t) } }
+                        else if missing(raw) { waiting.values[key] = v }
+                    }
+                    let current = try o.objects(forKey: key)
+                    if current.count != list.count || zip(current, list).contains(where: { $0 !== $1 }) {
+                        try o.setObjects(list, forKey: key)
+                    }
+                }
+            }
+        }
+        for rel in w.members.keys.sorted() where shape.owns(rel) {
+            for (raw, m) in w.members[rel] ?? [:] {
+                if merging {
+                    if m.present, let t = try target(raw), t !== o { try o.addObject(t, forKey: rel) }
+                    continue
+                }
+                if let t = try target(raw) {
+                    if m.present { try o.addObject(t, forKey: rel) } else { try o.removeObject(t, forKey: rel) }
+                } else if m.present, missing(raw) {
+                    waiting.members[rel, default: []].append(m)
+                }
+            }
+        }
+        if !merging, !waiting.values.isEmpty || !waiting.members.isEmpty { state.dangling[id.uuidString] = waiting }
+        return o.hasChanges
+    }
+}

@@ -1,0 +1,198 @@
+import Foundation
+import StoreAPI
+
+extension SyncSession {
+    /// What one record's local changes since the last push touched.
+    private struct Touched {
+        var entity: String
+        var primaryKey: Int64
+        /// `nil`: every key (an insert, or the records a first push sends).
+        var keys: Set<String>?
+        var deleted: Bool
+    }
+
+    /// Pushes the records the store held when sync was turned on, except values the remote already has (a second
+    /// device restored from the same backup pushes nothing). Afterwards, history is pushed from the token read
+    /// before the records were.
+    func pushBaseline() async throws {
+        // The token first: a save between this and the scan is pushed again next time, never lost.
+        let token = try store.history(after: state.pushedToken).last?.token ?? state.pushedToken
+        var records: [(UUID, Touched)] = []
+        try forEachRecord { r in
+            records.append((r.globalID, Touched(entity: r.entity, primaryKey: r.primaryKey, keys: nil, deleted: false)))
+        }
+        try await push(records, onlyUnstamped: true)
+        state.pushedToken = token
+        state.baselinePushed = true
+    }
+
+    /// Pushes the local changes recorded in history since the last push; changes the engine itself applied (its
+    /// history author) are not local and are never pushed back.
+    func pushHistory() async throws {
+        let transactions = try store.history(after: state.pushedToken)
+        guard let last = transactions.last?.token else { return }
+        var touched: [UUID: Touched] = [:]
+        var order: [UUID] = []
+        for t in transactions where t.author != SyncEngine.historyAuthor {
+            for c in t.changes {
+                guard let shape = shapes.shapes[c.entity] else { continue }
+                var entry = touched[c.globalID] ?? {
+                    order.append(c.globalID)
+                    return Touched(entity: c.entity, primaryKey: c.primaryKey, keys: [], deleted: false)
+                }()
+                switch c.kind {
+                case .insert:
+                    entry.keys = nil
+                    entry.deleted = false
+                    entry.primaryKey = c.primaryKey
+                case .update:
+                    let owned = c.changedKeys.filter(shape.owns)
+                    if entry.keys != nil { entry.keys?.formUnion(owned) }
+                case .delete:
+                    entry.deleted = true
+                }
+                touched[c.globalID] = entry
+            }
+        }
+        let changes = order.compactMap { id -> (UUID, Touched)? in
+            guard let t = touched[id], t.deleted || t.keys == nil || !(t.keys ?? []).isEmpty else { return nil }
+            return (id, t)
+        }
+        try await push(changes, onlyUnstamped: false)
+        state.pushedToken = last
+    }
+
+    /// Writes the changes of the touched records as change files, reading each record's current values.
+    private func push(_ touched: [(UUID, Touched)], onlyUnstamped: Bool) async throws {
+        guard !touched.isEmpty else { return }
+        let now = Date()
+        state.clock = state.clock.tick(now: now, peer: state.peer)
+        let stamp = state.clock
+        var cache: [String: [Int64: UUID]] = [:]
+        var start = 0
+        while start < touched.count {
+            let slice = touched[start..<min(start + Self.recordsPerFile, touched.count)]
+            start += slice.count
+            // Current records of this slice, by hierarchy.
+            var byRoot: [String: Set<Int64>] = [:]
+            for (_, t) in slice where !t.deleted {
+                if let shape = shapes.shapes[t.entity] { byRoot[shape.entity.rootName, default: []].insert(t.primaryKey) }
+            }
+            var current: [String: [Int64: Record]] = [:]
+            for (root, keys) in byRoot {
+                for r in try store.records(withKeys: Array(keys), root: root) { current[root, default: [:]][r.primaryKey] = r }
+            }
+            var changes: [RecordChange] = []
+            for (id, t) in slice {
+                guard let shape = shapes.shapes[t.entity] else { continue }
+                guard !t.deleted, let record = current[shape.entity.rootName]?[t.primaryKey], record.globalID == id else {
+                    if state.tombstones[id.uuidString] == nil {
+                        changes.append(RecordChange(entity: t.entity, id: id, deleted: stamp))
+                    }
+                    continue
+                }
+                // A record under a global ID deleted or merged away elsewhere (inserted again here): the next apply
+                // removes it instead of pushing it.
+                if state.tombstones[id.uuidString] != nil || state.redirects[id.uuidString] != nil {
+                    needsCleanup = true
+                    continue
+                }
+                let change = try recordChange(record, shape: shape, keys: t.keys, stamp: stamp, onlyUnstamped: onlyUnstamped, cache: &cache)
+                if !change.values.isEmpty || !change.members.isEmpty { changes.append(change) }
+            }
+            guard !changes.isEmpty else { continue }
+            try await write(changes)
+        }
+    }
+
+    /// The change of one record: its values for `keys` (all for `nil`), stamped.
+    private func recordChange(_ r: Record, shape: SyncedSchema.Shape, keys: Set<String>?, stamp: HybridLogicalClock,
+                              onlyUnstamped: Bool, cache: inout [String: [Int64: UUID]]) throws -> RecordChange {
+        var change = RecordChange(entity: r.entity, id: r.globalID)
+        let known = state.clocks[r.globalID.uuidString] ?? [:]
+        func wanted(_ key: String) -> Bool { (keys?.contains(key) ?? true) && !(onlyUnstamped && known[key] != nil) }
+        for i in shape.attributes {
+            let name = shape.entity.attributes[i].name
+            guard wanted(name) else { continue }
+            change.values[name] = StampedValue(clock: stamp, text: try SyncedSchema.text(of: r.attributes[i]))
+        }
+        for i in shape.relationships {
+            let rel = shape.entity.relationships[i]
+            guard keys?.contains(rel.name) ?? true else { continue }
+            let root = shape.destinationRoots[i]
+            let targetKeys = r.relationships[i].keys
+            let ids = try globalIDs(root: root, keys: Set(targetKeys), cache: &cache)
+            let targets = targetKeys.compactMap { ids[$0] }
+            if !rel.isToMany || rel.isOrdered {
+                guard wanted(rel.name) else { continue }
+                let text = rel.isToMany ? SyncedSchema.text(ofOrdered: targets) : (targets.first?.uuidString ?? "")
+                change.values[rel.name] = StampedValue(clock: stamp, text: text)
+            } else {
+                // Memberships that changed since they last synced: new targets added, vanished ones removed.
+                let prefix = rel.name + "→"
+                var previous = Set<UUID>()
+                for (key, _) in known where key.hasPrefix(prefix) {
+                    if let t = UUID(uuidString: String(key.dropFirst(prefix.count))),
+                       !state.removed.contains("\(r.globalID.uuidString) \(key)") { previous.insert(t) }
+                }
+                let now = Set(targets)
+                var members: [MemberChange] = []
+                for t in targets where !previous.contains(t) { members.append(MemberChange(target: t, present: true, clock: stamp)) }
+                if !onlyUnstamped {
+                    for t in previous.subtracting(now).sorted(by: { $0.uuidString < $1.uuidString }) {
+                        members.append(MemberChange(target: t, present: false, clock: stamp))
+                    }
+                }
+                if !members.isEmpty { change.members[rel.name] = members }
+            }
+        }
+        return change
+    }
+
+    /// Writes one change file under this peer's next sequence and records what it won. A name that exists already
+    /// means another replica shares this peer identity (a copy, or a backup restored in place): this store then
+    /// becomes a new peer and writes the file under that one.
+    private func write(_ changes: [RecordChange]) async throws {
+        while true {
+            let batch = ChangeBatch(peer: state.peer, sequence: state.sequence + 1, changes: changes)
+            let data = try batch.encoded()
+            let remote = self.remote
+            let outcome = try await deadline.run { try await remote.put(data, as: batch.name) }
+            if outcome == .created {
+                state.sequence = batch.sequence
+                record(batch)
+                report.pushedFiles += 1
+                report.pushedRecords += changes.count
+                return
+            }
+            logger.notice("sync: change file name taken by another replica with this peer identity; becoming a new peer",
+                          metadata: ["peer": "\(state.peer)", "remote": "\(remote.displayName)"])
+            becomeNewPeer()
+        }
+    }
+
+    /// Records the stamps of a change file this peer wrote as the winning ones.
+    private func record(_ batch: ChangeBatch) {
+        for c in batch.changes {
+            let id = c.id.uuidString
+            if let d = c.deleted { state.tombstones[id] = d; state.clocks[id] = nil; continue }
+            for (key, v) in c.values { state.clocks[id, default: [:]][key] = v.clock }
+            for (rel, members) in c.members {
+                for m in members {
+                    let key = "\(rel)→\(m.target.uuidString)"
+                    state.clocks[id, default: [:]][key] = m.clock
+                    if m.present { state.removed.remove("\(id) \(key)") } else { state.removed.insert("\(id) \(key)") }
+                }
+            }
+        }
+    }
+
+    /// Gives this replica a new peer identity that keeps everything else it knows (what it pushed and pulled).
+    func becomeNewPeer() {
+        let peer = UUID()
+        state.peer = peer
+        state.sequence = 0
+        state.clock = HybridLogicalClock(wall: state.clock.wall, counter: state.clock.counter, peer: peer)
+        report.becameNewPeer = true
+    }
+}

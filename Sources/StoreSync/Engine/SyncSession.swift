@@ -1,0 +1,60 @@
+import Foundation
+import Logging
+import StoreAPI
+
+/// One run of sync for one store: push, then pull, against one deadline. It works on a copy of the store's sync
+/// state and the caller writes that copy back only when the run succeeded, so a failed run leaves the state as it
+/// was and the next run repeats what this one could not finish.
+final class SyncSession {
+    let loaded: LoadedStore
+    let coordinator: StoreCoordinator
+    let remote: any SyncRemote
+    let deadline: Deadline
+    let logger: Logger
+    let shapes: SyncedSchema
+    var state: SyncState
+    var report: SyncReport
+    /// Set when the store holds a record whose global ID was deleted or merged away elsewhere, so that the pull
+    /// removes it even when it brings nothing new.
+    var needsCleanup = false
+
+    /// Records per change file: small enough to write and read in one piece, large enough that an initial push of
+    /// a big store is a manageable number of files.
+    static let recordsPerFile = 2_000
+
+    init(loaded: LoadedStore, coordinator: StoreCoordinator, remote: any SyncRemote, deadline: Deadline, logger: Logger,
+         state: SyncState, report: SyncReport) {
+        self.loaded = loaded
+        self.coordinator = coordinator
+        self.remote = remote
+        self.deadline = deadline
+        self.logger = logger
+        self.shapes = SyncedSchema(schema: coordinator.schema, entityNames: loaded.entityNames)
+        self.state = state
+        self.report = report
+    }
+
+    var store: any PersistentStore { loaded.store }
+
+    /// Global IDs of records by hierarchy root and primary key, read a batch at a time.
+    func globalIDs(root: String, keys: Set<Int64>, cache: inout [String: [Int64: UUID]]) throws -> [Int64: UUID] {
+        let missing = keys.filter { cache[root]?[$0] == nil }
+        if !missing.isEmpty {
+            for r in try store.records(withKeys: Array(missing), root: root) { cache[root, default: [:]][r.primaryKey] = r.globalID }
+        }
+        return cache[root] ?? [:]
+    }
+
+    /// Every record of the synced entities, a page at a time.
+    func forEachRecord(_ body: (Record) throws -> Void) throws {
+        for name in shapes.concrete {
+            var after: Int64? = nil
+            while true {
+                let page = try store.scan(entity: name, after: after, limit: 1_000)
+                for r in page { try body(r) }
+                guard let last = page.last, page.count == 1_000 else { break }
+                after = last.primaryKey
+            }
+        }
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import StoreAPI
+
+/// What of a store's schema syncs, and how each value is written in a change file.
+///
+/// Only the entities of the store's configuration sync. Each relationship that has an inverse syncs from one side
+/// only, its *owning* side, and the other side follows from it when the change is applied: the to-one side of a
+/// one-to-many, otherwise the side whose name sorts first. Syncing both sides would let the two sides of one link
+/// win different conflicts.
+struct SyncedSchema {
+    struct Shape {
+        let entity: Entity
+        /// Attribute positions that sync (stored, not derived).
+        let attributes: [Int]
+        /// Relationship positions that sync (owning sides).
+        let relationships: [Int]
+        /// Destination hierarchy root of each relationship, aligned with ``Entity/relationships``.
+        let destinationRoots: [String]
+
+        func owns(_ key: String) -> Bool {
+            if let i = entity.attributes.firstIndex(where: { $0.name == key }) { return attributes.contains(i) }
+            if let i = entity.relationships.firstIndex(where: { $0.name == key }) { return relationships.contains(i) }
+            return false
+        }
+    }
+
+    let schema: Schema
+    /// Concrete and abstract entities of the configuration, by name.
+    let shapes: [String: Shape]
+    /// The concrete entities, in schema order: what a full scan reads.
+    let concrete: [String]
+
+    init(schema: Schema, entityNames: Set<String>) {
+        self.schema = schema
+        var shapes: [String: Shape] = [:]
+        var concrete: [String] = []
+        for entity in schema.entities where entityNames.contains(entity.name) {
+            let attributes = entity.attributes.indices.filter { entity.attributes[$0].derivation == nil && !entity.attributes[$0].isTransient }
+            let relationships = entity.relationships.indices.filter { Self.isOwningSide(entity.relationships[$0], of: entity, schema) }
+            let roots = entity.relationships.map { schema.entity(named: $0.destination)?.rootName ?? $0.destination }
+            shapes[entity.name] = Shape(entity: entity, attributes: attributes, relationships: relationships, destinationRoots: roots)
+            if !entity.isAbstract { concrete.append(entity.name) }
+        }
+        self.shapes = shapes
+        self.concrete = concrete
+    }
+
+    private static func isOwningSide(_ r: RelationshipDescription, of entity: Entity, _ schema: Schema) -> Bool {
+        if r.isTransient { return false }
+        guard let inverseName = r.inverse, let destination = schema.entity(named: r.destination),
+              let inverse = destination.relationships.first(where: { $0.name == inverseName })
+        else { return true }
+        if r.isToMany != inverse.isToMany { return !r.isToMany }
+        if r.name != inverse.name { return r.name < inverse.name }
+        return entity.rootName <= destination.rootName
+    }
+
+    // MARK: Values
+
+    /// The JSON text of an attribute value: a one-element array, so every value (a bare string or number too) is a
+    /// complete JSON document.
+    static func text(of value: StoreValue) throws -> String {
+        let data = try JSONSerialization.data(withJSONObject: [value.jsonObject], options: [.fragmentsAllowed])
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Reads an attribute value written by ``text(of:)``; `nil` when the text is not a value of `type`.
+    static func value(of text: String, type: AttributeType) -> StoreValue? {
+        guard let array = try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed]) as? [Any],
+              array.count == 1
+        else { return nil }
+        return StoreValue(json: array[0], type: type)
+    }
+
+    /// The text of an ordered to-many value: a JSON array of global IDs.
+    static func text(ofOrdered ids: [UUID]) -> String {
+        "[" + ids.map { "\"\($0.uuidString)\"" }.joined(separator: ",") + "]"
+    }
+
+    /// Reads ``text(ofOrdered:)``; `nil` when malformed.
+    static func ordered(_ text: String) -> [UUID]? {
+        guard let array = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String] else { return nil }
+        let ids = array.compactMap(UUID.init(uuidString:))
+        return ids.count == array.count ? ids : nil
+    }
+}

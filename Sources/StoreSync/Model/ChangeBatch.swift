@@ -1,0 +1,74 @@
+import Foundation
+
+/// One immutable change file: the changes one peer pushed in one go, each value with the clock stamp of the change
+/// that set it. Records are named by global ID only; primary keys never leave a store.
+struct ChangeBatch: Sendable, Hashable, Codable {
+    /// The layout this version writes; files of another layout are ignored, never misread.
+    static let currentFormat = 1
+
+    var format: Int
+    /// The writing peer.
+    var peer: UUID
+    /// The file's position among its peer's files, from 1.
+    var sequence: Int64
+    var changes: [RecordChange]
+
+    init(peer: UUID, sequence: Int64, changes: [RecordChange]) {
+        self.format = Self.currentFormat
+        self.peer = peer
+        self.sequence = sequence
+        self.changes = changes
+    }
+
+    var name: ChangeFileName { ChangeFileName(peer: peer, sequence: sequence) }
+
+    func encoded() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return try encoder.encode(self)
+    }
+
+    /// Decodes a fetched file; `nil` when it is not a change file of this layout (a foreign or damaged file).
+    static func decode(_ data: Data) -> ChangeBatch? {
+        guard let batch = try? JSONDecoder().decode(ChangeBatch.self, from: data), batch.format == currentFormat else {
+            return nil
+        }
+        return batch
+    }
+}
+
+/// What one record's change says: a tombstone, stamped values of attributes and single-valued relationships, and
+/// stamped memberships of unordered to-many relationships.
+struct RecordChange: Sendable, Hashable, Codable {
+    var entity: String
+    var id: UUID
+    /// Set when the record was deleted: the stamp of the deletion. A deleted global ID never comes back.
+    var deleted: HybridLogicalClock?
+    /// Attribute name → its value's JSON text; to-one relationship name → the target's global ID (empty for none);
+    /// ordered to-many name → a JSON array of global IDs.
+    var values: [String: StampedValue]
+    /// Unordered to-many relationship name → membership changes.
+    var members: [String: [MemberChange]]
+
+    init(entity: String, id: UUID, deleted: HybridLogicalClock? = nil, values: [String: StampedValue] = [:],
+         members: [String: [MemberChange]] = [:]) {
+        self.entity = entity
+        self.id = id
+        self.deleted = deleted
+        self.values = values
+        self.members = members
+    }
+}
+
+/// A value with the stamp of the change that set it.
+struct StampedValue: Sendable, Hashable, Codable {
+    var clock: HybridLogicalClock
+    var text: String
+}
+
+/// A target added to (`present`) or removed from an unordered to-many relationship, stamped.
+struct MemberChange: Sendable, Hashable, Codable {
+    var target: UUID
+    var present: Bool
+    var clock: HybridLogicalClock
+}

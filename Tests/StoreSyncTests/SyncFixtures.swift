@@ -8,7 +8,7 @@ import Testing
 import XMLBackend
 
 /// The library schema the sync tests use: authors, books and tags. `Tag.name` is a uniqueness constraint (the
-/// deduplication key); `Book.related` is an ordered to-many without an inverse.
+/// deduplication key); `Book.related` is an ordered many-to-many.
 enum SyncFixtures {
     static let schema: Schema = {
         do {
@@ -26,7 +26,8 @@ enum SyncFixtures {
                 ], relationships: [
                     RelationshipDescription(name: "author", destination: "Author", inverse: "books"),
                     RelationshipDescription(name: "tags", destination: "Tag", inverse: "books", isToMany: true),
-                    RelationshipDescription(name: "related", destination: "Book", isToMany: true, isOrdered: true),
+                    RelationshipDescription(name: "related", destination: "Book", inverse: "relatedBy", isToMany: true, isOrdered: true),
+                    RelationshipDescription(name: "relatedBy", destination: "Book", inverse: "related", isToMany: true),
                 ]),
                 EntityDescription(name: "Tag", attributes: [
                     AttributeDescription(name: "name", type: .string),

@@ -111,6 +111,10 @@ public actor SyncEngine {
             try save(session.state)
             try await session.pull()
         }
+        if !session.merges.isEmpty {
+            try save(session.state)
+            try await session.pushMerges()
+        }
         if session.needsCleanup { try session.apply([]) }
         session.state.lastSync = Date()
         try save(session.state)

@@ -73,6 +73,7 @@ extension SyncSession {
             if let old = state.tombstones[id], old >= d { return }
             state.tombstones[id] = d
             state.clocks[id] = nil
+            needsCleanup = true
             return
         }
         guard state.tombstones[id] == nil else { return }
@@ -142,8 +143,9 @@ extension SyncSession {
             if try apply(w, to: o, id: id, object: object, merging: false) { updated += 1 }
         }
         report.updatedRecords += max(0, updated - created.count)
-        try deduplicate(context: context, created: created, index: index, object: object)
+        try deduplicate(entities: Set(order.filter { !gone($0) }.compactMap { winners[$0]?.entity }), context: context)
         try context.save()
+        needsCleanup = false
     }
 
     /// Sets the winning values on one record; returns whether anything was set. Relationship targets this store does

@@ -62,6 +62,26 @@ extension SyncSession {
         state.pushedToken = last
     }
 
+    /// Pushes what the last pull's deduplication changed: every peer must see a merge, and the pull's own save
+    /// (history author ``SyncEngine/historyAuthor``) is never pushed.
+    func pushMerges() async throws {
+        guard !merges.isEmpty else { return }
+        var touched: [UUID: Touched] = [:]
+        var order: [UUID] = []
+        for m in merges {
+            guard let shape = shapes.shapes[m.entity] else { continue }
+            var entry = touched[m.id] ?? {
+                order.append(m.id)
+                return Touched(entity: m.entity, primaryKey: m.primaryKey, keys: [], deleted: false)
+            }()
+            if m.deleted { entry.deleted = true } else { entry.keys?.formUnion((m.keys ?? []).filter(shape.owns)) }
+            touched[m.id] = entry
+        }
+        merges = []
+        try await push(order.compactMap { id in touched[id].map { (id, $0) } }.filter { $0.1.deleted || !($0.1.keys ?? []).isEmpty },
+                       onlyUnstamped: false)
+    }
+
     /// Writes the changes of the touched records as change files, reading each record's current values.
     private func push(_ touched: [(UUID, Touched)], onlyUnstamped: Bool) async throws {
         guard !touched.isEmpty else { return }

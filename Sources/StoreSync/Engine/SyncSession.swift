@@ -14,9 +14,21 @@ final class SyncSession {
     let shapes: SyncedSchema
     var state: SyncState
     var report: SyncReport
-    /// Set when the store holds a record whose global ID was deleted or merged away elsewhere, so that the pull
-    /// removes it even when it brings nothing new.
+    /// Set when records must be removed even if no value won: a deletion arrived, or the store holds a record
+    /// under a global ID deleted or merged away elsewhere.
     var needsCleanup = false
+    /// What deduplication changed in the last pull, pushed after it like local changes.
+    var merges: [MergeChange] = []
+
+    /// A record a merge deleted or relinked.
+    struct MergeChange {
+        var id: UUID
+        var entity: String
+        var primaryKey: Int64
+        /// The relationships that changed; `nil` with ``deleted``.
+        var keys: Set<String>?
+        var deleted: Bool
+    }
 
     /// Records per change file: small enough to write and read in one piece, large enough that an initial push of
     /// a big store is a manageable number of files.

@@ -48,7 +48,7 @@ struct StoreCtl: ParsableCommand {
         subcommands: [
             CreateCommand.self, ImportCommand.self, ExportCommand.self, InfoCommand.self, SchemaCommand.self,
             ConvertCommand.self, CopyCommand.self, ReplaceCommand.self, RelocateCommand.self, DestroyCommand.self,
-            VerifyCommand.self, DiffCommand.self, UpgradeCommand.self,
+            VerifyCommand.self, DiffCommand.self, UpgradeCommand.self, SyncCommand.self,
         ]
     )
 }

@@ -17,8 +17,14 @@ struct ImportCommand: ParsableCommand {
             The whole file is checked first; every problem is reported with its line number and nothing is written. \
             Otherwise all records are written in one transaction.
 
+            With --upsert, a line whose "id" names a stored record updates it (only the attributes and \
+            relationships the line gives; a to-many is replaced by the given list), other lines insert, and a line \
+            {"entity":"Book","id":"<UUID>","delete":true} deletes the record: every kind of change can be scripted, \
+            and a synced store pushes it on its next sync. Still all or nothing.
+
             Examples:
               storectl import library.sqlite library.ndjson
+              storectl import library.sqlite changes.ndjson --upsert
               generate-records | storectl import library.sqlite -
               storectl import library.lmdb more.ndjson --history-author nightly
             """
@@ -36,12 +42,19 @@ struct ImportCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Record the import as a history transaction by this author.", valueName: "name"))
     var historyAuthor: String?
 
+    @Flag(name: .long, help: "Update records whose id exists, delete those of {\"delete\":true} lines, insert the rest.")
+    var upsert = false
+
     @OptionGroup var common: CommonOptions
 
     func run() throws {
         try runCommand("import", logLevel: common.logLevel) {
             let start = Date()
             let url = URL(fileURLWithPath: store)
+            if upsert { return try runUpsert(url, start: start) }
+            // A synced store pushes what its history records: an import into one is always recorded.
+            let synced = (try? Backends.existing(url, type: type).readMetadata(at: url).syncOptions) != nil
+            let historyAuthor = self.historyAuthor ?? (synced ? "storectl import" : nil)
             let (_, opened) = try Backends.open(url, type: type, readOnly: false)
             let summary: NDJSONImporter.Summary
             do {
@@ -59,6 +72,28 @@ struct ImportCommand: ParsableCommand {
             if summary.updated > 0 { line += "; \(Console.count(summary.updated)) stored records gained links" }
             Console.note(line + " in \(Console.seconds(since: start))", quiet: common.quiet)
         }
+    }
+
+    private func runUpsert(_ url: URL, start: Date) throws {
+        let backend = try Backends.existing(url, type: type)
+        let metadata = try backend.readMetadata(at: url)
+        let coordinator = StoreCoordinator(schema: metadata.schema, registry: Backends.registry)
+        var description = StoreDescription(url: url, type: backend.typeIdentifier, configuration: metadata.configuration)
+        description.options.historyTracking = true
+        description.options.createIfMissing = false
+        let loaded = try coordinator.addStore(description)
+        defer { try? coordinator.removeStore(loaded) }
+        let data: Data
+        if file == "-" { data = FileHandle.standardInput.readDataToEndOfFile() } else {
+            do { data = try Data(contentsOf: URL(fileURLWithPath: file)) } catch {
+                throw CommandFailure("\(file): cannot read: \(error.localizedDescription)")
+            }
+        }
+        let summary = try UpsertImport(coordinator: coordinator, store: loaded, name: file == "-" ? "<stdin>" : file,
+                                       author: historyAuthor ?? "storectl import").run(data)
+        try coordinator.removeStore(loaded)
+        Console.note("\(url.path): \(Console.count(summary.inserted)) inserted, \(Console.count(summary.updated)) updated, "
+            + "\(Console.count(summary.deleted)) deleted in \(Console.seconds(since: start))", quiet: common.quiet)
     }
 
     static func importRecords(from file: String, into store: any PersistentStore, historyAuthor: String?,

@@ -1,0 +1,99 @@
+import Foundation
+import StoreAPI
+import StoreTestSupport
+import Testing
+
+/// `storectl sync` and `storectl import --upsert` through the real binary: two stores on two paths syncing
+/// through a folder, as the README shows.
+@Suite("storectl sync")
+struct StorectlSyncTests {
+    @discardableResult
+    private func run(_ arguments: [String], in dir: TemporaryDirectory, stdin: URL? = nil,
+                     sourceLocation: SourceLocation = #_sourceLocation) throws -> Child {
+        let child = try Child.storectl(arguments, in: dir, stdin: stdin)
+        #expect(child.status == 0, "storectl \(arguments.joined(separator: " ")): \(child.stderr)", sourceLocation: sourceLocation)
+        return child
+    }
+
+    private func json(_ child: Child) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(child.stdout.utf8)) as? [String: Any], "\(child.stdout)")
+    }
+
+    @Test func twoStoresSyncThroughAFolderAndUpsertsReachTheOther() throws {
+        let dir = try TemporaryDirectory("storectl-sync")
+        let share = try dir.directory("share")
+        let model = PackagePaths.libraryModel.path
+        // The same seed data on two machines: the same records, the same global IDs. (Lines without an id would get
+        // a new global ID on each machine: distinct records, which sync keeps apart.)
+        let lines = try String(contentsOf: PackagePaths.libraryData, encoding: .utf8).split(separator: "\n").filter { $0.contains("\"id\"") }
+        let data = try dir.write(lines.joined(separator: "\n"), to: "seed.ndjson").path
+        try run(["create", "a.sqlite", "--model", model, "--import", data, "--quiet"], in: dir)
+        try run(["create", "b.lmdb", "--model", model, "--import", data, "--quiet"], in: dir)
+        let remote = "file://\(share.path)"
+
+        let first = try json(try run(["sync", "a.sqlite", "--remote", remote, "--container", "library", "--json"], in: dir))
+        #expect(first["pushedRecords"] as? Int == lines.count)
+        #expect(first["attached"] as? Bool == true)
+        let second = try json(try run(["sync", "b.lmdb", "--remote", remote, "--container", "library", "--json"], in: dir))
+        #expect(second["pushedRecords"] as? Int == 0, "the remote already holds every record")
+        #expect(second["insertedRecords"] as? Int == 0, "not a single duplicate")
+
+        // Every kind of change, scripted: an update, a delete and an insert.
+        let book = "EF4FCA33-DF3E-436C-A5CC-E79720D622FE"
+        let other = "F0DFA884-BDB5-4D1D-B4CD-D34AAAEB2F03"
+        let newTag = UUID().uuidString
+        let changes = try dir.write("""
+            {"entity":"Book","id":"\(book)","attributes":{"title":"Paper, revised","pages":800},"relationships":{"tags":["\(newTag)"]}}
+            {"entity":"Book","id":"\(other)","delete":true}
+            {"entity":"Tag","id":"\(newTag)","attributes":{"name":"synced-tag"}}
+            """, to: "changes.ndjson")
+        let upsert = try run(["import", "a.sqlite", changes.path, "--upsert"], in: dir)
+        #expect(upsert.stderr.contains("1 inserted, 1 updated, 1 deleted"), "\(upsert.stderr)")
+
+        let push = try json(try run(["sync", "a.sqlite", "--json"], in: dir))
+        #expect(push["pushedRecords"] as? Int ?? 0 >= 3)
+        let pull = try json(try run(["sync", "b.lmdb", "--json"], in: dir))
+        #expect(pull["insertedRecords"] as? Int == 1)
+        #expect(pull["deletedRecords"] as? Int == 1)
+        #expect(pull["updatedRecords"] as? Int ?? 0 >= 1)
+        let diff = try Child.storectl(["diff", "a.sqlite", "b.lmdb", "--records-only"], in: dir)
+        #expect(diff.status == 0, "\(diff.stdout)\(diff.stderr)")
+
+        let status = try json(try run(["sync", "a.sqlite", "--status", "--json"], in: dir))
+        #expect(status["isAttached"] as? Bool == true)
+        #expect(status["pendingTransactions"] as? Int == 0)
+        let text = try run(["sync", "a.sqlite", "--status"], in: dir)
+        #expect(text.stdout.contains("container 'library'"))
+
+        // A plain import into a synced store is recorded, so the next sync pushes it.
+        let more = try dir.write("""
+            {"entity":"Tag","attributes":{"name":"imported later"}}
+            """, to: "more.ndjson")
+        try run(["import", "a.sqlite", more.path, "--quiet"], in: dir)
+        let pending = try json(try run(["sync", "a.sqlite", "--status", "--json"], in: dir))
+        #expect(pending["pendingTransactions"] as? Int == 1)
+    }
+
+    @Test func detachAndMisuseAreClearErrors() throws {
+        let dir = try TemporaryDirectory("storectl-sync-errors")
+        let share = try dir.directory("share")
+        try run(["create", "a.sqlite", "--model", PackagePaths.libraryModel.path, "--quiet"], in: dir)
+        let never = try Child.storectl(["sync", "a.sqlite"], in: dir)
+        #expect(never.status == 2 && never.stderr.contains("has no remote yet"), "\(never.stderr)")
+        let missing = try Child.storectl(["sync", "a.sqlite", "--remote", dir.path("not-mounted").path, "--timeout", "5"], in: dir)
+        #expect(missing.status == 2 && missing.stderr.contains("does not exist or is not reachable"), "\(missing.stderr)")
+        try run(["sync", "a.sqlite", "--remote", share.path, "--container", "one", "--quiet"], in: dir)
+        let other = try Child.storectl(["sync", "a.sqlite", "--remote", share.path, "--container", "two"], in: dir)
+        #expect(other.status == 2 && other.stderr.contains("--detach it first"), "\(other.stderr)")
+        try run(["sync", "a.sqlite", "--detach", "--quiet"], in: dir)
+        let status = try json(try run(["sync", "a.sqlite", "--status", "--json"], in: dir))
+        #expect(status["isAttached"] as? Bool == false)
+        try run(["sync", "a.sqlite", "--remote", share.path, "--container", "two", "--quiet"], in: dir)
+        let bad = try dir.write("""
+            {"entity":"Book","id":"\(UUID().uuidString)","delete":true}
+            {"entity":"Nope"}
+            """, to: "bad.ndjson")
+        let rejected = try Child.storectl(["import", "a.sqlite", bad.path, "--upsert"], in: dir)
+        #expect(rejected.status == 2 && rejected.stderr.contains("bad.ndjson:2"), "\(rejected.stderr)")
+    }
+}

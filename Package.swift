@@ -139,7 +139,10 @@ let package = Package(
         // Sync engine and remotes: scenarios, corner cases and random convergence across backends, and storectl sync.
         .testTarget(
             name: "StoreSyncTests",
-            dependencies: ["StoreAPI", "StoreSync", "SQLiteBackend", "LMDBBackend", "XMLBackend", "storectl", "StoreTestSupport"]
+            dependencies: [
+                "StoreAPI", "StoreSync", "SQLiteBackend", "LMDBBackend", "XMLBackend", "storectl", "StoreTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         // Seeded mutation fuzzing of every reader of untrusted input (a short deterministic run; longer by env var).
         .testTarget(

@@ -1,5 +1,6 @@
 import Foundation
 import LMDBBackend
+import Logging
 import SQLiteBackend
 import StoreAPI
 @testable import StoreSync
@@ -70,14 +71,14 @@ final class Replica {
 
     /// A replica of `type` at `url` (`nil`: an anonymous in-memory store).
     init(_ url: URL?, type: String, remote: any SyncRemote, options: SyncOptions = SyncFixtures.options,
-         timeout: Double = 30) throws {
+         timeout: Double = 30, logger: Logger = Logger(label: "sync-tests")) throws {
         coordinator = StoreCoordinator(schema: SyncFixtures.schema, registry: SyncFixtures.registry)
         var description = StoreDescription(url: url, type: type, syncOptions: options)
         description.options.historyTracking = true
         loaded = try coordinator.addStore(description)
         self.remote = remote
         self.timeout = timeout
-        engine = try SyncEngine(store: loaded, coordinator: coordinator, remote: remote, timeout: timeout)
+        engine = try SyncEngine(store: loaded, coordinator: coordinator, remote: remote, timeout: timeout, logger: logger)
     }
 
     /// Reloads the engine after a store operation replaced the loaded store.

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import StoreAPI
 @testable import StoreSync
 import StoreTestSupport
@@ -190,6 +191,24 @@ struct SyncScenarioTests {
         let online = try Replica(dir.path("a.sqlite"), type: "sqlite", remote: remote)
         let report = try await online.sync()
         #expect(report.pushedRecords == 3 + 3 + 1 + 20)
+    }
+
+    @Test func syncLogsCountsNeverValues() async throws {
+        let dir = try TemporaryDirectory("sync-logging")
+        let capture = LogCapture()
+        let remote = InMemoryRemote()
+        let a = try Replica(dir.path("a.sqlite"), type: "sqlite", remote: remote, logger: capture.logger(level: .trace))
+        let secret = "Secret title \(UUID().uuidString)"
+        try a.insert("Book", ["title": .string(secret), "pages": .integer64(4_242_424)])
+        try await a.sync()
+        let b = try Replica(nil, type: "memory", remote: remote, logger: capture.logger(level: .trace))
+        try await b.sync()
+        let lines = capture.all
+        #expect(lines.contains { $0.message == "sync finished" && $0.metadata["pushedRecords"] == "1" })
+        for line in lines {
+            let text = line.message + " " + line.metadata.values.joined(separator: " ")
+            #expect(!text.contains("Secret title") && !text.contains("4242424"), "\(text)")
+        }
     }
 
     @Test func changedRemoteIdentityDetachesInsteadOfMerging() async throws {

@@ -20,12 +20,17 @@ struct Deadline: Sendable {
         let timeoutError = SyncError.timedOut(remoteName, seconds: seconds)
         return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             let once = ResumeOnce(continuation)
-            let work = Task {
-                do { once.resume(.success(try await body())) } catch { once.resume(.failure(error)) }
+            let timer = Task {
+                // Cancelled: the call answered in time.
+                do { try await Task.sleep(for: remaining) } catch { return }
+                once.resume(.failure(timeoutError))
             }
             Task {
-                try? await Task.sleep(for: remaining)
-                if once.resume(.failure(timeoutError)) { work.cancel() }
+                let result: Result<T, any Error>
+                do { result = .success(try await body()) } catch { result = .failure(error) }
+                // The timer is not needed any more: it must not sleep on for every call made.
+                timer.cancel()
+                once.resume(result)
             }
         }
     }

@@ -76,15 +76,4 @@ extension SyncSession {
         }
         try context.delete(loser)
     }
-
-    /// Every record of one concrete entity, a page at a time.
-    func forEachRecord(of name: String, _ body: (Record) throws -> Void) throws {
-        var after: Int64? = nil
-        while true {
-            let page = try store.scan(entity: name, after: after, limit: 1_000)
-            for r in page { try body(r) }
-            guard let last = page.last, page.count == 1_000 else { break }
-            after = last.primaryKey
-        }
-    }
 }

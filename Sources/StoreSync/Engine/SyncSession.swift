@@ -59,14 +59,17 @@ final class SyncSession {
 
     /// Every record of the synced entities, a page at a time.
     func forEachRecord(_ body: (Record) throws -> Void) throws {
-        for name in shapes.concrete {
-            var after: Int64? = nil
-            while true {
-                let page = try store.scan(entity: name, after: after, limit: 1_000)
-                for r in page { try body(r) }
-                guard let last = page.last, page.count == 1_000 else { break }
-                after = last.primaryKey
-            }
+        for name in shapes.concrete { try forEachRecord(of: name, body) }
+    }
+
+    /// Every record of one concrete entity, a page at a time.
+    func forEachRecord(of name: String, _ body: (Record) throws -> Void) throws {
+        var after: Int64? = nil
+        while true {
+            let page = try store.scan(entity: name, after: after, limit: 1_000)
+            for r in page { try body(r) }
+            guard let last = page.last, page.count == 1_000 else { break }
+            after = last.primaryKey
         }
     }
 }

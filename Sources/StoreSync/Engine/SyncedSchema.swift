@@ -5,8 +5,8 @@ import StoreAPI
 ///
 /// Only the entities of the store's configuration sync. Each relationship that has an inverse syncs from one side
 /// only, its *owning* side, and the other side follows from it when the change is applied: the to-one side of a
-/// one-to-many, otherwise the side whose name sorts first. Syncing both sides would let the two sides of one link
-/// win different conflicts.
+/// one-to-many, the ordered side of a many-to-many with one, otherwise the side whose name sorts first. Syncing
+/// both sides would let the two sides of one link win different conflicts.
 struct SyncedSchema {
     struct Shape {
         let entity: Entity
@@ -51,6 +51,8 @@ struct SyncedSchema {
               let inverse = destination.relationships.first(where: { $0.name == inverseName })
         else { return true }
         if r.isToMany != inverse.isToMany { return !r.isToMany }
+        // Of a many-to-many, the ordered side, so that its order is what syncs.
+        if r.isOrdered != inverse.isOrdered { return r.isOrdered }
         if r.name != inverse.name { return r.name < inverse.name }
         return entity.rootName <= destination.rootName
     }

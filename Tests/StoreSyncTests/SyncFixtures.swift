@@ -18,7 +18,7 @@ enum SyncFixtures {
                     AttributeDescription(name: "name", type: .string),
                     AttributeDescription(name: "born", type: .integer32),
                 ], relationships: [
-                    RelationshipDescription(name: "books", destination: "Book", inverse: "author", isToMany: true),
+                    RelationshipDescription(name: "books", destination: "Book", inverse: "author", isToMany: true, isOrdered: true),
                 ]),
                 EntityDescription(name: "Book", attributes: [
                     AttributeDescription(name: "title", type: .string),

@@ -73,6 +73,7 @@ extension SyncSession {
             if let old = state.tombstones[id], old >= d { return }
             state.tombstones[id] = d
             state.clocks[id] = nil
+            state.orderHints[id] = nil
             needsCleanup = true
             return
         }
@@ -82,6 +83,7 @@ extension SyncSession {
             state.clock = state.clock.receiving(v.clock)
             guard v.clock > (state.clocks[id]?[key] ?? .zero) else { continue }
             state.clocks[id, default: [:]][key] = v.clock
+            if shapes.shapes[c.entity]?.isOrderHint(key) == true { state.orderHints[id, default: [:]][key] = v.text }
             w.values[key] = v
         }
         for (rel, members) in c.members {
@@ -144,6 +146,14 @@ extension SyncSession {
         }
         report.updatedRecords += max(0, updated - created.count)
         try deduplicate(entities: Set(order.filter { !gone($0) }.compactMap { winners[$0]?.entity }), context: context)
+        // Records whose hint won, and records whose members changed (the context holds them as changed).
+        var hinted: [ManagedObject] = []
+        for id in order where !gone(id) {
+            guard let w = winners[id], let o = try object(id), let shape = shapes.shapes[o.entity.name],
+                  w.values.keys.contains(where: shape.isOrderHint) else { continue }
+            hinted.append(o)
+        }
+        try applyOrderHints(hinted + context.updatedObjects + context.insertedObjects)
         try context.save()
         needsCleanup = false
     }
@@ -161,6 +171,7 @@ extension SyncSession {
             return state.tombstones[r] == nil
         }
         for key in w.values.keys.sorted() {
+            // Order hints are applied once every link of the pull is in place (applyOrderHints).
             guard let v = w.values[key], shape.owns(key) else { continue }
             if merging {
                 if let rel = o.entity.relationships.first(where: { $0.name == key }), !rel.isToMany,
@@ -212,5 +223,29 @@ extension SyncSession {
         }
         if !merging, !waiting.values.isEmpty || !waiting.members.isEmpty { state.dangling[id.uuidString] = waiting }
         return o.hasChanges
+    }
+
+    /// Sorts the members of every ordered to-many whose members follow a to-one inverse and that this pull touched
+    /// (its hint won, or its members changed),
+    /// by its winning order hint, members the hint does not list last by global ID: every peer holding the same
+    /// members and the same hint has the same order, whatever order the links arrived in.
+    private func applyOrderHints(_ objects: [ManagedObject]) throws {
+        var seen = Set<ObjectIdentifier>()
+        for o in objects where !o.isDeleted && seen.insert(ObjectIdentifier(o)).inserted {
+            guard let shape = shapes.shapes[o.entity.name], !shape.orderHints.isEmpty else { continue }
+            for i in shape.orderHints {
+                let name = shape.entity.relationships[i].name
+                let hint = state.orderHints[o.globalID.uuidString]?[name].flatMap(SyncedSchema.ordered) ?? []
+                var position: [UUID: Int] = [:]
+                for (n, id) in hint.enumerated() where position[id] == nil { position[id] = n }
+                let members = try o.objects(forKey: name)
+                let sorted = members.sorted {
+                    let a = position[$0.globalID] ?? Int.max
+                    let b = position[$1.globalID] ?? Int.max
+                    return a != b ? a < b : $0.globalID.uuidString < $1.globalID.uuidString
+                }
+                if zip(members, sorted).contains(where: { $0 !== $1 }) { try o.setObjects(sorted, forKey: name) }
+            }
+        }
     }
 }

@@ -46,7 +46,7 @@ extension SyncSession {
                     entry.deleted = false
                     entry.primaryKey = c.primaryKey
                 case .update:
-                    let owned = c.changedKeys.filter(shape.owns)
+                    let owned = c.changedKeys.filter(shape.syncs)
                     if entry.keys != nil { entry.keys?.formUnion(owned) }
                 case .delete:
                     entry.deleted = true
@@ -74,7 +74,7 @@ extension SyncSession {
                 order.append(m.id)
                 return Touched(entity: m.entity, primaryKey: m.primaryKey, keys: [], deleted: false)
             }()
-            if m.deleted { entry.deleted = true } else { entry.keys?.formUnion((m.keys ?? []).filter(shape.owns)) }
+            if m.deleted { entry.deleted = true } else { entry.keys?.formUnion((m.keys ?? []).filter(shape.syncs)) }
             touched[m.id] = entry
         }
         merges = []
@@ -136,6 +136,12 @@ extension SyncSession {
             guard wanted(name) else { continue }
             change.values[name] = StampedValue(clock: stamp, text: try SyncedSchema.text(of: r.attributes[i]))
         }
+        for i in shape.orderHints {
+            let rel = shape.entity.relationships[i]
+            guard wanted(rel.name) else { continue }
+            let ids = try globalIDs(root: shape.destinationRoots[i], keys: Set(r.relationships[i].keys), cache: &cache)
+            change.values[rel.name] = StampedValue(clock: stamp, text: SyncedSchema.text(ofOrdered: r.relationships[i].keys.compactMap { ids[$0] }))
+        }
         for i in shape.relationships {
             let rel = shape.entity.relationships[i]
             guard keys?.contains(rel.name) ?? true else { continue }
@@ -195,8 +201,16 @@ extension SyncSession {
     private func record(_ batch: ChangeBatch) {
         for c in batch.changes {
             let id = c.id.uuidString
-            if let d = c.deleted { state.tombstones[id] = d; state.clocks[id] = nil; continue }
-            for (key, v) in c.values { state.clocks[id, default: [:]][key] = v.clock }
+            if let d = c.deleted {
+                state.tombstones[id] = d
+                state.clocks[id] = nil
+                state.orderHints[id] = nil
+                continue
+            }
+            for (key, v) in c.values {
+                state.clocks[id, default: [:]][key] = v.clock
+                if shapes.shapes[c.entity]?.isOrderHint(key) == true { state.orderHints[id, default: [:]][key] = v.text }
+            }
             for (rel, members) in c.members {
                 for m in members {
                     let key = "\(rel)→\(m.target.uuidString)"

@@ -14,6 +14,9 @@ struct SyncedSchema {
         let attributes: [Int]
         /// Relationship positions that sync (owning sides).
         let relationships: [Int]
+        /// Ordered to-many relationships whose to-one inverse owns the link: their members follow the inverse, and
+        /// their order syncs as a hint, a register of the list that sorts the members (see ``SyncSession``).
+        let orderHints: [Int]
         /// Destination hierarchy root of each relationship, aligned with ``Entity/relationships``.
         let destinationRoots: [String]
 
@@ -22,6 +25,14 @@ struct SyncedSchema {
             if let i = entity.relationships.firstIndex(where: { $0.name == key }) { return relationships.contains(i) }
             return false
         }
+
+        /// Whether `key` is an ordered to-many whose order syncs as a hint.
+        func isOrderHint(_ key: String) -> Bool {
+            orderHints.contains { entity.relationships[$0].name == key }
+        }
+
+        /// Whether a change of `key` syncs: an owned value or an order hint.
+        func syncs(_ key: String) -> Bool { owns(key) || isOrderHint(key) }
     }
 
     let schema: Schema
@@ -37,8 +48,13 @@ struct SyncedSchema {
         for entity in schema.entities where entityNames.contains(entity.name) {
             let attributes = entity.attributes.indices.filter { entity.attributes[$0].derivation == nil && !entity.attributes[$0].isTransient }
             let relationships = entity.relationships.indices.filter { Self.isOwningSide(entity.relationships[$0], of: entity, schema) }
+            let hints = entity.relationships.indices.filter {
+                let r = entity.relationships[$0]
+                return r.isToMany && r.isOrdered && !r.isTransient && !relationships.contains($0)
+            }
             let roots = entity.relationships.map { schema.entity(named: $0.destination)?.rootName ?? $0.destination }
-            shapes[entity.name] = Shape(entity: entity, attributes: attributes, relationships: relationships, destinationRoots: roots)
+            shapes[entity.name] = Shape(entity: entity, attributes: attributes, relationships: relationships,
+                                        orderHints: hints, destinationRoots: roots)
             if !entity.isAbstract { concrete.append(entity.name) }
         }
         self.shapes = shapes

@@ -33,6 +33,9 @@ struct SyncState: Sendable, Hashable, Codable {
     var redirects: [String: String] = [:]
     /// Unordered to-many memberships whose winning change removed the target: `<global ID> <relationship>→<target>`.
     var removed: Set<String> = []
+    /// Global ID → ordered to-many name → the winning order hint (a JSON array of global IDs), for relationships
+    /// whose members follow their to-one inverse.
+    var orderHints: [String: [String: String]] = [:]
     /// Winning relationship values whose target this store does not hold yet (it arrives in a later pull), applied
     /// again on every pull until the target arrives or is deleted.
     var dangling: [String: RecordChange] = [:]

@@ -153,7 +153,7 @@ struct SyncCornerCaseTests {
         try await settle(a, b)
         // Replay every file to B as if its cursor were lost.
         let session = SyncSession(loaded: b.loaded, coordinator: b.coordinator, remote: b.remote,
-                                  deadline: Deadline(seconds: 10, remoteName: "test"), logger: .init(label: "test"),
+                                  calls: RemoteTimeout(seconds: 10, remoteName: "test"), logger: .init(label: "test"),
                                   state: try #require(try SyncState.read(from: b.loaded.store.metadata, store: "b")),
                                   report: SyncReport(peer: UUID(), remote: "test"))
         session.state.cursor = nil

@@ -24,10 +24,10 @@ import Darwin
 /// then pushes the records the store already held that the remote does not have: existing data is pushed exactly
 /// once, and a second device holding the same records (same global IDs) pushes nothing and duplicates nothing.
 ///
-/// Saves never wait on sync: only ``sync()`` talks to the remote, within ``timeout``. A failed sync leaves the
-/// store as it was and reports why; the next one repeats what was not done. The state (peer identity, cursor,
-/// clocks) is kept in the store's metadata, so store operations carry it; a copy of the store elsewhere becomes a new
-/// peer on its first sync. See <doc:Sync> for what is guaranteed and what is not.
+/// Saves never wait on sync: only ``sync()`` talks to the remote, each call within ``timeout``. A failed sync
+/// leaves the store as it was and reports why; the next one repeats what was not done. The state (peer identity,
+/// cursor, clocks) is kept in the store's metadata, so store operations carry it; a copy of the store elsewhere
+/// becomes a new peer on its first sync. See <doc:Sync> for what is guaranteed and what is not.
 public actor SyncEngine {
     /// The history author of the saves that apply pulled changes.
     public static let historyAuthor = "storesync"
@@ -40,7 +40,8 @@ public actor SyncEngine {
     public nonisolated let remote: any SyncRemote
     /// The store's sync options: from its description, or those stored with it.
     public nonisolated let options: SyncOptions
-    /// Seconds a ``sync()`` may wait on the remote before it gives up with ``SyncError/timedOut(_:seconds:)``.
+    /// Seconds a ``sync()`` waits for each answer of the remote before it gives up with
+    /// ``SyncError/timedOut(_:seconds:)``.
     public nonisolated let timeout: Double
     private let logger: Logger
 
@@ -71,9 +72,9 @@ public actor SyncEngine {
     /// unchanged by the part that failed, when the remote fails, does not answer in time, or now holds another
     /// dataset than the one this store synced with.
     public func sync() async throws -> SyncReport {
-        let deadline = Deadline(seconds: timeout, remoteName: remote.displayName)
+        let calls = RemoteTimeout(seconds: timeout, remoteName: remote.displayName)
         let remote = self.remote
-        let identity = try await deadline.run { try await remote.identity() }
+        let identity = try await calls.run { try await remote.identity() }
         let metadata = store.store.metadata
         let here = Self.location(of: store)
         var report = SyncReport(peer: UUID(), remote: remote.displayName)
@@ -89,7 +90,7 @@ public actor SyncEngine {
             report.attached = true
         }
         report.peer = state.peer
-        let session = SyncSession(loaded: store, coordinator: coordinator, remote: remote, deadline: deadline,
+        let session = SyncSession(loaded: store, coordinator: coordinator, remote: remote, calls: calls,
                                   logger: logger, state: state, report: report)
         if state.location != here || state.storeUUID != metadata.storeUUID {
             if state.storeUUID != metadata.storeUUID || isCopy(of: state.location, storeUUID: metadata.storeUUID) {

@@ -5,7 +5,7 @@ import Foundation
 public enum SyncError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The remote failed or answered something unusable (unreachable folder, unreadable file, …).
     case remote(String, reason: String)
-    /// The remote did not answer within the sync call's timeout.
+    /// The remote did not answer a call within the engine's timeout.
     case timedOut(String, seconds: Double)
     /// The remote holds another dataset than the one the store synced with (another account or container): the
     /// store is not merged into it. Detach the store to sync it with the new remote from scratch.

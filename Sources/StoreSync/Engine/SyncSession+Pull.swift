@@ -13,7 +13,7 @@ extension SyncSession {
     func pull() async throws {
         let remote = self.remote
         let cursor = state.cursor
-        let listing = try await deadline.run { try await remote.list(after: cursor) }
+        let listing = try await calls.run { try await remote.list(after: cursor) }
         var batches: [ChangeBatch] = []
         for name in listing.names {
             if name.peer == state.peer {
@@ -23,7 +23,7 @@ extension SyncSession {
                               metadata: ["peer": "\(state.peer)", "remote": "\(remote.displayName)"])
                 becomeNewPeer()
             }
-            let data = try await deadline.run { try await remote.fetch(name) }
+            let data = try await calls.run { try await remote.fetch(name) }
             guard let batch = ChangeBatch.decode(data), batch.name == name else {
                 report.ignoredFiles += 1
                 logger.warning("sync: ignoring a change file that is not one this version reads",

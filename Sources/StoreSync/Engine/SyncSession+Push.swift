@@ -183,7 +183,7 @@ extension SyncSession {
             let batch = ChangeBatch(peer: state.peer, sequence: state.sequence + 1, changes: changes)
             let data = try batch.encoded()
             let remote = self.remote
-            let outcome = try await deadline.run { try await remote.put(data, as: batch.name) }
+            let outcome = try await calls.run { try await remote.put(data, as: batch.name) }
             if outcome == .created {
                 state.sequence = batch.sequence
                 record(batch)

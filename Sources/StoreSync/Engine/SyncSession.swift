@@ -2,14 +2,14 @@ import Foundation
 import Logging
 import StoreAPI
 
-/// One run of sync for one store: push, then pull, against one deadline. It works on a copy of the store's sync
-/// state and the caller writes that copy back only when the run succeeded, so a failed run leaves the state as it
-/// was and the next run repeats what this one could not finish.
+/// One run of sync for one store: push, then pull, each remote call with a time limit. It works on a copy of the
+/// store's sync state and the caller writes that copy back only when the run succeeded, so a failed run leaves the
+/// state as it was and the next run repeats what this one could not finish.
 final class SyncSession {
     let loaded: LoadedStore
     let coordinator: StoreCoordinator
     let remote: any SyncRemote
-    let deadline: Deadline
+    let calls: RemoteTimeout
     let logger: Logger
     let shapes: SyncedSchema
     var state: SyncState
@@ -34,12 +34,12 @@ final class SyncSession {
     /// a big store is a manageable number of files.
     static let recordsPerFile = 2_000
 
-    init(loaded: LoadedStore, coordinator: StoreCoordinator, remote: any SyncRemote, deadline: Deadline, logger: Logger,
+    init(loaded: LoadedStore, coordinator: StoreCoordinator, remote: any SyncRemote, calls: RemoteTimeout, logger: Logger,
          state: SyncState, report: SyncReport) {
         self.loaded = loaded
         self.coordinator = coordinator
         self.remote = remote
-        self.deadline = deadline
+        self.calls = calls
         self.logger = logger
         self.shapes = SyncedSchema(schema: coordinator.schema, entityNames: loaded.entityNames)
         self.state = state

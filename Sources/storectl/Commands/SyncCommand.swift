@@ -16,8 +16,8 @@ struct SyncCommand: ParsableCommand {
 
             Records are matched by global ID, never by primary key: two stores that hold the same records (a \
             backup restored on another machine) never duplicate them. A copy of a synced store becomes a new peer \
-            on its first sync. Sync never waits longer than --timeout on the remote, and a failed sync changes \
-            nothing.
+            on its first sync. Sync waits at most --timeout seconds for each answer of the remote, and a failed \
+            sync changes nothing.
 
             Examples:
               storectl sync laptop.sqlite --remote file:///mnt/share/sync --container library
@@ -40,7 +40,7 @@ struct SyncCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("The store's type, when detection cannot tell.", valueName: "type"))
     var type: String?
 
-    @Option(name: .long, help: ArgumentHelp("Seconds to wait on the remote before giving up.", valueName: "seconds"))
+    @Option(name: .long, help: ArgumentHelp("Seconds to wait for each answer of the remote before giving up.", valueName: "seconds"))
     var timeout: Double = 60
 
     @Flag(name: .long, help: "Print where the store stands (peer, remote, changes not pushed yet) without syncing.")

@@ -1,31 +1,26 @@
 import Foundation
 import Synchronization
 
-/// Runs remote calls against one deadline, so that the sync call returns in time even when a remote hangs without
-/// ever throwing: the call is left running on its own and its answer, if it ever comes, is dropped.
-struct Deadline: Sendable {
-    let end: ContinuousClock.Instant
+/// Runs each remote call with a time limit, so that a sync returns even when a remote hangs without ever throwing:
+/// the call is left running on its own and its answer, if it ever comes, is dropped.
+///
+/// The limit counts from when the call starts running, not from when it was asked for: on a machine whose threads
+/// are all busy, a call that has not started yet is not the remote's fault.
+struct RemoteTimeout: Sendable {
     let seconds: Double
     let remoteName: String
 
-    init(seconds: Double, remoteName: String) {
-        self.seconds = seconds
-        self.remoteName = remoteName
-        self.end = .now + .milliseconds(Int64((max(seconds, 0) * 1000).rounded()))
-    }
-
     func run<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        let remaining = end - .now
-        guard remaining > .zero else { throw SyncError.timedOut(remoteName, seconds: seconds) }
+        let limit = Duration.milliseconds(Int64((max(seconds, 0) * 1000).rounded()))
         let timeoutError = SyncError.timedOut(remoteName, seconds: seconds)
         return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             let once = ResumeOnce(continuation)
-            let timer = Task {
-                // Cancelled: the call answered in time.
-                do { try await Task.sleep(for: remaining) } catch { return }
-                once.resume(.failure(timeoutError))
-            }
             Task {
+                let timer = Task {
+                    // Cancelled: the call answered in time.
+                    do { try await Task.sleep(for: limit) } catch { return }
+                    once.resume(.failure(timeoutError))
+                }
                 let result: Result<T, any Error>
                 do { result = .success(try await body()) } catch { result = .failure(error) }
                 // The timer is not needed any more: it must not sleep on for every call made.

@@ -79,7 +79,15 @@ public actor SyncEngine {
         let here = Self.location(of: store)
         var report = SyncReport(peer: UUID(), remote: remote.displayName)
         var state: SyncState
-        if let stored = try SyncState.read(from: metadata, store: Self.name(of: store)) {
+        let stored = try SyncState.read(from: metadata, store: Self.name(of: store))
+        // The state grows with the synced records: a step that changed nothing does not rewrite it.
+        var saved = metadata.syncOptions == options ? stored : nil
+        func persist(_ state: SyncState) throws {
+            guard state != saved else { return }
+            try save(state)
+            saved = state
+        }
+        if let stored {
             state = stored
             if let known = state.remoteIdentity, known != identity {
                 throw SyncError.remoteIdentityChanged(store: Self.name(of: store), expected: known, found: identity)
@@ -103,22 +111,24 @@ public actor SyncEngine {
         }
         if !session.state.baselinePushed {
             try await session.pull()
-            try save(session.state)
+            try persist(session.state)
             try await session.pushBaseline()
             try await session.pushHistory()
-            try save(session.state)
+            try persist(session.state)
         } else {
             try await session.pushHistory()
-            try save(session.state)
+            try persist(session.state)
             try await session.pull()
         }
         if !session.merges.isEmpty {
-            try save(session.state)
+            try persist(session.state)
             try await session.pushMerges()
         }
         if session.needsCleanup { try session.apply([]) }
-        session.state.lastSync = Date()
-        try save(session.state)
+        if session.state != saved || session.report.pulledFiles > 0 || session.report.pushedFiles > 0 {
+            session.state.lastSync = Date()
+        }
+        try persist(session.state)
         session.report.peer = session.state.peer
         let done = session.report
         logger.info("sync finished", metadata: [

@@ -52,6 +52,6 @@ public struct SyncStatus: Sendable, Hashable, Codable {
     public var pendingTransactions: Int
     /// Change files this peer has written.
     public var pushedFiles: Int64
-    /// When the last sync finished.
+    /// When the last sync that pushed, pulled or changed the sync state finished.
     public var lastSync: Date?
 }

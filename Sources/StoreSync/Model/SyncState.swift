@@ -39,7 +39,7 @@ struct SyncState: Sendable, Hashable, Codable {
     /// Winning relationship values whose target this store does not hold yet (it arrives in a later pull), applied
     /// again on every pull until the target arrives or is deleted.
     var dangling: [String: RecordChange] = [:]
-    /// When the last sync finished, and what it did.
+    /// When the last sync that pushed, pulled or changed this state finished.
     var lastSync: Date?
 
     init(peer: UUID, location: String, storeUUID: UUID) {

@@ -4,7 +4,8 @@ import PackageDescription
 
 let package = Package(
     name: "StoreKitSwift",
-    platforms: [.macOS(.v14)],
+    // macOS 15: the Synchronization module's Mutex, which the framework locks with.
+    platforms: [.macOS(.v15)],
     products: [
         .library(name: "StoreAPI", targets: ["StoreAPI"]),
         .library(name: "SQLiteBackend", targets: ["SQLiteBackend"]),

@@ -7,7 +7,7 @@ import PackageDescription
 // `swift run storebench --smoke`.
 let package = Package(
     name: "StoreKitSwiftBenchmarks",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     dependencies: [
         .package(name: "StoreKitSwift", path: ".."),
         // The library an app developer would pick instead of the typed models: measured beside them, never a

@@ -6,7 +6,7 @@ import PackageDescription
 // `StoreConformance` (tests only) for the published suite.
 let package = Package(
     name: "JSONStoreBackend",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     products: [
         .library(name: "JSONStoreBackend", targets: ["JSONStoreBackend"]),
     ],

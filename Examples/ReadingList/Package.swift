@@ -5,7 +5,7 @@ import PackageDescription
 // its own package, depending on the framework's products.
 let package = Package(
     name: "ReadingList",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     dependencies: [
         // The framework. A real app would use `.package(url: …, from: …)` instead of a path.
         .package(name: "StoreKitSwift", path: "../.."),

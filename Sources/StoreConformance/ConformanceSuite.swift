@@ -34,14 +34,21 @@ public struct ConformanceSuite: Sendable {
     /// The executable that plays the second process in ``ConformanceGroup/multiProcess`` (see
     /// ``ConformanceWorker``).
     public let worker: URL?
+    /// Where the backend's stores go when they are not files (a server backend's URLs): a new location for each
+    /// name; `nil` puts stores in the check's temporary directory.
+    public let storeLocation: (@Sendable (String) -> URL)?
 
     /// Creates a suite for `backend`, with `peers` for cross-backend round trips and, for a backend that declares
-    /// ``BackendCapabilities/multiProcess``, the `worker` executable that proves it.
-    public init(backend: any StoreBackend, peers: [any StoreBackend] = [], worker: URL? = nil) {
+    /// ``BackendCapabilities/multiProcess``, the `worker` executable that proves it. A backend whose stores live on
+    /// a server gives `storeLocation`, a fresh store URL per call; the stores the checks make there are destroyed
+    /// afterwards.
+    public init(backend: any StoreBackend, peers: [any StoreBackend] = [], worker: URL? = nil,
+                storeLocation: (@Sendable (String) -> URL)? = nil) {
         self.backend = backend
         self.peers = peers.filter { $0.typeIdentifier != backend.typeIdentifier }
         self.registry = BackendRegistry(backends: [InMemoryBackend(), backend] + peers)
         self.worker = worker
+        self.storeLocation = storeLocation
     }
 
     /// The groups this backend supports, in a sensible order.
@@ -211,9 +218,21 @@ struct Harness {
 
     /// A path for a new store of the backend under test.
     func storeURL(_ name: String = "store") -> URL {
+        if let location = suite.storeLocation {
+            let url = location(name)
+            created.add(url)
+            return url
+        }
         let url = directory.appendingPathComponent(name + "." + (backend.fileExtensions.first ?? "store"))
         created.add(url)
         return url
+    }
+
+    /// A location for a new store of `peer`: a file in the check's directory, or for the backend under test when
+    /// its stores are not files, one from ``ConformanceSuite/storeLocation``.
+    func storeURL(_ name: String, of peer: any StoreBackend) -> URL {
+        if peer.typeIdentifier == backend.typeIdentifier, suite.storeLocation != nil { return storeURL(name) }
+        return directory.appendingPathComponent(name + "." + (peer.fileExtensions.first ?? "store"))
     }
 
     func description(_ url: URL, options: StoreOptions = StoreOptions(), configuration: String? = nil) -> StoreDescription {
@@ -240,7 +259,7 @@ struct Harness {
     func cleanUp() {
         try? FileManager.default.removeItem(at: directory)
         // Named in-memory stores live in the process; drop the ones this check made.
-        if !isPersistent {
+        if !isPersistent || suite.storeLocation != nil {
             for url in created.all { try? backend.destroyStore(at: url) }
         }
     }

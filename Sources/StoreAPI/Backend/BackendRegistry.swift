@@ -59,7 +59,8 @@ public final class BackendRegistry: Sendable {
     public func detectBackend(at url: URL) throws(StoreError) -> any StoreBackend {
         var foreign: [String] = []
         for id in typeIdentifiers {
-            guard let b = try? backend(for: id) else { continue }
+            // A server URL is no file: backends of files are not asked about it.
+            guard let b = try? backend(for: id), url.isFileURL || !b.keepsFiles else { continue }
             switch b.sniff(url) {
             case .store: return b
             case .foreign(let what): foreign.append(what)
@@ -67,6 +68,7 @@ public final class BackendRegistry: Sendable {
             }
         }
         if let what = foreign.first { throw .unrecognizedStore(url, reason: what) }
+        guard url.isFileURL else { throw .storeNotFound(url) }
         var isDir: ObjCBool = false
         guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDir) else { throw .storeNotFound(url) }
         throw .unrecognizedStore(url, reason: isDir.boolValue

@@ -91,7 +91,7 @@ extension StoreCoordinator {
             let operations = StoreOperations(registry: registry)
             let backupBackend = try operations.backend(ofStoreAt: backup)
             let destinationBackend = store.backend
-            let staged = AtomicFile.stagingURL(for: url)
+            let staged = try StorePlacement.stagingLocation(for: url, backend: destinationBackend)
             let strip = StoreOperations.CopyOptions(editMetadata: { m in for k in BackupInfo.Key.all { m.custom[k] = nil } })
             do {
                 _ = try operations.copyStore(from: backup, sourceType: backupBackend.typeIdentifier, to: staged,

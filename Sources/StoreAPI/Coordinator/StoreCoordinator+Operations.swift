@@ -45,9 +45,9 @@ extension StoreCoordinator {
                 ?? sourceBackend.typeIdentifier
             // Stage first, while the destination is still loaded; swap only once the copy is complete.
             let destinationBackend = try registry.backend(for: destinationType)
-            let staged = AtomicFile.stagingURL(for: destination)
+            let staged = try StorePlacement.stagingLocation(for: destination, backend: destinationBackend)
             do {
-                try AtomicFile.checkDirectory(of: destination)
+                if destinationBackend.keepsFiles { try AtomicFile.checkDirectory(of: destination) }
                 _ = try operations.stageCopy(from: source, backend: sourceBackend, to: staged, backend: destinationBackend)
             } catch {
                 StorePlacement.discard(staged: staged, backend: destinationBackend)

@@ -53,18 +53,18 @@ public final class StoreCoordinator: Sendable {
     private func load(_ description: StoreDescription) throws -> LoadedStore {
         let backend = try registry.backend(for: description.type)
         let members = try schema.entities(inConfiguration: description.configuration)
-        if let url = description.url, backend.capabilities.contains(.persistent) {
+        if let url = description.url, backend.keepsFiles {
             try Self.checkLocation(url, description: description)
         }
         let creating = StoreMetadata(
             storeType: backend.typeIdentifier, schema: schema, configuration: description.configuration,
             syncOptions: description.syncOptions)
-        if !description.options.isReadOnly, let url = description.url, backend.capabilities.contains(.persistent) {
+        if !description.options.isReadOnly, let url = description.url, backend.keepsFiles {
             // An operation killed while replacing the store left it aside; opening would create an empty one instead.
             try PlacementRecovery.restoreAsideStore(at: url)
         }
         let existed = description.url.map {
-            backend.capabilities.contains(.persistent) ? FileManager.default.fileExists(atPath: $0.path) : backend.sniff($0) == .store
+            backend.keepsFiles ? FileManager.default.fileExists(atPath: $0.path) : backend.sniff($0) == .store
         } ?? false
         // A read-only description never creates anything.
         var store = try backend.open(at: description.url, options: description.options,

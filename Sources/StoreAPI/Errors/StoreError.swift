@@ -33,6 +33,9 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
     case locked(URL, reason: String)
     /// The store changed on disk since it was loaded; saving would overwrite someone else's work.
     case modifiedOnDisk(URL)
+    /// Another writer changed or deleted the record since this store read it; the save wrote nothing (optimistic
+    /// locking: saving would have lost that writer's update).
+    case conflict(URL, object: ObjectID, reason: String)
     /// An I/O or engine error, with the engine's own words.
     case io(URL?, operation: String, reason: String)
     /// An operation on a path that is not allowed (a symlink out of the store, a file the store does not own, …).
@@ -88,26 +91,27 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
         switch self {
         case .unknownStoreType(let t, let known):
             "unknown store type '\(t)' (registered: \(known.sorted().joined(separator: ", ")))"
-        case .unrecognizedStore(let u, let why): "\(u.path): not a store: \(why)"
-        case .wrongStoreType(let u, let e, let f): "\(u.path): expected a \(e) store, found \(f)"
-        case .storeNotFound(let u): "\(u.path): no store there"
-        case .storeExists(let u): "\(u.path): already exists (refusing to overwrite)"
-        case .corruptStore(let u, let why): "\(u.path): damaged store: \(why)"
+        case .unrecognizedStore(let u, let why): "\(u.storeName): not a store: \(why)"
+        case .wrongStoreType(let u, let e, let f): "\(u.storeName): expected a \(e) store, found \(f)"
+        case .storeNotFound(let u): "\(u.storeName): no store there"
+        case .storeExists(let u): "\(u.storeName): already exists (refusing to overwrite)"
+        case .corruptStore(let u, let why): "\(u.storeName): damaged store: \(why)"
         case .incompatibleSchema(let u, let es):
-            "\(u.path): the store was written with an incompatible schema (entities differing: \(es.joined(separator: ", "))); "
+            "\(u.storeName): the store was written with an incompatible schema (entities differing: \(es.joined(separator: ", "))); "
                 + "to upgrade it to this schema, open it with StoreOptions.migratesSchemaAutomatically, call "
-                + "StoreOperations.upgradeStore, or run `storectl upgrade \(u.path) --model MODEL` "
+                + "StoreOperations.upgradeStore, or run `storectl upgrade \(u.storeName) --model MODEL` "
                 + "(`--dry-run` shows how each entity changes)"
         case .migrationRefused(let u, let problems):
-            "\(u.map { $0.path + ": " } ?? "")cannot upgrade the store to the new schema (nothing was changed): "
+            "\(u.map { $0.storeName + ": " } ?? "")cannot upgrade the store to the new schema (nothing was changed): "
                 + (problems.count == 1 ? problems[0].description
                    : "\(problems.count) problems:\n" + problems.map { "  - \($0)" }.joined(separator: "\n"))
-        case .readOnly(let u, let why): "\(u.path): cannot write: \(why)"
-        case .directoryUnusable(let u, let why): "\(u.path): \(why)"
-        case .locked(let u, let why): "\(u.path): locked: \(why)"
-        case .modifiedOnDisk(let u): "\(u.path): changed on disk since it was loaded; not overwriting"
-        case .io(let u, let op, let why): "\(u.map { $0.path + ": " } ?? "")\(op) failed: \(why)"
-        case .refused(let u, let why): "\(u.path): refused: \(why)"
+        case .readOnly(let u, let why): "\(u.storeName): cannot write: \(why)"
+        case .directoryUnusable(let u, let why): "\(u.storeName): \(why)"
+        case .locked(let u, let why): "\(u.storeName): locked: \(why)"
+        case .modifiedOnDisk(let u): "\(u.storeName): changed on disk since it was loaded; not overwriting"
+        case .conflict(let u, let o, let why): "\(u.storeName): conflict on \(o): \(why); nothing was saved"
+        case .io(let u, let op, let why): "\(u.map { $0.storeName + ": " } ?? "")\(op) failed: \(why)"
+        case .refused(let u, let why): "\(u.storeName): refused: \(why)"
         case .invalidSchema(let e): e.description
         case .unknownEntity(let e): "unknown entity '\(e)'"
         case .unknownConfiguration(let c): "unknown configuration '\(c)'"
@@ -138,4 +142,18 @@ extension StoreError: LocalizedError {
 
 extension SchemaError: LocalizedError {
     public var errorDescription: String? { description }
+}
+
+extension URL {
+    /// How errors and logs name a store: a file's path, or for a store on a server its URL without the password
+    /// (the one place a server URL becomes text, so a password never reaches a message or a log).
+    @_spi(BackendKit) public var storeName: String {
+        if isFileURL { return path }
+        guard var c = URLComponents(url: self, resolvingAgainstBaseURL: false) else { return "<unparseable URL>" }
+        if c.password != nil { c.password = nil }
+        if let items = c.queryItems, items.contains(where: { $0.name == "password" }) {
+            c.queryItems = items.map { $0.name == "password" ? URLQueryItem(name: "password", value: "***") : $0 }
+        }
+        return c.string ?? "<unparseable URL>"
+    }
 }

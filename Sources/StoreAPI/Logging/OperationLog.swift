@@ -75,5 +75,5 @@ func loggedOperation<T>(_ operation: String, _ metadata: Logger.Metadata, logger
 
 extension URL {
     /// The path as log metadata.
-    var logValue: Logger.MetadataValue { .string(isFileURL ? path : absoluteString) }
+    var logValue: Logger.MetadataValue { .string(storeName) }
 }

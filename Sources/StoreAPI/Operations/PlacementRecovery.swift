@@ -15,7 +15,8 @@ enum PlacementRecovery {
     @discardableResult
     static func restoreAsideStore(at url: URL) throws -> Bool {
         let fm = FileManager.default
-        guard !fm.fileExists(atPath: url.path) else { return false }
+        // A store on a server is placed in one transaction: nothing is ever left aside.
+        guard url.isFileURL, !fm.fileExists(atPath: url.path) else { return false }
         let directory = url.deletingLastPathComponent()
         let name = url.lastPathComponent
         let marker = "-\(name)-old-"
@@ -45,7 +46,7 @@ enum PlacementRecovery {
     /// store was placed, before the old files were deleted) — only while no one has the store open, since beside a
     /// store in use staging may be a live writer's save.
     static func clearStaging(near url: URL, backend: any StoreBackend) {
-        guard backend.capabilities.contains(.persistent), (try? backend.isInUse(at: url)) == false else { return }
+        guard backend.keepsFiles, (try? backend.isInUse(at: url)) == false else { return }
         AtomicFile.removeStaleStaging(near: url)
     }
 }

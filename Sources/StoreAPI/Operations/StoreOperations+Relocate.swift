@@ -33,8 +33,10 @@ extension StoreOperations {
             if old.standardizedFileURL == new.standardizedFileURL {
                 throw StoreError.refused(new, reason: "old and new paths are the same")
             }
-            try PlacementRecovery.restoreAsideStore(at: new)
-            AtomicFile.removeStaleStaging(near: new)
+            if new.isFileURL {
+                try PlacementRecovery.restoreAsideStore(at: new)
+                AtomicFile.removeStaleStaging(near: new)
+            }
             let oldBackend = try? backend(ofStoreAt: old, type: type)
             let newBackend = try? backend(ofStoreAt: new, type: type)
             switch (oldBackend, newBackend) {
@@ -44,10 +46,10 @@ extension StoreOperations {
                 throw StoreError.storeNotFound(old)
             case (nil, .some):
                 // A removal of the old store killed after it moved the files aside left them under a staging name.
-                AtomicFile.removeStaleStagingIfVacant(near: old)
+                if old.isFileURL { AtomicFile.removeStaleStagingIfVacant(near: old) }
                 return .alreadyDone
             case (.some(let from), nil):
-                if FileManager.default.fileExists(atPath: new.path) {
+                if new.isFileURL, FileManager.default.fileExists(atPath: new.path) {
                     throw StoreError.refused(new, reason: "exists and is not a store; not replacing it")
                 }
                 // An app writing to the old store would go on writing to deleted files once it moved.

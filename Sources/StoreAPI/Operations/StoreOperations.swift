@@ -41,7 +41,7 @@ public struct StoreOperations: Sendable {
             if let other = try? registry.detectBackend(at: url) {
                 throw StoreError.wrongStoreType(url, expected: type, found: "a \(other.typeIdentifier) store")
             }
-            if FileManager.default.fileExists(atPath: url.path) {
+            if url.isFileURL, FileManager.default.fileExists(atPath: url.path) {
                 throw StoreError.wrongStoreType(url, expected: type, found: "something else")
             }
             throw StoreError.storeNotFound(url)
@@ -160,7 +160,7 @@ public struct StoreOperations: Sendable {
     /// allowed). On any failure the staged files are removed and the destination is as it was.
     func stageAndPlace(at destination: URL, backend destinationBackend: any StoreBackend, replacing: Bool, force: Bool = false,
                        _ build: (URL) throws -> StoreMetadata) throws -> StoreMetadata {
-        let persistent = destinationBackend.capabilities.contains(.persistent)
+        let persistent = destinationBackend.keepsFiles
         // Before looking at what is there: a store an interrupted placement left aside is the store at this path.
         if persistent { try PlacementRecovery.restoreAsideStore(at: destination) }
         let existing = try existingStore(at: destination, replacing: replacing, force: force)
@@ -169,7 +169,7 @@ public struct StoreOperations: Sendable {
             AtomicFile.removeStaleStaging(near: destination)
             AtomicFile.removeNestedStaging(near: destination)
         }
-        let staged = AtomicFile.stagingURL(for: destination)
+        let staged = try StorePlacement.stagingLocation(for: destination, backend: destinationBackend)
         do {
             let metadata = try build(staged)
             try StorePlacement.place(staged: staged, at: destination, backend: destinationBackend, replacing: existing)
@@ -201,14 +201,14 @@ public struct StoreOperations: Sendable {
     /// unless `force`. Once nothing is at `url`, staging leftovers for it (of a killed destroy or save) go too.
     public func destroyStore(at url: URL, type: String? = nil, force: Bool = false) throws {
         return try loggedOperation("destroy store", ["store": url.logValue], logger: logger) {
-            if Self.isSymbolicLink(url) {
+            if url.isFileURL, Self.isSymbolicLink(url) {
                 throw StoreError.refused(url, reason: "is a symbolic link; destroy the store it points to instead")
             }
             // After this destroy, or when an earlier one was killed after the store left its path (a backend may move
             // its files aside under a staging name before deleting them) and this one finds no store.
-            defer { AtomicFile.removeStaleStagingIfVacant(near: url) }
+            defer { if url.isFileURL { AtomicFile.removeStaleStagingIfVacant(near: url) } }
             let backend = try backend(ofStoreAt: url, type: type)
-            try Self.refuseSymbolicLinks(ofStoreAt: url, backend: backend)
+            if url.isFileURL { try Self.refuseSymbolicLinks(ofStoreAt: url, backend: backend) }
             if !force { try Self.refuseIfInUse(url, backend: backend, action: "destroy") }
             try backend.destroyStore(at: url, force: force)
         }
@@ -224,7 +224,7 @@ public struct StoreOperations: Sendable {
 
     /// What exists at a destination: nothing (`nil`), a store that may be replaced, or an error.
     func existingStore(at destination: URL, replacing: Bool, force: Bool = false) throws -> (any StoreBackend)? {
-        let occupied = FileManager.default.fileExists(atPath: destination.path)
+        let occupied = destination.isFileURL && FileManager.default.fileExists(atPath: destination.path)
         let found = try? registry.detectBackend(at: destination)
         guard occupied || found != nil else { return nil }
         guard replacing else { throw StoreError.storeExists(destination) }

@@ -11,7 +11,19 @@ import Foundation
 /// A crash leaves either the old store, or the new one, or (between 1 and 2) no store plus the staged and old
 /// files under staging names, which ``AtomicFile/removeStaleStaging(near:)`` and relocate's recovery handle.
 enum StorePlacement {
+    /// Where a new store for `destination` is built: a staging name beside it, or for a server store the
+    /// backend's staging location.
+    static func stagingLocation(for destination: URL, backend: any StoreBackend) throws -> URL {
+        if let server = backend as? any ServerStoreBackend { return try server.stagingLocation(for: destination) }
+        return AtomicFile.stagingURL(for: destination)
+    }
+
     static func place(staged: URL, at destination: URL, backend: any StoreBackend, replacing existing: (any StoreBackend)?) throws {
+        if let server = backend as? any ServerStoreBackend {
+            // No files: the server swaps the stores in one transaction.
+            try server.placeStagedStore(staged, at: destination, replacingExisting: existing != nil)
+            return
+        }
         guard backend.capabilities.contains(.persistent) else {
             // No files: a store lives in the process; swap it under the backend's own lock.
             if let existing { try existing.destroyStore(at: destination) }
@@ -45,6 +57,7 @@ enum StorePlacement {
 
     /// Deletes whatever a failed operation staged.
     static func discard(staged: URL, backend: any StoreBackend) {
+        if let server = backend as? any ServerStoreBackend { return server.discardStagedStore(staged) }
         for f in backend.ownedFiles(ofStoreAt: staged).reversed() { try? FileManager.default.removeItem(at: f) }
         if !backend.capabilities.contains(.persistent) { try? backend.destroyStore(at: staged) }
         // Files a backend creates but does not list (a half-created store) share the staging name.

@@ -66,7 +66,7 @@ extension ConformanceSuite {
 
         // Convert to every type and back; the source is never written.
         for peer in [backend] + peers {
-            let there = h.directory.appendingPathComponent("to-\(peer.typeIdentifier)." + (peer.fileExtensions.first ?? "store"))
+            let there = h.storeURL("to-\(peer.typeIdentifier)", of: peer)
             let back = h.storeURL("back-from-\(peer.typeIdentifier)")
             try operations.copyStore(from: source.url, to: there, type: peer.typeIdentifier)
             try expectSameStore(h, at: there, type: peer.typeIdentifier, as: expected, "\(backend.typeIdentifier) → \(peer.typeIdentifier)")
@@ -114,7 +114,7 @@ extension ConformanceSuite {
         let id = book.objectID
         for peer in peers + [backend] {
             let current = try #require(c.stores.first)
-            let destination = h.directory.appendingPathComponent("migrated-\(peer.typeIdentifier)." + (peer.fileExtensions.first ?? "store"))
+            let destination = h.storeURL("migrated-\(peer.typeIdentifier)", of: peer)
             let migrated = try c.migrateStore(current, to: destination, type: peer.typeIdentifier)
             #expect(c.stores.count == 1 && c.stores.first === migrated)
             #expect(migrated.identifier == loaded.identifier, "migrate keeps the store UUID, so object IDs stay valid")
@@ -163,7 +163,7 @@ extension ConformanceSuite {
         #expect(failures.withLock { $0 } == [])
         let info = try #require(backupInfo.withLock { $0 })
         #expect(info.label == "nightly" && info.sourceStoreUUID == store.identifier)
-        if isPersistentBackend {  // backups(in:) lists a directory; in-memory stores have none
+        if isPersistentBackend, h.suite.storeLocation == nil {  // backups(in:) lists a directory; in-memory and server stores have none
             #expect(c.backups(in: h.directory).contains { $0.url.lastPathComponent == backupURL.lastPathComponent })
         }
         let backupStore = try backend.open(at: backupURL, options: StoreOptions(isReadOnly: true, createIfMissing: false), creating: nil)
@@ -189,7 +189,8 @@ extension ConformanceSuite {
         let old = h.storeURL("old")
         let sharedDir = h.directory.appendingPathComponent("shared folder ü", isDirectory: true)
         try FileManager.default.createDirectory(at: sharedDir, withIntermediateDirectories: true)
-        let new = sharedDir.appendingPathComponent("moved." + (backend.fileExtensions.first ?? "store"))
+        let new = h.suite.storeLocation.map { _ in h.storeURL("moved") }
+            ?? sharedDir.appendingPathComponent("moved." + (backend.fileExtensions.first ?? "store"))
         let expected = (source.metadata, source.records, source.history)
         try operations.copyStore(from: source.url, to: old)
         #expect(try operations.relocateStore(from: old, to: new) == .moved)
@@ -223,7 +224,7 @@ extension ConformanceSuite {
         var current = source.url
         for (i, type) in chain.enumerated() {
             let peer = try registry.backend(for: type)
-            let next = h.directory.appendingPathComponent("chain-\(i)-\(type)." + (peer.fileExtensions.first ?? "store"))
+            let next = h.storeURL("chain-\(i)-\(type)", of: peer)
             try operations.copyStore(from: current, to: next, type: type)
             try expectSameStore(h, at: next, type: type, as: expected, "step \(i + 1) of \(chain.joined(separator: " → "))")
             current = next

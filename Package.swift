@@ -12,6 +12,8 @@ let package = Package(
         .library(name: "LMDBBackend", targets: ["LMDBBackend"]),
         .library(name: "XMLBackend", targets: ["XMLBackend"]),
         .library(name: "CoreDataBackend", targets: ["CoreDataBackend"]),
+        // A product of its own: only applications that use PostgreSQL link libpq.
+        .library(name: "PostgresBackend", targets: ["PostgresBackend"]),
         .library(name: "StoreConformance", targets: ["StoreConformance"]),
         .library(name: "StoreModels", targets: ["StoreModels"]),
         .library(name: "StoreSync", targets: ["StoreSync"]),
@@ -29,6 +31,7 @@ let package = Package(
         .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"]), .brew(["lmdb"])]),
         .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"]), .brew(["libxml2"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]),
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"]), .brew(["libpq"])]),
 
         // The framework: schema, records, descriptions, the backend protocols, coordinator, context and operations.
         // It depends on no backend and no C library; it logs through swift-log.
@@ -43,6 +46,9 @@ let package = Package(
         .target(name: "XMLBackend", dependencies: ["StoreAPI", "CLibXML2"]),
         // Core Data's own SQLite stores (issue 23): zlib for the compressed model cache (`Z_MODELCACHE`).
         .target(name: "CoreDataBackend", dependencies: ["StoreAPI", "CSQLite", "CZlib", "SQLiteFiles"]),
+        // A store in a PostgreSQL schema (issue 26), through libpq: the backend protocols are synchronous and libpq
+        // speaks the wire protocol (COPY included) without an event-loop framework in the build.
+        .target(name: "PostgresBackend", dependencies: ["StoreAPI", "CLibPQ"]),
 
         // Typed models for apps (issue 27): the `@Model` macro's expansion (a compiler plug-in) and the runtime it
         // expands to — typed fetch and save, async read/write, observation — on StoreAPI's string-keyed context.
@@ -121,6 +127,11 @@ let package = Package(
         .testTarget(
             name: "CoreDataBackendTests",
             dependencies: ["StoreAPI", "CoreDataBackend", "SQLiteBackend", "LMDBBackend", "XMLBackend", "CSQLite", "storectl", "StoreTestSupport", "StoreConformance"]
+        ),
+        // The PostgreSQL backend against a private server the tests start (StoreTestSupport's PostgresTestServer).
+        .testTarget(
+            name: "PostgresBackendTests",
+            dependencies: ["StoreAPI", "PostgresBackend", "SQLiteBackend", "LMDBBackend", "StoreConformance", "CLibPQ", "StoreTestSupport"]
         ),
         // Every backend together: the operations matrix across types, NDJSON and the verifier on every type.
         .testTarget(

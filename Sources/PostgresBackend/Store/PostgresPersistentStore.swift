@@ -1,0 +1,275 @@
+import Foundation
+@_spi(BackendKit) import StoreAPI
+import Synchronization
+
+/// An open PostgreSQL store: the ``PersistentStore`` of ``PostgresStoreBackend``.
+///
+/// One connection per store, used under a lock. Every read runs in one `REPEATABLE READ READ ONLY` transaction,
+/// so a fetch and the queries that fill its to-many relationships see one snapshot; every save runs in one
+/// transaction. A connection that breaks (the server restarted, the backend process was terminated) fails the
+/// operation in progress — the server rolls its transaction back — and the next operation reconnects.
+///
+/// Predicates, sorts and slices are evaluated by ``PredicateEvaluator`` over the rows of the requested entities,
+/// so every fetch answers exactly as the reference does.
+final class PostgresPersistentStore: PersistentStore, Sendable {
+    struct State: Sendable {
+        var connection: PostgresConnection?
+        var isClosed = false
+        var metadata: StoreMetadata
+        /// Keys reserved in the keys table but not handed out yet, per hierarchy.
+        var reservedKeys: [String: Range<Int64>] = [:]
+        /// The version of every row this store read or wrote, per hierarchy (optimistic locking).
+        var versions: [String: [Int64: Int64]] = [:]
+    }
+
+    /// Keys reserved per round trip when fewer are asked for: a context allocates one key per insert.
+    static let keyReservation: Int64 = 256
+
+    let location: PostgresLocation
+    let layout: PostgresLayout
+    let isReadOnly: Bool
+    let connectTimeout: Double
+    private let state: Mutex<State>
+
+    var url: URL? { location.url }
+
+    init(location: PostgresLocation, connection: PostgresConnection, metadata: StoreMetadata, layout: PostgresLayout,
+         isReadOnly: Bool, connectTimeout: Double) {
+        self.location = location
+        self.layout = layout
+        self.isReadOnly = isReadOnly
+        self.connectTimeout = connectTimeout
+        connection.uniqueIndexes = layout.uniqueIndexes
+        self.state = Mutex(State(connection: connection, metadata: metadata))
+    }
+
+    var metadata: StoreMetadata {
+        state.withLock { s in
+            // Another process may have replaced the metadata.
+            if let c = try? connection(&s), let m = try? PostgresStoreBackend.readMetadata(c) { s.metadata = m }
+            return s.metadata
+        }
+    }
+
+    private var schema: Schema { layout.schema }
+
+    /// The open connection, reconnecting when the last one broke.
+    private func connection(_ s: inout State) throws -> PostgresConnection {
+        guard !s.isClosed else {
+            throw StoreError.io(location.url, operation: "using the store", reason: "the store is closed")
+        }
+        if let c = s.connection, !c.isBroken { return c }
+        s.connection?.close()
+        s.connection = nil
+        let c = try PostgresStoreBackend.connect(location, timeout: connectTimeout)
+        c.uniqueIndexes = layout.uniqueIndexes
+        s.connection = c
+        return c
+    }
+
+    private func withConnection<T>(_ body: (PostgresConnection, inout State) throws -> T) throws -> T {
+        try state.withLock { s in try body(try connection(&s), &s) }
+    }
+
+    private func reader(_ c: PostgresConnection) -> PostgresRecordReader {
+        PostgresRecordReader(layout: layout, connection: c, url: location.url)
+    }
+
+    private static func remember(_ rows: [(Record, Int64)], _ layout: PostgresLayout, _ s: inout State) -> [Record] {
+        for (r, v) in rows {
+            guard let root = layout.entities[r.entity]?.entity.rootName else { continue }
+            s.versions[root, default: [:]][r.primaryKey] = v
+        }
+        return rows.map(\.0)
+    }
+
+    // MARK: Reading
+
+    func fetch(_ request: FetchRequest) throws -> [Record] {
+        try withConnection { c, s in
+            let rows = try c.transaction(readOnly: true) { try fetchLocked(request, c) }
+            return Self.remember(rows, layout, &s)
+        }
+    }
+
+    func count(_ request: FetchRequest) throws -> Int {
+        var unsorted = request
+        unsorted.sortDescriptors = []
+        return try withConnection { c, _ in
+            let entity = try schema.requireEntity(request.entity)
+            try evaluator(reader(c)).validate(request)
+            if request.predicate == nil {
+                let (table, filter, parameters) = try candidates(entity, request.includesSubentities)
+                let total = try c.execute("SELECT count(*) FROM \(PostgresLayout.quote(table.name)) AS t \(filter)", parameters)
+                    .int64(0, 0) ?? 0
+                // The evaluator's slicing rules: a negative offset or limit counts as zero.
+                let afterOffset = max(0, Int(total) - max(0, request.offset))
+                return request.limit.map { min(max(0, $0), afterOffset) } ?? afterOffset
+            }
+            return try c.transaction(readOnly: true) { try fetchLocked(unsorted, c).count }
+        }
+    }
+
+    /// The hierarchy table of `entity` and the `WHERE` clause that keeps the requested entities' rows.
+    private func candidates(_ entity: Entity, _ includesSubentities: Bool) throws -> (PGTable, String, [String?]) {
+        guard let table = layout.tables[entity.rootName] else {
+            throw StoreError.corruptStore(location.url, reason: "no table for the \(entity.rootName) hierarchy")
+        }
+        let names = includesSubentities ? entity.hierarchyNames : [entity.name]
+        let codes = names.compactMap { layout.entities[$0]?.code }
+        guard Set(codes) != Set(table.entityCodes) else { return (table, "", []) }
+        return (table, "WHERE t._ent = ANY($1::integer[])", ["{" + codes.map(String.init).joined(separator: ",") + "}"])
+    }
+
+    private func fetchLocked(_ request: FetchRequest, _ c: PostgresConnection) throws -> [(Record, Int64)] {
+        let entity = try schema.requireEntity(request.entity)
+        let reader = reader(c)
+        try evaluator(reader).validate(request)
+        let (table, filter, parameters) = try candidates(entity, request.includesSubentities)
+        let rows = try reader.records(
+            "SELECT \(table.selectList) FROM \(PostgresLayout.quote(table.name)) AS t \(filter) ORDER BY t._pk", parameters,
+            table: table)
+        var versions: [Int64: Int64] = [:]
+        for (r, v) in rows { versions[r.primaryKey] = v }
+        let matched = try evaluator(reader).execute(request, candidates: rows.map(\.0))
+        return matched.map { ($0, versions[$0.primaryKey] ?? 0) }
+    }
+
+    /// The reference evaluator, following relationships through this connection (the caller holds the lock).
+    private func evaluator(_ reader: PostgresRecordReader) -> PredicateEvaluator {
+        PredicateEvaluator(schema: schema) { root, keys in try reader.records(withKeys: keys, root: root).map(\.0) }
+    }
+
+    func records(withKeys keys: [Int64], root: String) throws -> [Record] {
+        try withConnection { c, s in
+            let rows = try c.transaction(readOnly: true) { try reader(c).records(withKeys: keys, root: root) }
+            return Self.remember(rows, layout, &s)
+        }
+    }
+
+    func scan(entity name: String, after primaryKey: Int64?, limit: Int) throws -> [Record] {
+        try withConnection { c, _ in
+            let (table, code) = try scanTarget(name)
+            guard limit > 0 else { return [] }
+            return try c.transaction(readOnly: true) {
+                try reader(c).records(
+                    "SELECT \(table.selectList) FROM \(PostgresLayout.quote(table.name)) AS t WHERE t._ent = $1 AND t._pk > $2 ORDER BY t._pk LIMIT $3",
+                    [String(code), String(primaryKey ?? .min), String(limit)], table: table).map(\.0)
+            }
+        }
+    }
+
+    func scanKeys(entity name: String, after primaryKey: Int64?, limit: Int) throws -> [Int64] {
+        try withConnection { c, _ in
+            let (table, code) = try scanTarget(name)
+            guard limit > 0 else { return [] }
+            let rows = try c.execute(
+                "SELECT _pk FROM \(PostgresLayout.quote(table.name)) WHERE _ent = $1 AND _pk > $2 ORDER BY _pk LIMIT $3",
+                [String(code), String(primaryKey ?? .min), String(limit)])
+            return (0..<rows.count).compactMap { rows.int64($0, 0) }
+        }
+    }
+
+    private func scanTarget(_ name: String) throws -> (PGTable, Int64) {
+        _ = try schema.requireEntity(name)
+        guard let el = layout.entities[name] else { throw StoreError.unknownEntity(name) }
+        return (el.table, el.code)
+    }
+
+    func history(after token: Int64?) throws -> [HistoryTransaction] {
+        try withConnection { c, _ in
+            let rows = try c.execute(
+                "SELECT token, json FROM \(PostgresLayout.quote(PostgresLayout.historyTable)) WHERE token > $1 ORDER BY token",
+                [String(token ?? .min)])
+            var result: [HistoryTransaction] = []
+            for i in 0..<rows.count {
+                guard let t = rows.int64(i, 0), let json = rows.bytes(i, 1, { PostgresValueCodec.bytes(fromHex: $0) }) ?? nil else {
+                    throw StoreError.corruptStore(location.url, reason: "a history row is damaged")
+                }
+                var transaction = try HistoryTransaction.decode(json, url: location.url)
+                transaction.token = t
+                result.append(transaction)
+            }
+            return result
+        }
+    }
+
+    // MARK: Writing
+
+    private func refuseIfReadOnly() throws {
+        if isReadOnly { throw StoreError.readOnly(location.url, reason: "the store was opened read-only") }
+    }
+
+    func save(_ changes: StoreChanges) throws {
+        try refuseIfReadOnly()
+        guard !changes.isEmpty else { return }
+        try withConnection { c, s in
+            var newMetadata: StoreMetadata?
+            let known = s.versions
+            let uuid = (changes.metadata ?? s.metadata).storeUUID
+            let versions = try c.transaction {
+                if let m = changes.metadata {
+                    try PostgresStoreBackend.checkLayoutCompatible(m, url: location.url, current: layout)
+                    try PostgresStoreBackend.writeMetadata(m, c)
+                    newMetadata = m
+                }
+                var writer = PostgresSaveWriter(layout: layout, connection: c, url: location.url, storeUUID: uuid,
+                                                knownVersions: known)
+                try writer.apply(changes)
+                return writer.newVersions
+            }
+            // Only a committed save's versions count.
+            for v in versions {
+                if let version = v.version {
+                    s.versions[v.root, default: [:]][v.key] = version
+                } else {
+                    s.versions[v.root]?[v.key] = nil
+                }
+            }
+            for r in changes.inserted {
+                guard let root = layout.entities[r.entity]?.entity.rootName, let block = s.reservedKeys[root],
+                      block.contains(r.primaryKey) else { continue }
+                s.reservedKeys[root] = r.primaryKey < block.upperBound - 1 ? (r.primaryKey + 1)..<block.upperBound : nil
+            }
+            if let m = newMetadata { s.metadata = m }
+        }
+    }
+
+    func allocatePrimaryKeys(root: String, count: Int) throws -> Int64 {
+        try refuseIfReadOnly()
+        return try withConnection { c, s in
+            guard let table = layout.tables[root] else { throw StoreError.unknownEntity(root) }
+            let wanted = Int64(max(0, count))
+            if let block = s.reservedKeys[root], Int64(block.count) >= wanted {
+                s.reservedKeys[root] = (block.lowerBound + wanted)..<block.upperBound
+                return block.lowerBound
+            }
+            let reserve = max(wanted, Self.keyReservation)
+            // One statement: the keys row stays locked until it commits, so two processes never get one key twice.
+            let rows = try c.execute(
+                """
+                UPDATE \(PostgresLayout.quote(PostgresLayout.keysTable))
+                SET next = GREATEST(next, (SELECT COALESCE(MAX(_pk), 0) + 1 FROM \(PostgresLayout.quote(table.name)))) + $2::bigint
+                WHERE root = $1 RETURNING next - $2::bigint
+                """, [root, String(reserve)])
+            guard let first = rows.int64(0, 0) else {
+                throw StoreError.corruptStore(location.url, reason: "the key allocator of \(root) is missing")
+            }
+            s.reservedKeys[root] = (first + wanted)..<(first + reserve)
+            return first
+        }
+    }
+
+    func close() throws {
+        state.withLock { s in
+            s.connection?.close()
+            s.connection = nil
+            s.isClosed = true
+        }
+    }
+
+    /// The server process of the store's connection (tests terminate it mid-save).
+    var backendPID: Int32 {
+        state.withLock { s in s.connection?.backendPID ?? 0 }
+    }
+}

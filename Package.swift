@@ -19,6 +19,12 @@ let package = Package(
         .library(name: "StoreSync", targets: ["StoreSync"]),
         .executable(name: "storectl", targets: ["storectl"]),
     ],
+    traits: [
+        // storectl's PostgreSQL support (on by default). The static storectl build turns it off: libpq's static
+        // link needs static OpenSSL, GSSAPI and LDAP libraries that Debian does not ship.
+        .trait(name: "PostgreSQL", description: "storectl reads and writes stores on a PostgreSQL server (links libpq)"),
+        .default(enabledTraits: ["PostgreSQL"]),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -74,6 +80,7 @@ let package = Package(
             name: "storectl",
             dependencies: [
                 "StoreAPI", "SQLiteBackend", "LMDBBackend", "XMLBackend", "CoreDataBackend", "StoreSync",
+                .target(name: "PostgresBackend", condition: .when(traits: ["PostgreSQL"])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -131,7 +138,7 @@ let package = Package(
         // The PostgreSQL backend against a private server the tests start (StoreTestSupport's PostgresTestServer).
         .testTarget(
             name: "PostgresBackendTests",
-            dependencies: ["StoreAPI", "PostgresBackend", "SQLiteBackend", "LMDBBackend", "StoreConformance", "CLibPQ", "StoreTestSupport"]
+            dependencies: ["StoreAPI", "PostgresBackend", "SQLiteBackend", "LMDBBackend", "StoreConformance", "CLibPQ", "storectl", "StoreTestSupport"]
         ),
         // Every backend together: the operations matrix across types, NDJSON and the verifier on every type.
         .testTarget(

@@ -14,7 +14,10 @@ if [ "$(uname -s)" = Linux ]; then
     # The C libraries' own dependencies for a static link, as their pkg-config files list them.
     linker=()
     for lib in $(pkg-config --static --libs-only-l libxml-2.0 sqlite3 lmdb); do linker+=(-Xlinker "$lib"); done
-    flags=(-c release --build-path .build/dist -Xswiftc -static-executable "${linker[@]}" "$@")
+    # Without the PostgreSQL trait: libpq's static link needs static OpenSSL, GSSAPI and LDAP libraries Debian does
+    # not ship. This storectl says so when given a postgres:// URL; `swift build --product storectl` has it.
+    flags=(-c release --build-path .build/dist -Xswiftc -static-executable --disable-default-traits "${linker[@]}" "$@")
+    echo "build-storectl: the static storectl leaves out the PostgreSQL backend (libpq has no static link here)" >&2
 else
     flags=(-c release --build-path .build/dist --static-swift-stdlib "$@")
 fi

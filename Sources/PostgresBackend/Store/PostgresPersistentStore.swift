@@ -75,10 +75,13 @@ final class PostgresPersistentStore: PersistentStore, Sendable {
         PostgresRecordReader(layout: layout, connection: c, url: location.url)
     }
 
+    /// Notes the versions of rows read for the first time since this store last wrote them. A later read does
+    /// not move a version forward: the save path itself reads (the uniqueness checks fetch the records being
+    /// saved), and a context holding what it read first must still meet the conflict.
     private static func remember(_ rows: [(Record, Int64)], _ layout: PostgresLayout, _ s: inout State) -> [Record] {
         for (r, v) in rows {
             guard let root = layout.entities[r.entity]?.entity.rootName else { continue }
-            s.versions[root, default: [:]][r.primaryKey] = v
+            if s.versions[root]?[r.primaryKey] == nil { s.versions[root, default: [:]][r.primaryKey] = v }
         }
         return rows.map(\.0)
     }
@@ -207,7 +210,9 @@ final class PostgresPersistentStore: PersistentStore, Sendable {
             var newMetadata: StoreMetadata?
             let known = s.versions
             let uuid = (changes.metadata ?? s.metadata).storeUUID
-            let versions = try c.transaction {
+            let versions: [(root: String, key: Int64, version: Int64?)]
+            do {
+                versions = try c.transaction {
                 if let m = changes.metadata {
                     try PostgresStoreBackend.checkLayoutCompatible(m, url: location.url, current: layout)
                     try PostgresStoreBackend.writeMetadata(m, c)
@@ -217,6 +222,11 @@ final class PostgresPersistentStore: PersistentStore, Sendable {
                                                 knownVersions: known)
                 try writer.apply(changes)
                 return writer.newVersions
+                }
+            } catch StoreError.conflict(let u, let object, let reason) {
+                // Reported once: the record is read afresh (and saved against that version) from now on.
+                if let root = layout.entities[object.entity]?.entity.rootName { s.versions[root]?[object.primaryKey] = nil }
+                throw StoreError.conflict(u, object: object, reason: reason)
             }
             // Only a committed save's versions count.
             for v in versions {

@@ -49,15 +49,15 @@ struct ConvertCommand: ParsableCommand {
         try runCommand("convert", logLevel: common.logLevel) {
             coreDataModel.apply()
             let start = Date()
-            let src = URL(fileURLWithPath: source)
-            let dst = URL(fileURLWithPath: destination)
+            let src = StoreArgument.url(source)
+            let dst = StoreArgument.url(destination)
             let sourceBackend = try Backends.existing(src, type: from)
             let destinationType = try to ?? Backends.forNewStore(at: dst, type: nil, option: "--to").typeIdentifier
             _ = try Backends.registry.backend(for: destinationType)
             let result = try Transfers.copy(from: src, type: sourceBackend.typeIdentifier, to: dst, type: destinationType,
                                             force: force, batchSize: transfer.batchSize, allowFastCopy: true,
                                             label: "converting", quiet: common.quiet)
-            Console.note("converted \(src.path) (\(sourceBackend.typeIdentifier)) to \(dst.path) (\(destinationType))\(result) in \(Console.seconds(since: start))",
+            Console.note("converted \(src.displayName) (\(sourceBackend.typeIdentifier)) to \(dst.displayName) (\(destinationType))\(result) in \(Console.seconds(since: start))",
                          quiet: common.quiet)
         }
     }

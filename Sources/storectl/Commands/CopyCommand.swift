@@ -35,18 +35,18 @@ struct CopyCommand: ParsableCommand {
     func run() throws {
         try runCommand("copy", logLevel: common.logLevel) {
             let start = Date()
-            let src = URL(fileURLWithPath: source)
-            let dst = URL(fileURLWithPath: destination)
+            let src = StoreArgument.url(source)
+            let dst = StoreArgument.url(destination)
             let backend = try Backends.existing(src, type: type)
             // A copy named like its source is that type's (a Core Data `App.sqlite` backed up as `Backup.sqlite`).
             if dst.pathExtension.lowercased() != src.pathExtension.lowercased(),
                let suggested = Backends.registry.backend(forExtensionOf: dst), suggested.typeIdentifier != backend.typeIdentifier {
-                throw CommandFailure("\(dst.path): the extension suggests a \(suggested.typeIdentifier) store, but copy keeps the type (\(backend.typeIdentifier)); use 'storectl convert' to change it")
+                throw CommandFailure("\(dst.displayName): the extension suggests a \(suggested.typeIdentifier) store, but copy keeps the type (\(backend.typeIdentifier)); use 'storectl convert' to change it")
             }
             let result = try Transfers.copy(from: src, type: backend.typeIdentifier, to: dst, type: backend.typeIdentifier,
                                             force: force, batchSize: transfer.batchSize, allowFastCopy: true,
                                             label: "copying", quiet: common.quiet)
-            Console.note("copied \(src.path) to \(dst.path) (\(backend.typeIdentifier))\(result) in \(Console.seconds(since: start))", quiet: common.quiet)
+            Console.note("copied \(src.displayName) to \(dst.displayName) (\(backend.typeIdentifier))\(result) in \(Console.seconds(since: start))", quiet: common.quiet)
         }
     }
 }

@@ -52,7 +52,7 @@ struct CreateCommand: ParsableCommand {
     func run() throws {
         try runCommand("create", logLevel: common.logLevel) {
             let start = Date()
-            let url = URL(fileURLWithPath: store)
+            let url = StoreArgument.url(store)
             let schema = try SchemaFiles.load(URL(fileURLWithPath: model))
             if let configuration { _ = try schema.entities(inConfiguration: configuration) }
             let backend = try Backends.forNewStore(at: url, type: type, option: "--type")
@@ -83,7 +83,7 @@ struct CreateCommand: ParsableCommand {
             }
             try Backends.operations.copyStore(from: staged, sourceType: backend.typeIdentifier, to: url, type: backend.typeIdentifier,
                                               options: .init(replacingExisting: force))
-            var line = "created \(url.path) (\(backend.typeIdentifier), \(schema.entities.count) entities, store UUID \(meta.storeUUID.uuidString))"
+            var line = "created \(url.displayName) (\(backend.typeIdentifier), \(schema.entities.count) entities, store UUID \(meta.storeUUID.uuidString))"
             if let summary { line += " with \(Console.count(summary.inserted)) records" }
             Console.note(line + " in \(Console.seconds(since: start))", quiet: common.quiet)
         }

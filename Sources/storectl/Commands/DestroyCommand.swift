@@ -30,14 +30,14 @@ struct DestroyCommand: ParsableCommand {
 
     func run() throws {
         try runCommand("destroy", logLevel: common.logLevel) {
-            let url = URL(fileURLWithPath: store)
+            let url = StoreArgument.url(store)
             // The listing is for the message; the operation itself reports a path that is not a store (after
             // finishing a destroy that was killed once the store had left the path).
             let backend = try? Backends.existing(url, type: type)
             let files = backend?.ownedFiles(ofStoreAt: url) ?? []
             try Backends.operations.destroyStore(at: url, type: backend?.typeIdentifier ?? type, force: force)
             let typeName = (backend?.typeIdentifier).map { " (\($0))" } ?? ""
-            Console.note("destroyed \(url.path)\(typeName): removed \(files.map(\.lastPathComponent).joined(separator: ", "))",
+            Console.note("destroyed \(url.displayName)\(typeName): removed \(files.map(\.lastPathComponent).joined(separator: ", "))",
                          quiet: common.quiet)
         }
     }

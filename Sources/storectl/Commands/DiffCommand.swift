@@ -55,8 +55,8 @@ struct DiffCommand: ParsableCommand {
         var identical = true
         try runCommand("diff", logLevel: common.logLevel) {
             coreDataModel.apply()
-            let urlA = URL(fileURLWithPath: a)
-            let urlB = URL(fileURLWithPath: b)
+            let urlA = StoreArgument.url(a)
+            let urlB = StoreArgument.url(b)
             let (_, storeA) = try Backends.open(urlA, type: typeA, readOnly: true)
             defer { try? storeA.close() }
             let (_, storeB) = try Backends.open(urlB, type: typeB, readOnly: true)
@@ -67,9 +67,9 @@ struct DiffCommand: ParsableCommand {
             if json {
                 try JSONOutput.print(result)
             } else if identical {
-                Console.note("\(urlA.path) and \(urlB.path) are identical (\(Console.count(result.recordsCompared)) records compared)", quiet: common.quiet)
+                Console.note("\(urlA.displayName) and \(urlB.displayName) are identical (\(Console.count(result.recordsCompared)) records compared)", quiet: common.quiet)
             } else {
-                Console.output("A: \(urlA.path)\nB: \(urlB.path)\n" + result.summary)
+                Console.output("A: \(urlA.displayName)\nB: \(urlB.displayName)\n" + result.summary)
             }
         }
         if !identical { throw ExitStatus.differences }

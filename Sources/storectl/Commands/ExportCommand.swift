@@ -46,7 +46,7 @@ struct ExportCommand: ParsableCommand {
         try runCommand("export", logLevel: common.logLevel) {
             coreDataModel.apply()
             let start = Date()
-            let url = URL(fileURLWithPath: store)
+            let url = StoreArgument.url(store)
             let (_, opened) = try Backends.open(url, type: type, readOnly: true)
             defer { try? opened.close() }
             let bar = ProgressBar("exporting", quiet: common.quiet)
@@ -61,7 +61,7 @@ struct ExportCommand: ParsableCommand {
                 count = try exporter.export(opened, to: FileHandle.standardOutput)
             }
             bar.finish()
-            Console.note("exported \(Console.count(count)) records from \(url.path) in \(Console.seconds(since: start))", quiet: common.quiet)
+            Console.note("exported \(Console.count(count)) records from \(url.displayName) in \(Console.seconds(since: start))", quiet: common.quiet)
         }
     }
 }

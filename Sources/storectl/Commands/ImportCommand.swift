@@ -50,7 +50,7 @@ struct ImportCommand: ParsableCommand {
     func run() throws {
         try runCommand("import", logLevel: common.logLevel) {
             let start = Date()
-            let url = URL(fileURLWithPath: store)
+            let url = StoreArgument.url(store)
             if upsert { return try runUpsert(url, start: start) }
             // A synced store pushes what its history records: an import into one is always recorded.
             let synced = (try? Backends.existing(url, type: type).readMetadata(at: url).syncOptions) != nil
@@ -67,7 +67,7 @@ struct ImportCommand: ParsableCommand {
                 throw error
             }
             let perEntity = summary.insertedByEntity.sorted { $0.key < $1.key }.map { "\($0.key): \(Console.count($0.value))" }
-            var line = "imported \(Console.count(summary.inserted)) records into \(url.path)"
+            var line = "imported \(Console.count(summary.inserted)) records into \(url.displayName)"
             if !perEntity.isEmpty { line += " (\(perEntity.joined(separator: ", ")))" }
             if summary.updated > 0 { line += "; \(Console.count(summary.updated)) stored records gained links" }
             Console.note(line + " in \(Console.seconds(since: start))", quiet: common.quiet)

@@ -66,7 +66,7 @@ struct InfoCommand: ParsableCommand {
     func run() throws {
         try runCommand("info") {
             coreDataModel.apply()
-            let url = URL(fileURLWithPath: store)
+            let url = StoreArgument.url(store)
             let (backend, opened) = try Backends.open(url, type: type, readOnly: true)
             defer { try? opened.close() }
             let metadata = opened.metadata
@@ -85,7 +85,7 @@ struct InfoCommand: ParsableCommand {
                 Report.FileInfo(path: $0.path, size: Self.size(of: $0), isDirectory: Self.isDirectory($0))
             }
             let report = Report(
-                path: url.path, type: backend.typeIdentifier, storeUUID: metadata.storeUUID.uuidString,
+                path: url.displayName, type: backend.typeIdentifier, storeUUID: metadata.storeUUID.uuidString,
                 formatVersion: metadata.formatVersion, configuration: metadata.configuration, syncOptions: metadata.syncOptions,
                 custom: metadata.custom, versionHashes: metadata.versionHashes, records: own.values.reduce(0, +), historyTransactions: try opened.history(after: nil).count,
                 entities: entities, files: files, totalSize: Self.totalSize(files),
@@ -100,7 +100,7 @@ struct InfoCommand: ParsableCommand {
         switch source {
         case .modelCache: return "the store's model cache (Z_MODELCACHE)"
         case .embeddedSchema: return "the schema this framework kept in the store's metadata when it created it"
-        case .appModel(let url): return "\(url.path) (its version hashes are the store's)"
+        case .appModel(let url): return "\(url.displayName) (its version hashes are the store's)"
         case .inferred(let differing):
             let warning = differing.isEmpty ? "" : "; warning: version hashes differ for \(differing.joined(separator: ", "))"
             return "inferred from the tables (no model cache): names and exact types are guesses\(warning)"

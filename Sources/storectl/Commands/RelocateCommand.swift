@@ -30,13 +30,13 @@ struct RelocateCommand: ParsableCommand {
 
     func run() throws {
         try runCommand("relocate", logLevel: common.logLevel) {
-            let from = URL(fileURLWithPath: old)
-            let to = URL(fileURLWithPath: new)
+            let from = StoreArgument.url(old)
+            let to = StoreArgument.url(new)
             let outcome = try Backends.operations.relocateStore(from: from, to: to, type: type)
             switch outcome {
-            case .moved: Console.note("moved \(from.path) to \(to.path)", quiet: common.quiet)
-            case .alreadyDone: Console.note("\(to.path) already holds the store; nothing to do", quiet: common.quiet)
-            case .resumed: Console.note("finished an interrupted relocation of \(from.path) to \(to.path)", quiet: common.quiet)
+            case .moved: Console.note("moved \(from.displayName) to \(to.displayName)", quiet: common.quiet)
+            case .alreadyDone: Console.note("\(to.displayName) already holds the store; nothing to do", quiet: common.quiet)
+            case .resumed: Console.note("finished an interrupted relocation of \(from.displayName) to \(to.displayName)", quiet: common.quiet)
             }
         }
     }

@@ -39,8 +39,8 @@ struct ReplaceCommand: ParsableCommand {
     func run() throws {
         try runCommand("replace", logLevel: common.logLevel) {
             let start = Date()
-            let dst = URL(fileURLWithPath: destination)
-            let src = URL(fileURLWithPath: with)
+            let dst = StoreArgument.url(destination)
+            let src = StoreArgument.url(with)
             _ = try Backends.existing(src, type: from)
             let bar = ProgressBar("replacing", quiet: common.quiet)
             let metadata: StoreMetadata
@@ -49,7 +49,7 @@ struct ReplaceCommand: ParsableCommand {
                 metadata = try Backends.operations.replaceStore(at: dst, type: type, with: src, sourceType: from,
                                                                 batchSize: transfer.batchSize, progress: bar.handler, force: force)
             }
-            Console.note("replaced \(dst.path) (\(metadata.storeType)) with \(src.path) in \(Console.seconds(since: start))", quiet: common.quiet)
+            Console.note("replaced \(dst.displayName) (\(metadata.storeType)) with \(src.displayName) in \(Console.seconds(since: start))", quiet: common.quiet)
         }
     }
 }

@@ -36,7 +36,7 @@ struct SchemaCommand: ParsableCommand {
     func run() throws {
         try runCommand("schema") {
             coreDataModel.apply()
-            let url = URL(fileURLWithPath: path)
+            let url = StoreArgument.url(path)
             let schema: Schema
             if SchemaFiles.looksLikeModel(url) || (try? Backends.registry.detectBackend(at: url)) == nil {
                 schema = try SchemaFiles.load(url)

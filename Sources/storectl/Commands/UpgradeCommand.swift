@@ -68,14 +68,14 @@ struct UpgradeCommand: ParsableCommand {
     func run() throws {
         try runCommand("upgrade", logLevel: common.logLevel) {
             let start = Date()
-            let url = URL(fileURLWithPath: store)
+            let url = StoreArgument.url(store)
             let modelURL = URL(fileURLWithPath: model)
             let chain = try Self.chain(modelURL)
             if dryRun {
                 let backend = try Backends.existing(url, type: type)
                 let steps = try plannedSteps(chain, stored: try backend.readMetadata(at: url), url: url)
                 if json {
-                    try JSONOutput.print(Report(store: url.path, dryRun: true, upgraded: false, steps: steps))
+                    try JSONOutput.print(Report(store: url.displayName, dryRun: true, upgraded: false, steps: steps))
                 } else {
                     print(Self.text(steps, url: url))
                 }
@@ -93,13 +93,13 @@ struct UpgradeCommand: ParsableCommand {
             }
             let reported = done.map { Step(from: $0.from, to: $0.to, plan: $0.plan) }
             if json {
-                try JSONOutput.print(Report(store: url.path, dryRun: false, upgraded: !done.isEmpty, steps: reported))
+                try JSONOutput.print(Report(store: url.displayName, dryRun: false, upgraded: !done.isEmpty, steps: reported))
             } else if done.isEmpty {
-                Console.note("\(url.path) is already at the model's version; nothing to do", quiet: common.quiet)
+                Console.note("\(url.displayName) is already at the model's version; nothing to do", quiet: common.quiet)
             } else {
                 Console.note(Self.text(reported, url: url), quiet: common.quiet)
                 let upgradedType = (try? Backends.existing(url, type: type).typeIdentifier) ?? type ?? "?"
-                Console.note("upgraded \(url.path) (\(upgradedType)) to \(done.last?.to ?? "") in "
+                Console.note("upgraded \(url.displayName) (\(upgradedType)) to \(done.last?.to ?? "") in "
                              + "\(Console.seconds(since: start))", quiet: common.quiet)
             }
         }
@@ -133,7 +133,7 @@ struct UpgradeCommand: ParsableCommand {
     }
 
     private static func text(_ steps: [Step], url: URL) -> String {
-        if steps.isEmpty { return "\(url.path) is already at the model's version; nothing to do" }
+        if steps.isEmpty { return "\(url.displayName) is already at the model's version; nothing to do" }
         return steps.map { step in
             "\(step.from ?? "store's schema") → \(step.to):\n" + step.plan.description.split(separator: "\n").map { "  " + $0 }
                 .joined(separator: "\n")

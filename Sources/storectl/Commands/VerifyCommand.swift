@@ -43,7 +43,7 @@ struct VerifyCommand: ParsableCommand {
         var problems: [String] = []
         try runCommand("verify", logLevel: common.logLevel) {
             coreDataModel.apply()
-            let url = URL(fileURLWithPath: store)
+            let url = StoreArgument.url(store)
             let backend = try Backends.existing(url, type: type)
             problems = try backend.checkIntegrity(at: url).map { "engine: \($0)" }
             var records = 0
@@ -61,11 +61,11 @@ struct VerifyCommand: ParsableCommand {
                 problems.append("records: cannot be read: \(error)")
             }
             if json {
-                try JSONOutput.print(Report(path: url.path, type: backend.typeIdentifier, ok: problems.isEmpty, records: records, problems: problems))
+                try JSONOutput.print(Report(path: url.displayName, type: backend.typeIdentifier, ok: problems.isEmpty, records: records, problems: problems))
             } else if problems.isEmpty {
-                Console.note("OK: \(url.path) (\(backend.typeIdentifier)), \(Console.count(records)) records checked", quiet: common.quiet)
+                Console.note("OK: \(url.displayName) (\(backend.typeIdentifier)), \(Console.count(records)) records checked", quiet: common.quiet)
             } else {
-                Console.output("\(url.path): \(problems.count) problem\(problems.count == 1 ? "" : "s"):")
+                Console.output("\(url.displayName): \(problems.count) problem\(problems.count == 1 ? "" : "s"):")
                 for p in problems { Console.output("  " + p) }
             }
         }

@@ -1,6 +1,9 @@
 import CoreDataBackend
 import Foundation
 import LMDBBackend
+#if PostgreSQL
+import PostgresBackend
+#endif
 import SQLiteBackend
 import StoreAPI
 import XMLBackend
@@ -16,6 +19,9 @@ enum Backends {
         registry.register(XMLStoreBackend())
         // Found by sniffing only (it claims no extension): a new `.sqlite` store stays `sqlite`.
         registry.register(CoreDataStoreBackend())
+        #if PostgreSQL
+        registry.register(PostgresStoreBackend())
+        #endif
         return registry
     }()
 
@@ -34,19 +40,31 @@ enum Backends {
 
     /// The backend of the existing store at `url` (checked against `type` when given).
     static func existing(_ url: URL, type: String?) throws -> any StoreBackend {
-        try operations.backend(ofStoreAt: url, type: type)
+        try requireServerSupport(url)
+        return try operations.backend(ofStoreAt: url, type: type)
     }
 
     /// The backend a new store at `url` gets: `type`, or the one its extension names.
     static func forNewStore(at url: URL, type: String?, option: String) throws -> any StoreBackend {
         if let type { return try registry.backend(for: type) }
+        if let server = registry.serverBackend(for: url) { return server }
+        try requireServerSupport(url)
         guard let backend = registry.backend(forExtensionOf: url) else {
             let ext = url.pathExtension
             throw CommandFailure(ext.isEmpty
-                ? "\(url.path): cannot tell the store type without a file extension; pass \(option) (\(typeList))"
-                : "\(url.path): no store type uses the extension '.\(ext)'; pass \(option) (\(typeList))")
+                ? "\(url.displayName): cannot tell the store type without a file extension; pass \(option) (\(typeList))"
+                : "\(url.displayName): no store type uses the extension '.\(ext)'; pass \(option) (\(typeList))")
         }
         return backend
+    }
+
+    /// Refuses a server URL no registered backend handles, saying why.
+    static func requireServerSupport(_ url: URL) throws {
+        guard !url.isFileURL, registry.serverBackend(for: url) == nil,
+              StoreArgument.serverSchemes.contains(where: { url.absoluteString.lowercased().hasPrefix($0) })
+        else { return }
+        throw CommandFailure("\(url.displayName): this storectl was built without PostgreSQL support (the static "
+            + "build leaves libpq out); use one built with `swift build --product storectl`")
     }
 
     /// Opens the existing store at `url`.

@@ -1,0 +1,66 @@
+import Foundation
+import StoreTestSupport
+import Testing
+
+/// The real `storectl` binary moving the sample store onto a PostgreSQL server and off it again.
+@Suite(.enabled(if: PostgresTestServer.isAvailable, PostgresTestServer.skipReason))
+struct PostgresStorectlTests {
+    /// sqlite → postgres → lmdb, each step diffed identical with the source; info, verify and export read the
+    /// server store; destroy drops it and then finds nothing there.
+    @Test func roundTripThroughPostgres() throws {
+        let server = try PostgresTestServer.shared()
+        let dir = try TemporaryDirectory("pg-storectl")
+        let pg = server.storeURL("library").absoluteString
+        let create = try Child.storectl(["create", "library.sqlite", "--model", PackagePaths.libraryModel.path,
+                                         "--import", PackagePaths.libraryData.path], in: dir)
+        try #require(create.status == 0, "\(create.stderr)")
+
+        let toPG = try Child.storectl(["convert", "library.sqlite", pg], in: dir)
+        try #require(toPG.status == 0, "\(toPG.stderr)")
+        #expect(toPG.stderr.contains("(postgres)"))
+        let toLMDB = try Child.storectl(["convert", pg, "library.lmdb"], in: dir)
+        try #require(toLMDB.status == 0, "\(toLMDB.stderr)")
+
+        for (a, b) in [("library.sqlite", pg), (pg, "library.lmdb"), ("library.sqlite", "library.lmdb")] {
+            let diff = try Child.storectl(["diff", a, b], in: dir)
+            #expect(diff.status == 0, "diff \(a) \(b): \(diff.stdout) \(diff.stderr)")
+            #expect(diff.stderr.contains("identical"), "diff \(a) \(b): \(diff.stderr)")
+        }
+        let info = try Child.storectl(["info", pg, "--json"], in: dir)
+        #expect(info.status == 0, "\(info.stderr)")
+        #expect(info.stdout.contains("\"type\" : \"postgres\"") || info.stdout.contains("\"type\":\"postgres\""), "\(info.stdout)")
+        let verify = try Child.storectl(["verify", pg], in: dir)
+        #expect(verify.status == 0, "\(verify.stdout) \(verify.stderr)")
+        let export = try Child.storectl(["export", pg, "-o", "out.ndjson"], in: dir)
+        #expect(export.status == 0, "\(export.stderr)")
+        let exported = try String(contentsOf: dir.path("out.ndjson"), encoding: .utf8)
+        let original = try String(contentsOf: PackagePaths.libraryData, encoding: .utf8)
+        #expect(exported.split(separator: "\n").count == original.split(separator: "\n").count)
+
+        // An existing destination is refused; --force replaces it atomically, never doubling records.
+        let again = try Child.storectl(["convert", "library.lmdb", pg], in: dir)
+        #expect(again.status != 0)
+        let forced = try Child.storectl(["convert", "library.lmdb", pg, "--force"], in: dir)
+        #expect(forced.status == 0, "\(forced.stderr)")
+        let diff = try Child.storectl(["diff", "library.sqlite", pg], in: dir)
+        #expect(diff.status == 0, "\(diff.stdout) \(diff.stderr)")
+
+        let destroy = try Child.storectl(["destroy", pg], in: dir)
+        #expect(destroy.status == 0, "\(destroy.stderr)")
+        let gone = try Child.storectl(["info", pg], in: dir)
+        #expect(gone.status != 0)
+        #expect(gone.stderr.contains("no store there"), "\(gone.stderr)")
+    }
+
+    /// A password in the URL reaches libpq and nothing else: not the error of a refused connection, not the
+    /// output of a failed command.
+    @Test func passwordsNeverAppearInOutput() throws {
+        let dir = try TemporaryDirectory("pg-storectl-secret")
+        let port = try PostgresTestServer.freePort()
+        let url = "postgres://someone:s3cr3t-pw@127.0.0.1:\(port)/db?schema=app&connect_timeout=2"
+        let info = try Child.storectl(["info", url], in: dir)
+        #expect(info.status != 0)
+        #expect(!info.stderr.contains("s3cr3t-pw") && !info.stdout.contains("s3cr3t-pw"), "\(info.stderr)")
+        #expect(info.stderr.contains("127.0.0.1"), "the error names the host: \(info.stderr)")
+    }
+}

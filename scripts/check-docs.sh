@@ -4,13 +4,13 @@
 # Needs a debug build (swift build). Usage: scripts/check-docs.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-modules=(StoreAPI SQLiteBackend LMDBBackend XMLBackend CoreDataBackend StoreConformance StoreModels StoreSync)
+modules=(StoreAPI SQLiteBackend LMDBBackend XMLBackend CoreDataBackend PostgresBackend StoreConformance StoreModels StoreSync)
 bin="$(dirname "$(command -v swift)")"
 triple="$(swift -print-target-info | python3 -c 'import json, sys; print(json.load(sys.stdin)["target"]["triple"])')"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-includes=(-I .build/debug/Modules -I Sources/CSQLite -I Sources/CLMDB -I Sources/CLibXML2 -I Sources/CZlib)
-for flag in $(pkg-config --cflags-only-I libxml-2.0 sqlite3 lmdb zlib); do includes+=(-Xcc "$flag"); done
+includes=(-I .build/debug/Modules -I Sources/CSQLite -I Sources/CLMDB -I Sources/CLibXML2 -I Sources/CZlib -I Sources/CLibPQ)
+for flag in $(pkg-config --cflags-only-I libxml-2.0 sqlite3 lmdb zlib libpq); do includes+=(-Xcc "$flag"); done
 for module in "${modules[@]}"; do
     mkdir -p "$work/$module"
     "$bin/swift-symbolgraph-extract" -module-name "$module" -target "$triple" "${includes[@]}" \

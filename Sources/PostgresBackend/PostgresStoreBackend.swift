@@ -7,7 +7,7 @@ import Foundation
 /// A store is named by a URL, `postgres://[user[:password]@]host[:port]/database?schema=NAME`, plus libpq
 /// parameters in the query (`host=` a socket directory, `sslmode`, `connect_timeout`, …) and `statement_timeout`
 /// (seconds). It lives in its own PostgreSQL schema — its tables, indexes, metadata and history, nothing outside
-/// it — laid out as ``PostgresLayout`` describes. Sniffing a URL asks the server whether that schema holds a
+/// it — laid out as the <doc:PostgreSQL> article describes. Sniffing a URL asks the server whether that schema holds a
 /// store; destroying one drops exactly that schema, and refuses a schema that is not a store.
 ///
 /// Saves are transactions; updates are checked against each row's version (optimistic locking), so two writers

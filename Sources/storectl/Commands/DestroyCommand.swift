@@ -37,8 +37,9 @@ struct DestroyCommand: ParsableCommand {
             let files = backend?.ownedFiles(ofStoreAt: url) ?? []
             try Backends.operations.destroyStore(at: url, type: backend?.typeIdentifier ?? type, force: force)
             let typeName = (backend?.typeIdentifier).map { " (\($0))" } ?? ""
-            Console.note("destroyed \(url.displayName)\(typeName): removed \(files.map(\.lastPathComponent).joined(separator: ", "))",
-                         quiet: common.quiet)
+            // A store on a server has no files: its backend dropped it there.
+            let removed = files.isEmpty ? "" : ": removed \(files.map(\.lastPathComponent).joined(separator: ", "))"
+            Console.note("destroyed \(url.displayName)\(typeName)\(removed)", quiet: common.quiet)
         }
     }
 }

@@ -136,6 +136,8 @@ struct InfoCommand: ParsableCommand {
             lines.append("Custom metadata:")
             for (k, v) in r.custom.sorted(by: { $0.key < $1.key }) { lines.append("  \(k) = \(StoreValueText.metadata(v))") }
         }
+        // A store on a server has no files.
+        guard !r.files.isEmpty else { return lines.joined(separator: "\n") }
         lines.append("")
         lines.append("Files (\(Console.size(r.totalSize)) in all):")
         for f in r.files { lines.append("  \(f.path)\(f.isDirectory ? "/" : "")  \(Console.size(f.size))") }

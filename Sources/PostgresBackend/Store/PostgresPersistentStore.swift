@@ -9,8 +9,8 @@ import Synchronization
 /// transaction. A connection that breaks (the server restarted, the backend process was terminated) fails the
 /// operation in progress — the server rolls its transaction back — and the next operation reconnects.
 ///
-/// Predicates, sorts and slices are evaluated by ``PredicateEvaluator`` over the rows of the requested entities,
-/// so every fetch answers exactly as the reference does.
+/// Predicates, sorts and slices run as SQL where ``PostgresQueryTranslator`` can translate them exactly, and
+/// through ``PredicateEvaluator`` otherwise, so every fetch answers exactly as the reference does.
 final class PostgresPersistentStore: PersistentStore, Sendable {
     struct State: Sendable {
         var connection: PostgresConnection?
@@ -96,24 +96,46 @@ final class PostgresPersistentStore: PersistentStore, Sendable {
     }
 
     func count(_ request: FetchRequest) throws -> Int {
-        var unsorted = request
-        unsorted.sortDescriptors = []
-        return try withConnection { c, _ in
-            let entity = try schema.requireEntity(request.entity)
-            try evaluator(reader(c)).validate(request)
-            if request.predicate == nil {
+        try withConnection { c, _ in
+            try c.transaction(readOnly: true) {
+                let entity = try schema.requireEntity(request.entity)
+                try evaluator(reader(c)).validate(request)
                 let (table, filter, parameters) = try candidates(entity, request.includesSubentities)
-                let total = try c.execute("SELECT count(*) FROM \(PostgresLayout.quote(table.name)) AS t \(filter)", parameters)
-                    .int64(0, 0) ?? 0
-                // The evaluator's slicing rules: a negative offset or limit counts as zero.
-                let afterOffset = max(0, Int(total) - max(0, request.offset))
-                return request.limit.map { min(max(0, $0), afterOffset) } ?? afterOffset
+                var q = PostgresQueryTranslator(layout: layout, parameters: parameters)
+                guard let fragment = request.predicate.map({ q.translateWithinLimits($0, entity: entity) })
+                        ?? PostgresQueryTranslator.Fragment.alwaysTrue else {
+                    var unsorted = request
+                    unsorted.sortDescriptors = []
+                    return try fetchLocked(unsorted, c).count
+                }
+                let from = "FROM \(PostgresLayout.quote(table.name)) AS t \(q.joins.joined(separator: " ")) \(Self.whereClause(filter, fragment))"
+                let sql = request.offset > 0 || request.limit != nil
+                    ? "SELECT count(*) FROM (SELECT 1 \(from) \(limitClause(request))) AS s"
+                    : "SELECT count(*) \(from)"
+                return Int(try c.execute(sql, q.parameters).int64(0, 0) ?? 0)
             }
-            return try c.transaction(readOnly: true) { try fetchLocked(unsorted, c).count }
         }
     }
 
-    /// The hierarchy table of `entity` and the `WHERE` clause that keeps the requested entities' rows.
+    /// `WHERE` with the entity filter and the translated predicate.
+    private static func whereClause(_ filter: String, _ fragment: PostgresQueryTranslator.Fragment) -> String {
+        let predicate = fragment.sql == "TRUE" ? "" : fragment.sql
+        switch (filter.isEmpty, predicate.isEmpty) {
+        case (true, true): return ""
+        case (false, true): return "WHERE \(filter)"
+        case (true, false): return "WHERE \(predicate)"
+        case (false, false): return "WHERE \(filter) AND \(predicate)"
+        }
+    }
+
+    /// `LIMIT … OFFSET …` with the evaluator's slicing rules (negative values count as zero); integers only.
+    private func limitClause(_ request: FetchRequest) -> String {
+        let limit = request.limit.map { "LIMIT \(max(0, $0))" } ?? ""
+        return request.offset > 0 ? "\(limit) OFFSET \(request.offset)" : limit
+    }
+
+    /// The hierarchy table of `entity` and the condition that keeps the requested entities' rows (empty when the
+    /// table holds no other entity), with its parameters.
     private func candidates(_ entity: Entity, _ includesSubentities: Bool) throws -> (PGTable, String, [String?]) {
         guard let table = layout.tables[entity.rootName] else {
             throw StoreError.corruptStore(location.url, reason: "no table for the \(entity.rootName) hierarchy")
@@ -121,20 +143,45 @@ final class PostgresPersistentStore: PersistentStore, Sendable {
         let names = includesSubentities ? entity.hierarchyNames : [entity.name]
         let codes = names.compactMap { layout.entities[$0]?.code }
         guard Set(codes) != Set(table.entityCodes) else { return (table, "", []) }
-        return (table, "WHERE t._ent = ANY($1::integer[])", ["{" + codes.map(String.init).joined(separator: ",") + "}"])
+        return (table, "t._ent = ANY($1::integer[])", ["{" + codes.map(String.init).joined(separator: ",") + "}"])
     }
 
     private func fetchLocked(_ request: FetchRequest, _ c: PostgresConnection) throws -> [(Record, Int64)] {
         let entity = try schema.requireEntity(request.entity)
         let reader = reader(c)
+        // Errors about the request must not depend on which records exist or which path runs.
         try evaluator(reader).validate(request)
         let (table, filter, parameters) = try candidates(entity, request.includesSubentities)
-        let rows = try reader.records(
-            "SELECT \(table.selectList) FROM \(PostgresLayout.quote(table.name)) AS t \(filter) ORDER BY t._pk", parameters,
-            table: table)
+        let select = "SELECT \(table.selectList) FROM \(PostgresLayout.quote(table.name)) AS t"
+        var q = PostgresQueryTranslator(layout: layout, parameters: parameters)
+        guard let fragment = request.predicate.map({ q.translateWithinLimits($0, entity: entity) })
+                ?? PostgresQueryTranslator.Fragment.alwaysTrue else {
+            // Not translatable: the reference evaluator does everything over the candidates.
+            let rows = try reader.records("\(select) \(Self.whereClause(filter, .alwaysTrue)) ORDER BY t._pk", parameters, table: table)
+            return try Self.evaluate(request, rows, evaluator(reader))
+        }
+        var sorted = q
+        let order = sorted.orderBy(request.sortDescriptors, entity: entity)
+        if order != nil { q = sorted }
+        let base = "\(select) \(q.joins.joined(separator: " ")) \(Self.whereClause(filter, fragment))"
+        guard let order else {
+            // Filtered in SQL; sorted and sliced by the evaluator (a sort key it cannot translate, such as a decimal).
+            let rows = try reader.records("\(base) ORDER BY t._pk", q.parameters, table: table)
+            var unfiltered = request
+            unfiltered.predicate = nil
+            return try Self.evaluate(unfiltered, rows, evaluator(reader))
+        }
+        let orderSQL = (order + ["t._pk ASC"]).joined(separator: ", ")
+        return try reader.records("\(base) ORDER BY \(orderSQL) \(limitClause(request))", q.parameters, table: table)
+    }
+
+    /// Runs `request` with the evaluator over `rows`, keeping each record's version.
+    private static func evaluate(_ request: FetchRequest, _ rows: [(Record, Int64)], _ evaluator: PredicateEvaluator) throws
+        -> [(Record, Int64)]
+    {
         var versions: [Int64: Int64] = [:]
         for (r, v) in rows { versions[r.primaryKey] = v }
-        let matched = try evaluator(reader).execute(request, candidates: rows.map(\.0))
+        let matched = try evaluator.execute(request, candidates: rows.map(\.0))
         return matched.map { ($0, versions[$0.primaryKey] ?? 0) }
     }
 

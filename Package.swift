@@ -90,7 +90,7 @@ let package = Package(
         // The second process of the conformance suite's multiProcess group, for the built-in backends.
         .executableTarget(
             name: "conformance-worker",
-            dependencies: ["StoreConformance", "SQLiteBackend", "LMDBBackend", "XMLBackend"],
+            dependencies: ["StoreConformance", "SQLiteBackend", "LMDBBackend", "XMLBackend", "PostgresBackend"],
             path: "Tools/conformance-worker"
         ),
 
@@ -138,7 +138,10 @@ let package = Package(
         // The PostgreSQL backend against a private server the tests start (StoreTestSupport's PostgresTestServer).
         .testTarget(
             name: "PostgresBackendTests",
-            dependencies: ["StoreAPI", "PostgresBackend", "SQLiteBackend", "LMDBBackend", "StoreConformance", "CLibPQ", "storectl", "StoreTestSupport"]
+            dependencies: [
+                "StoreAPI", "PostgresBackend", "SQLiteBackend", "LMDBBackend", "StoreConformance", "CLibPQ", "storectl",
+                "conformance-worker", "StoreTestSupport",
+            ]
         ),
         // Every backend together: the operations matrix across types, NDJSON and the verifier on every type.
         .testTarget(

@@ -38,7 +38,8 @@ public enum ConformanceWorker {
     static func run(_ args: [String], registry: BackendRegistry) throws {
         guard args.count >= 3 else { throw StoreError.unsupported("usage: insert|count TYPE URL …") }
         let type = args[1]
-        let url = URL(fileURLWithPath: args[2])
+        // A path, or a server store's URL (`postgres://…`).
+        let url = args[2].contains("://") ? URL(string: args[2]) ?? URL(fileURLWithPath: args[2]) : URL(fileURLWithPath: args[2])
         let coordinator = StoreCoordinator(schema: try ConformanceSchema.make(), registry: registry)
         var options = StoreOptions(createIfMissing: false)
         options.timeout = 30

@@ -102,12 +102,18 @@ struct PostgresStoreTests {
         try #require(pid > 0)
         let ctx = c.newContext()
         for i in 0..<200 { try ctx.insert("Note", ["title": .string("n\(i)"), "rank": .integer64(Int64(i))]) }
+        // The killer has a connection of its own (a libpq connection serves one thread), and is waited for.
+        let killerConnection = try PostgresConnection(PostgresLocation(url), connectTimeout: 5)
+        let killed = DispatchSemaphore(value: 0)
         let killer = Thread {
             usleep(500_000)
-            _ = try? admin.execute("SELECT pg_terminate_backend($1)", [String(pid)])
+            _ = try? killerConnection.execute("SELECT pg_terminate_backend($1)", [String(pid)])
+            killed.signal()
         }
         killer.start()
         #expect(throws: StoreError.self) { try ctx.save() }
+        killed.wait()
+        killerConnection.close()
         try admin.execute("DROP TRIGGER slow ON \(table)")
         try admin.execute("DROP FUNCTION \"\(try PostgresLocation(url).schema)\".slow()")
         #expect(try c.newContext().count(FetchRequest(entity: "Note")) == 0, "nothing of the killed save is visible")

@@ -5,6 +5,9 @@ import Testing
 extension ConformanceSuite {
     /// Two processes write one store at the same time: every save of both lands (no lost updates, no primary key
     /// handed out twice), and each process sees the other's committed saves without reopening.
+    /// How the worker is told where the store is: a file's path, or a server store's whole URL.
+    static func argument(_ url: URL) -> String { url.isFileURL ? url.path : url.absoluteString }
+
     func checkMultiProcess(_ h: Harness) throws {
         guard let worker else {
             Issue.record("""
@@ -18,7 +21,7 @@ extension ConformanceSuite {
         defer { try? h.close(c) }
         let perSide = 120
 
-        let other = try WorkerProcess(worker, ["insert", backend.typeIdentifier, url.path, "worker", "\(perSide)", "6"])
+        let other = try WorkerProcess(worker, ["insert", backend.typeIdentifier, Self.argument(url), "worker", "\(perSide)", "6"])
         let context = c.newContext()
         for i in 0..<perSide {
             try context.insert("Tag", ["name": .string("parent-\(i)")])
@@ -37,7 +40,7 @@ extension ConformanceSuite {
         #expect(Set(keys).count == keys.count, "two processes must never be handed the same primary key")
 
         // And the other way round: a fresh process sees everything the parent saved.
-        let counter = try WorkerProcess(worker, ["count", backend.typeIdentifier, url.path, "Tag"])
+        let counter = try WorkerProcess(worker, ["count", backend.typeIdentifier, Self.argument(url), "Tag"])
         let counted = counter.wait()
         try #require(counted.status == 0, "the worker process failed: \(counted.stderr)")
         #expect(counted.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "\(2 * perSide)")

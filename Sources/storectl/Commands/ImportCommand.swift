@@ -92,7 +92,7 @@ struct ImportCommand: ParsableCommand {
         let summary = try UpsertImport(coordinator: coordinator, store: loaded, name: file == "-" ? "<stdin>" : file,
                                        author: historyAuthor ?? "storectl import").run(data)
         try coordinator.removeStore(loaded)
-        Console.note("\(url.path): \(Console.count(summary.inserted)) inserted, \(Console.count(summary.updated)) updated, "
+        Console.note("\(url.displayName): \(Console.count(summary.inserted)) inserted, \(Console.count(summary.updated)) updated, "
             + "\(Console.count(summary.deleted)) deleted in \(Console.seconds(since: start))", quiet: common.quiet)
     }
 

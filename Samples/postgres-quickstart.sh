@@ -3,15 +3,22 @@
 # Unix socket, as the `postgres` user when run as root), converts the sample store sqlite → postgres → lmdb, shows
 # it, diffs every step, then stops the server and removes everything.
 #
-#   swift build && Samples/postgres-quickstart.sh .build/debug/storectl
+#   Samples/postgres-quickstart.sh [STORECTL]
 #
-# Needs the PostgreSQL server binaries (Debian: postgresql; scripts/install-deps.sh installs them).
+# Without STORECTL it installs what a fresh machine lacks (scripts/install-deps.sh: libpq and the PostgreSQL server
+# among them) and builds storectl with PostgreSQL (`swift build --product storectl`; the static build leaves it out).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-storectl="${1:-$here/../.build/debug/storectl}"
+storectl="${1:-}"
+if [[ -z "$storectl" ]]; then
+    "$here/../scripts/install-deps.sh"
+    echo "postgres-quickstart: building storectl (swift build --product storectl)"
+    (cd "$here/.." && swift build --product storectl >/dev/null)
+    storectl="$(cd "$here/.." && swift build --show-bin-path)/storectl"
+fi
 if [[ ! -x "$storectl" ]]; then
-    echo "postgres-quickstart: storectl not found at '$storectl'; build it (swift build) and pass its path" >&2
+    echo "postgres-quickstart: storectl not found at '$storectl'" >&2
     exit 2
 fi
 storectl="$(cd "$(dirname "$storectl")" && pwd)/$(basename "$storectl")"

@@ -16,7 +16,7 @@ extension SQLiteStoreBackend: InPlaceUpgradingBackend {
         if sqlite3_db_readonly(c.db, "main") == 1 { throw StoreError.readOnly(url, reason: "the file is not writable") }
         try requireMetadataTable(c)
         do {
-            return try c.transaction(write: true) { try Self.apply(upgrade, from: old, to: new, metadata: metadata, c, url) }
+            return try c.transaction(write: true) { try Self.apply(upgrade, from: old, metadata: metadata, c, url) }
         } catch is DefaultReadsDifferently {
             return false
         }
@@ -24,13 +24,13 @@ extension SQLiteStoreBackend: InPlaceUpgradingBackend {
 
     /// The upgrade's statements, the dropped fetch indexes, the check of each column default and the new metadata,
     /// inside the caller's write transaction. `false` when the store no longer holds what was planned from.
-    private static func apply(_ upgrade: SQLiteInPlaceUpgrade, from old: SQLiteLayout, to new: SQLiteLayout, metadata: StoreMetadata,
+    private static func apply(_ upgrade: SQLiteInPlaceUpgrade, from old: SQLiteLayout, metadata: StoreMetadata,
                               _ c: SQLiteConnection, _ url: URL) throws -> Bool {
         // What was planned from must still be what the store holds (another process may have upgraded it).
         let current = try StoreMetadata.decode(SQLitePersistentStore.readMetadataJSON(c), url: url)
         guard SQLiteLayout(schema: current.schema).fingerprint == old.fingerprint else { return false }
         for statement in upgrade.statements { try c.exec(statement, "upgrading the schema") }
-        for dropped in SQLiteInPlaceUpgrade.droppedFetchIndexes(from: old, to: new) {
+        for dropped in upgrade.droppedFetchIndexes {
             let names = try c.withStatement("SELECT name FROM sqlite_schema WHERE type = 'index' AND sql = ?") { s in
                 try s.bind(1, dropped)
                 var names: [String] = []

@@ -16,6 +16,8 @@ struct SQLiteInPlaceUpgrade {
     /// value, checked after the columns are added (SQLite may store a literal in another class than the codec would,
     /// an integral REAL as an INTEGER, say), or the upgrade is rolled back and left to the streaming one.
     let defaults: [(table: String, column: String, value: StoreValue, type: AttributeType)]
+    /// The old layout's fetch indexes the new one no longer has (they only speed fetches up, so they may go).
+    let droppedFetchIndexes: [String]
 
     init?(from old: SQLiteLayout, to new: SQLiteLayout, plan: SchemaMigrationPlan) {
         guard plan.onlyAdds else { return nil }
@@ -83,6 +85,8 @@ struct SQLiteInPlaceUpgrade {
         statements += new.indexStatements.filter { !oldIndexes.contains($0) }
         let oldFetchIndexes = Set(old.fetchIndexStatements)
         statements += new.fetchIndexStatements.filter { !oldFetchIndexes.contains($0) }
+        let newFetchIndexes = Set(new.fetchIndexStatements)
+        droppedFetchIndexes = old.fetchIndexStatements.filter { !newFetchIndexes.contains($0) }
         // New entities' rows, as a new store has them.
         for e in new.schema.entities where old.entities[e.name] == nil {
             guard let l = new.entities[e.name] else { return nil }
@@ -93,12 +97,6 @@ struct SQLiteInPlaceUpgrade {
         }
         self.statements = statements
         self.defaults = defaults
-    }
-
-    /// The fetch indexes of `old` that `new` no longer has (they only speed fetches up, so they may go).
-    static func droppedFetchIndexes(from old: SQLiteLayout, to new: SQLiteLayout) -> [String] {
-        let kept = Set(new.fetchIndexStatements)
-        return old.fetchIndexStatements.filter { !kept.contains($0) }
     }
 
     /// `entity NUL property` of every property the plan adds (an added entity's properties included).

@@ -47,28 +47,7 @@ struct MigratedFileContents: AtomicStoreContents, @unchecked Sendable {
                 inserted: { try body($0.entity, $0.primaryKey) })
         }
         // Without inserted records, keys alone: the backend may skip decoding values.
-        let order = mapper.destination.entities.filter { !$0.isAbstract }.compactMap { mapper.steps[$0.name] }
-        switch passes {
-        case .one:
-            let position = Dictionary(order.enumerated().map { ($0.element.source.name, $0.offset) }, uniquingKeysWith: { a, _ in a })
-            var last: (group: Int, key: Int64)?
-            try backend.readPrimaryKeys(at: url) { entity, key in
-                guard let group = position[entity] else { return }
-                if let last, group < last.group || (group == last.group && key <= last.key) { throw OutOfOrder() }
-                last = (group, key)
-                try body(order[group].destination.name, key)
-            }
-        case .perEntity:
-            for step in order {
-                var last: Int64?
-                try backend.readPrimaryKeys(at: url) { entity, key in
-                    guard entity == step.source.name else { return }
-                    if let last, key <= last { throw OutOfOrder() }
-                    last = key
-                    try body(step.destination.name, key)
-                }
-            }
-        }
+        try inSchemaOrder(keys) { key, step in try body(step.destination.name, key) }
     }
 
     func forEachHistoryTransaction(_ body: (HistoryTransaction) throws -> Void) throws {
@@ -82,26 +61,59 @@ struct MigratedFileContents: AtomicStoreContents, @unchecked Sendable {
         if let insertions = mapper.insertions, !insertions.isEmpty {
             return try forEachRecordInserting(insertions, body, inserted: inserted)
         }
+        try inSchemaOrder(records, body)
+    }
+
+    /// How a pass reads the file: it calls its argument with each record's entity and key, and what the caller needs
+    /// of the record.
+    private typealias FileRead<Item> = ((_ entity: String, _ primaryKey: Int64, _ item: Item) throws -> Void) throws -> Void
+
+    /// Whole records.
+    private var records: FileRead<Record> {
+        { deliver in
+            try backend.readStore(at: url) { element in
+                if case .record(let r) = element { try deliver(r.entity, r.primaryKey, r) }
+            }
+        }
+    }
+
+    /// Keys alone, which the backend may read without decoding values.
+    private var keys: FileRead<Int64> {
+        { deliver in try backend.readPrimaryKeys(at: url) { entity, key in try deliver(entity, key, key) } }
+    }
+
+    /// What `read` delivers of every record the new schema keeps, with its entity's mapping, in the new schema's
+    /// order: in one pass (``Passes/one``) or one per entity.
+    private func inSchemaOrder<Item>(_ read: FileRead<Item>, _ body: (Item, MigrationRecordMapper.EntityStep) throws -> Void) throws {
         let order = mapper.destination.entities.filter { !$0.isAbstract }.compactMap { mapper.steps[$0.name] }
         switch passes {
         case .one:
             let position = Dictionary(order.enumerated().map { ($0.element.source.name, $0.offset) }, uniquingKeysWith: { a, _ in a })
             var last: (group: Int, key: Int64)?
-            try backend.readStore(at: url) { element in
-                guard case .record(let r) = element, let group = position[r.entity] else { return }
-                if let last, group < last.group || (group == last.group && r.primaryKey <= last.key) { throw OutOfOrder() }
-                last = (group, r.primaryKey)
-                try body(r, order[group])
+            // `read` and `body` are both the caller's closures; neither calls back into the other.
+            try withoutActuallyEscaping(body) { body in
+                try read { entity, key, item in
+                    guard let group = position[entity] else { return }
+                    if let last, group < last.group || (group == last.group && key <= last.key) { throw OutOfOrder() }
+                    last = (group, key)
+                    try body(item, order[group])
+                }
             }
         case .perEntity:
-            for step in order {
-                var last: Int64?
-                try backend.readStore(at: url) { element in
-                    guard case .record(let r) = element, r.entity == step.source.name else { return }
-                    if let last, r.primaryKey <= last { throw OutOfOrder() }
-                    last = r.primaryKey
-                    try body(r, step)
-                }
+            for step in order { try onePass(read, of: step, body) }
+        }
+    }
+
+    /// One pass over the file for the records of `step`'s source entity, which must come in key order.
+    private func onePass<Item>(_ read: FileRead<Item>, of step: MigrationRecordMapper.EntityStep,
+                               _ body: (Item, MigrationRecordMapper.EntityStep) throws -> Void) throws {
+        var last: Int64?
+        try withoutActuallyEscaping(body) { body in
+            try read { entity, key, item in
+                guard entity == step.source.name else { return }
+                if let last, key <= last { throw OutOfOrder() }
+                last = key
+                try body(item, step)
             }
         }
     }
@@ -111,17 +123,9 @@ struct MigratedFileContents: AtomicStoreContents, @unchecked Sendable {
     private func forEachRecordInserting(_ insertions: MigrationInsertions, _ body: (Record, MigrationRecordMapper.EntityStep) throws -> Void,
                                         inserted: (Record) throws -> Void) throws {
         for entity in mapper.destination.entities where !entity.isAbstract {
-            if let step = mapper.steps[entity.name] {
-                var last: Int64?
-                try backend.readStore(at: url) { element in
-                    guard case .record(let r) = element, r.entity == step.source.name else { return }
-                    if let last, r.primaryKey <= last { throw OutOfOrder() }
-                    last = r.primaryKey
-                    try body(r, step)
-                }
-            }
+            if let step = mapper.steps[entity.name] { try onePass(records, of: step, body) }
             for block in insertions.blocksByRoot[entity.rootName] ?? [] {
-                guard let step = mapper.steps.values.first(where: { $0.source.name == block.sourceEntity }) else { continue }
+                guard let step = mapper.destinationNames[block.sourceEntity].flatMap({ mapper.steps[$0] }) else { continue }
                 try backend.readStore(at: url) { element in
                     guard case .record(let r) = element, r.entity == block.sourceEntity else { return }
                     for record in try mapper.migrateInserting(r, with: step).inserted where record.entity == entity.name {

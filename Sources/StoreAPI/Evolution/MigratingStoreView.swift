@@ -59,7 +59,7 @@ final class MigratingStoreView: PersistentStore {
     private func appendInserted(_ entity: String, from blocks: [MigrationInsertions.Block], after: Int64?, to page: inout [Record],
                                 limit: Int) throws {
         for block in blocks where block.last > (after ?? block.base) {
-            guard let step = mapper.steps.values.first(where: { $0.source.name == block.sourceEntity }) else { continue }
+            guard let step = mapper.destinationNames[block.sourceEntity].flatMap({ mapper.steps[$0] }) else { continue }
             let from = max(after ?? block.base, block.base)
             var sourceAfter: Int64? = from == block.base ? nil : block.sourceKey(holding: from + 1) - 1
             while page.count < limit {

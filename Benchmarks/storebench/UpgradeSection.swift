@@ -38,9 +38,12 @@ enum UpgradeSection {
                     env.remove(dst)
                 }
                 if run % 2 == 1 { try reference() }
-                // Untimed: a fresh copy of the source to upgrade (the engines' fast copy where there is one).
+                // Untimed: a fresh copy of the source to upgrade (the engines' fast copy where there is one), read
+                // once so that it is in the page cache as the reference's source is: LMDB's copy writes around the
+                // cache, and the upgrade would otherwise be timed reading the disk.
                 let store = env.destination("upgraded.\(type)")
                 try StoreOperations().copyStore(from: env.source(type), to: store, type: type)
+                try readThrough(store)
                 let outcome = try env.product.upgrade(store, model: model)
                 times.append(outcome.timing)
                 rss.append(Double(outcome.peakRSS))
@@ -54,6 +57,27 @@ enum UpgradeSection {
                                  referenceName: "streamed same-type convert" + (rewrites ? "" : " (SQLite upgrades in place: ALTER TABLE)"),
                                  maxRatio: rewrites && env.total >= targetRecords ? maxRatio : nil,
                                  peakRSS: Int(Measure.median(rss))))
+        }
+    }
+
+    /// Reads every file of the store at `url` (a file or a directory) once, to the end.
+    static func readThrough(_ url: URL) throws {
+        let fm = FileManager.default
+        var isDirectory: ObjCBool = false
+        guard fm.fileExists(atPath: url.path, isDirectory: &isDirectory) else { return }
+        let files = isDirectory.boolValue
+            ? try fm.contentsOfDirectory(at: url, includingPropertiesForKeys: nil).filter { !$0.hasDirectoryPath }
+            : [url]
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        for file in files {
+            let fd = open(file.path, O_RDONLY)
+            guard fd >= 0 else { throw StoreError.io(file, operation: "opening", reason: String(cString: strerror(errno))) }
+            defer { close(fd) }
+            var n = 0
+            repeat {
+                n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            } while n > 0
+            if n < 0 { throw StoreError.io(file, operation: "reading", reason: String(cString: strerror(errno))) }
         }
     }
 

@@ -160,7 +160,9 @@ final class LMDBPersistentStore: PersistentStore, PageScanningStore, PageInserti
     public func count(_ request: FetchRequest) throws -> Int {
         let total = try withQuery(request) { q -> Int in
             guard let predicate = request.predicate else {
-                let wholeHierarchy = q.entity.name == q.entity.rootName && request.includesSubentities
+                // A root without sub-entities is its whole hierarchy whether or not they are asked for.
+                let wholeHierarchy = q.entity.name == q.entity.rootName
+                    && (request.includesSubentities || q.entity.hierarchyNames.count == 1)
                 if wholeHierarchy, let dbi = q.reader.recordsDatabase(q.entity.rootName) { return try q.reader.txn.count(dbi) }
                 return try q.reader.count(root: q.entity.rootName, entityIDs: q.ids)
             }

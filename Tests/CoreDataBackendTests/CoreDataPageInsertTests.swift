@@ -61,6 +61,135 @@ import Testing
         }
     }
 
+    /// Pages whose rows are inserted as they are read (no link into their own table) leave the tables records leave,
+    /// with the entity columns of to-ones into a hierarchy, ordered positions held in memory and spilled to the
+    /// temporary table, and both sides of a many-to-many, whether owners come before their members or after them.
+    @Test(arguments: [["Person", "Author", "Tag", "Book", "Review"], ["Review", "Book", "Tag", "Author", "Person"]])
+    func independentRowsLoadLikeRecords(order: [String]) throws {
+        let dir = try TemporaryDirectory("coredata-page-rows")
+        defer { dir.remove() }
+        let schema = try Self.librarySchema()
+        let storeUUID = UUID()
+        let records = try Self.libraryRecords(schema, storeUUID: storeUUID)
+        let byRecords = dir.path("Records.sqlite"), byPages = dir.path("Pages.sqlite")
+        for (url, asPages) in [(byRecords, false), (byPages, true)] {
+            let store = try CoreDataStoreBackend().open(
+                at: url, options: StoreOptions(),
+                creating: StoreMetadata(storeType: "coredata", storeUUID: storeUUID, schema: schema))
+            defer { try? store.close() }
+            let bulk = try #require(store as? any BulkLoadingStore)
+            let sink = try #require(store as? any PageInsertingStore)
+            // Few positions in memory: the pages' members read theirs back from the temporary table.
+            if asPages { try #require(store as? CoreDataStore).pendingPositionLimit = 7 }
+            #expect(try bulk.beginBulkLoad())
+            for name in order {
+                let all = records.filter { $0.entity == name }.sorted { $0.primaryKey < $1.primaryKey }
+                for start in stride(from: 0, to: all.count, by: 11) {
+                    let chunk = Array(all[start..<min(all.count, start + 11)])
+                    if asPages {
+                        var page = RecordPage(entity: name)
+                        for r in chunk { page.append(r) }
+                        try sink.insert(page)
+                    } else {
+                        try store.save(StoreChanges(inserted: chunk))
+                    }
+                }
+            }
+            try bulk.finishBulkLoad()
+        }
+        let tables = try CoreDataWriteTests.rows(byRecords, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            .compactMap { $0.first?.text }
+            .filter { $0 != "Z_METADATA" && $0 != "Z_MODELCACHE" && !$0.hasPrefix("sqlite_") }
+        #expect(tables.contains("STOREKIT_GLOBALID"))
+        for table in tables {
+            let want = try Self.dump(byRecords, table)
+            #expect(!want.isEmpty, "\(table) has rows")
+            #expect(try Self.dump(byPages, table) == want, "\(table)")
+        }
+        // The book's entity column of its author (`Z<n>_AUTHOR`), set wherever the author is.
+        let entityColumn = try #require(try CoreDataWriteTests.rows(byPages, "PRAGMA table_info(ZBOOK)")
+            .compactMap { $0.count > 1 ? $0[1].text : nil }.first { $0.hasSuffix("_AUTHOR") && $0 != "ZAUTHOR" })
+        let unset = try CoreDataWriteTests.rows(
+            byPages, "SELECT (SELECT count(*) FROM ZBOOK WHERE ZAUTHOR IS NOT NULL AND \(entityColumn) IS NULL), "
+                + "(SELECT count(*) FROM ZREVIEW WHERE ZBOOK IS NOT NULL AND Z_FOK_BOOK IS NULL)")
+        #expect(unset.first?.map(\.int) == [0, 0], "every entity column and position is set")
+        let store = try CoreDataStoreBackend().open(at: byPages, options: StoreOptions(isReadOnly: true), creating: nil)
+        defer { try? store.close() }
+        for name in order {
+            let got = try store.scan(entity: name, after: nil, limit: .max)
+            let want = records.filter { $0.entity == name }.sorted { $0.primaryKey < $1.primaryKey }
+            #expect(got == want, "\(name)")
+        }
+    }
+
+    /// People (every other one an `Author`, sharing the `ZPERSON` table), the books they wrote (a to-one with an
+    /// entity column), each book's ordered reviews and its tags (a many-to-many).
+    static func librarySchema() throws -> Schema {
+        let json = """
+            { "entities": [
+              { "name": "Person", "attributes": [ { "name": "name", "type": "string" } ],
+                "relationships": [ { "name": "books", "destination": "Book", "inverse": "author", "toMany": true } ] },
+              { "name": "Author", "parent": "Person", "attributes": [ { "name": "followers", "type": "integer64" } ] },
+              { "name": "Book", "attributes": [ { "name": "title", "type": "string" } ],
+                "relationships": [ { "name": "author", "destination": "Person", "inverse": "books" },
+                                   { "name": "reviews", "destination": "Review", "inverse": "book", "toMany": true,
+                                     "ordered": true },
+                                   { "name": "tags", "destination": "Tag", "inverse": "books", "toMany": true } ] },
+              { "name": "Review", "attributes": [ { "name": "stars", "type": "integer16" } ],
+                "relationships": [ { "name": "book", "destination": "Book", "inverse": "reviews" } ] },
+              { "name": "Tag", "attributes": [ { "name": "label", "type": "string" } ],
+                "relationships": [ { "name": "books", "destination": "Book", "inverse": "tags", "toMany": true } ] }
+            ] }
+            """
+        return try Schema(jsonData: Data(json.utf8))
+    }
+
+    /// 20 people, 60 books (every 7th without an author), 90 reviews listed by their books in descending key order,
+    /// 5 tags; a third of the records keep a global ID that is not the derived one.
+    static func libraryRecords(_ schema: Schema, storeUUID: UUID) throws -> [Record] {
+        let (people, books, reviews, tags) = (20, 60, 90, 5)
+        func author(_ b: Int) -> Int64? { b % 7 == 0 ? nil : Int64(b % people + 1) }
+        func tagsOf(_ b: Int) -> [Int64] { [Int64(b % tags + 1), Int64((b + 2) % tags + 1)].sorted() }
+        func record(_ name: String, _ key: Int) throws -> Record {
+            let e = try schema.requireEntity(name)
+            let gid = key % 3 == 0 ? UUID() : CoreDataGlobalID.make(store: storeUUID, root: e.rootName, primaryKey: Int64(key))
+            return e.newRecord(primaryKey: Int64(key), globalID: gid)
+        }
+        var out: [Record] = []
+        for p in 0..<people {
+            let e = try schema.requireEntity(p % 2 == 0 ? "Author" : "Person")
+            var r = try record(e.name, p + 1)
+            try CoreDataIncrementalTests.set(&r, e, "name", .string("Person \(p)"))
+            if e.name == "Author" { try CoreDataIncrementalTests.set(&r, e, "followers", .integer64(Int64(p * 1000))) }
+            try CoreDataIncrementalTests.link(&r, e, "books", .toMany((0..<books).filter { author($0) == Int64(p + 1) }.map { Int64($0 + 1) }))
+            out.append(r)
+        }
+        let book = try schema.requireEntity("Book")
+        for b in 0..<books {
+            var r = try record("Book", b + 1)
+            try CoreDataIncrementalTests.set(&r, book, "title", .string("Book \(b)"))
+            try CoreDataIncrementalTests.link(&r, book, "author", .toOne(author(b)))
+            try CoreDataIncrementalTests.link(&r, book, "reviews", .toMany(stride(from: b, to: reviews, by: books).reversed().map { Int64($0 + 1) }))
+            try CoreDataIncrementalTests.link(&r, book, "tags", .toMany(tagsOf(b)))
+            out.append(r)
+        }
+        let review = try schema.requireEntity("Review")
+        for v in 0..<reviews {
+            var r = try record("Review", v + 1)
+            try CoreDataIncrementalTests.set(&r, review, "stars", .integer16(Int16(v % 5)))
+            try CoreDataIncrementalTests.link(&r, review, "book", .toOne(Int64(v % books + 1)))
+            out.append(r)
+        }
+        let tag = try schema.requireEntity("Tag")
+        for t in 0..<tags {
+            var r = try record("Tag", t + 1)
+            try CoreDataIncrementalTests.set(&r, tag, "label", .string("tag \(t)"))
+            try CoreDataIncrementalTests.link(&r, tag, "books", .toMany((0..<books).filter { tagsOf($0).contains(Int64(t + 1)) }.map { Int64($0 + 1) }))
+            out.append(r)
+        }
+        return out
+    }
+
     /// A page whose value does not fit its attribute is refused in a bulk load, and nothing of it is written.
     @Test func aMisfitPageInABulkLoadWritesNothing() throws {
         let dir = try TemporaryDirectory("coredata-page-misfit")

@@ -125,6 +125,20 @@ final class CoreDataConnection {
     /// Runs `sql`, which returns no rows and takes only integer parameters, once for each of `count` rows: `row(i,
     /// bind)` binds row `i`'s values, calling `bind(parameter, value)` for each. A bulk load writes a join row per
     /// pair this way, without a value array per row.
+    /// Runs `sql` with its parameters bound by `bind`, which binds every one of them: nothing is left to clear from
+    /// the run before. Returns the number of rows changed.
+    @discardableResult
+    func run(_ sql: String, bindingEvery bind: (OpaquePointer) throws(StoreError) -> Void) throws(StoreError) -> Int {
+        let s = try statement(sql)
+        sqlite3_reset(s)
+        defer { sqlite3_reset(s) }
+        try bind(s)
+        var rc = sqlite3_step(s)
+        while rc == SQLITE_ROW { rc = sqlite3_step(s) }
+        guard rc == SQLITE_DONE else { throw failure(sql) }
+        return Int(sqlite3_changes(handle))
+    }
+
     func run(
         _ sql: String, rows count: Int, _ row: (_ i: Int, _ bind: (Int32, Int64) -> Void) throws(StoreError) -> Void
     ) throws(StoreError) {

@@ -112,17 +112,18 @@ final class CoreDataGlobalIDWriter {
         self.tableExists = tableExists
     }
 
-    /// Records that `record` (of hierarchy `root`) was inserted: a row when its identifier is not the derived one,
-    /// else no row (a stale one for its key removed). `isBulkLoad` leaves the unique index to the load's end.
-    func inserted(_ record: Record, root: String, _ c: CoreDataConnection, isBulkLoad: Bool) throws {
-        if isDerived(record.globalID, root: root, primaryKey: record.primaryKey) {
-            if tableExists { try removed(root: root, primaryKey: record.primaryKey, c) }
+    /// Records that record `primaryKey` of hierarchy `root` was inserted with `globalID`: a row when that is not the
+    /// derived identifier, else no row (a stale one for its key removed). `isBulkLoad` leaves the unique index to the
+    /// load's end.
+    func inserted(_ globalID: UUID, primaryKey: Int64, root: String, _ c: CoreDataConnection, isBulkLoad: Bool) throws {
+        if isDerived(globalID, root: root, primaryKey: primaryKey) {
+            if tableExists { try removed(root: root, primaryKey: primaryKey, c) }
             return
         }
         try createTable(c, isBulkLoad: isBulkLoad)
         // REPLACE: a stale row (a record Core Data deleted) holding this key or this identifier goes.
         try c.run("INSERT OR REPLACE INTO STOREKIT_GLOBALID (ROOT, PK, GLOBALID) VALUES (?, ?, ?)",
-                  [.text(root), .integer(record.primaryKey), CoreDataGlobalIDTable.blob(record.globalID)])
+                  [.text(root), .integer(primaryKey), CoreDataGlobalIDTable.blob(globalID)])
     }
 
     /// Keeps `id` for the record `root`/`primaryKey` that a history change names, when it is not the derived one

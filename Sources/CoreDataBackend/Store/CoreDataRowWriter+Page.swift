@@ -24,6 +24,7 @@ extension CoreDataRowWriter {
             try checkTypes(page, entity)
             return try save(StoreChanges(inserted: page.records(in: schema)), pending: &pending)
         }
+        if rowsAreIndependent(p) { return try insertIndependentRows(page, p, pending: &pending) }
         let toMany = entity.relationships.map(\.isToMany)
         var shells: [Record] = []
         shells.reserveCapacity(page.count)
@@ -176,5 +177,6 @@ extension CoreDataRowWriter {
 }
 
 extension RelationshipValue {
-    fileprivate var isToMany: Bool { if case .toMany = self { true } else { false } }
+    /// Whether the value is a to-many's list of keys.
+    var isToMany: Bool { if case .toMany = self { true } else { false } }
 }

@@ -79,6 +79,8 @@ struct CoreDataPendingLinks {
     var deferredJoins: [String: CoreDataDeferredJoin] = [:]
     /// In a bulk load: the waiting positions beyond ``positionLimit``, in a temporary table.
     var spilled = CoreDataSpilledPositions()
+    /// In a bulk load: the entity numbers of rows that entity columns may point at.
+    var loadedEntities = CoreDataLoadedEntities()
 }
 
 /// Writes one save into a Core Data store's tables, inside the caller's transaction, touching only the rows the
@@ -162,6 +164,10 @@ struct CoreDataRowWriter {
             }
         }
 
+        // A row updated or deleted may no longer have the entity number a bulk load kept for it.
+        if !pending.loadedEntities.isEmpty, !changes.updated.isEmpty || !changes.deleted.isEmpty {
+            pending.loadedEntities.removeAll()
+        }
         for key in changes.deleted { try delete(key, entityPlan(key.entity)) }
         // One value array for every row: emptied, not freed, between them.
         var values: [SQLiteValue] = []
@@ -175,7 +181,8 @@ struct CoreDataRowWriter {
         }
         for (r, p, relationships, isInsert) in changed {
             for i in relationships where i < p.links.count && i < r.relationships.count {
-                try writeMembers(r, p, i, isInsert: isInsert, inserted: inserted, pending: &pending)
+                try writeMembers(r.primaryKey, r.relationships[i].keys, p, i, isInsert: isInsert, inserted: inserted,
+                                 pending: &pending)
             }
         }
         for (root, keys) in inserted {
@@ -250,11 +257,11 @@ struct CoreDataRowWriter {
             case .toOneOrder(let i):
                 guard let owner = toOne(r, i), case .toOne(let fk, _, _, _) = p.links[i] else { values.append(.null); continue }
                 let key = Key(table: table, column: column, primaryKey: r.primaryKey)
-                // A position that a bulk load spilled is written when the load finishes.
                 if let position = positions[key] ?? pending.takePosition(key) {
                     values.append(.integer(position))
                 } else if isBulkLoad {
-                    values.append(.null)
+                    let spilled = try pending.spilled.position(member: r.primaryKey, table: table, order: column, db)
+                    values.append(spilled.map { .integer($0) } ?? .null)
                 } else {
                     values.append(.integer(try nextPosition(table: table, order: column, foreignKey: fk, owner: owner)))
                 }
@@ -280,13 +287,17 @@ struct CoreDataRowWriter {
         } else {
             try run(p.table.insertSQL, values, table: table, pk: r.primaryKey)
         }
-        try globalIDs?.inserted(r, root: p.root, db, isBulkLoad: isBulkLoad)
+        try globalIDs?.inserted(r.globalID, primaryKey: r.primaryKey, root: p.root, db, isBulkLoad: isBulkLoad)
         pending.highestKey[table] = max(pending.highestKey[table] ?? .min, r.primaryKey)
-        if let waiting = pending.entityColumns.removeValue(forKey: .init(root: p.root, primaryKey: r.primaryKey)) {
-            for w in waiting {
-                try db.run("UPDATE \(CoreDataSQL.quoted(w.table)) SET \(CoreDataSQL.quoted(w.column)) = ? WHERE Z_PK = ?",
-                           [.integer(p.number), .integer(w.primaryKey)])
-            }
+        try fillWaitingEntityColumns(root: p.root, primaryKey: r.primaryKey, number: p.number, pending: &pending)
+    }
+
+    /// Writes `number` into the entity columns of the rows whose to-one waited for record `primaryKey` of `root`.
+    func fillWaitingEntityColumns(root: String, primaryKey: Int64, number: Int64, pending: inout CoreDataPendingLinks) throws {
+        guard let waiting = pending.entityColumns.removeValue(forKey: .init(root: root, primaryKey: primaryKey)) else { return }
+        for w in waiting {
+            try db.run("UPDATE \(CoreDataSQL.quoted(w.table)) SET \(CoreDataSQL.quoted(w.column)) = ? WHERE Z_PK = ?",
+                       [.integer(number), .integer(w.primaryKey)])
         }
     }
 
@@ -331,13 +342,13 @@ struct CoreDataRowWriter {
         }
     }
 
-    /// Writes what the members of relationship `i` of `r` hold of it: order columns, hidden keys or join rows.
-    private func writeMembers(
-        _ r: Record, _ p: CoreDataWritePlan.EntityPlan, _ i: Int, isInsert: Bool, inserted: [String: Set<Int64>],
-        pending: inout CoreDataPendingLinks
+    /// Writes what `members`, the value of relationship `i` of record `owner`, hold of it: order columns, hidden keys
+    /// or join rows.
+    func writeMembers(
+        _ owner: Int64, _ members: [Int64], _ p: CoreDataWritePlan.EntityPlan, _ i: Int, isInsert: Bool,
+        inserted: [String: Set<Int64>], pending: inout CoreDataPendingLinks
     ) throws {
         let q = CoreDataSQL.quoted
-        let members = r.relationships[i].keys
         switch p.links[i] {
         case .toOne, .none:
             return
@@ -348,7 +359,7 @@ struct CoreDataRowWriter {
             if !link.hasInverse, !isInsert {
                 let extra = link.order.map { ", \(q($0)) = NULL" } ?? ""
                 try db.run("UPDATE \(q(link.table)) SET \(q(link.foreignKey)) = NULL\(extra) WHERE \(q(link.foreignKey)) = ?",
-                           [.integer(r.primaryKey)])
+                           [.integer(owner)])
             }
             // With an inverse, each member's own to-one holds the key: only an ordered list has more to write.
             guard !link.hasInverse || link.order != nil else { return }
@@ -361,10 +372,10 @@ struct CoreDataRowWriter {
                     changedRows = 0
                 } else if link.hasInverse, let order = link.order {
                     changedRows = try db.run("UPDATE \(q(link.table)) SET \(q(order)) = ? WHERE Z_PK = ? AND \(q(link.foreignKey)) = ?",
-                                             [.integer(position), .integer(m), .integer(r.primaryKey)])
+                                             [.integer(position), .integer(m), .integer(owner)])
                 } else {
                     let extra = link.order.map { ", \(q($0)) = ?" } ?? ""
-                    var values: [SQLiteValue] = [.integer(r.primaryKey)]
+                    var values: [SQLiteValue] = [.integer(owner)]
                     if link.order != nil { values.append(.integer(position)) }
                     changedRows = try db.run("UPDATE \(q(link.table)) SET \(q(link.foreignKey)) = ?\(extra) WHERE Z_PK = ?",
                                              values + [.integer(m)])
@@ -372,45 +383,52 @@ struct CoreDataRowWriter {
                 guard changedRows == 0 else { continue }
                 // Not stored yet (a transfer writes owners before members): kept until the member's row is inserted.
                 if link.hasInverse, let order = link.order {
+                    let key = Key(table: link.table, column: order, primaryKey: m)
                     if isBulkLoad, pending.positionCount >= pending.positionLimit {
-                        try pending.spilled.add(position, member: m, table: link.table, order: order,
-                                                foreignKey: link.foreignKey, db)
+                        // One place holds a member's position, so that the last one given wins.
+                        _ = pending.takePosition(key)
+                        try pending.spilled.add(position, member: m, table: link.table, order: order, db)
                     } else {
-                        pending.setPosition(position, for: Key(table: link.table, column: order, primaryKey: m))
+                        pending.setPosition(position, for: key)
                     }
                 } else if !link.hasInverse {
-                    pending.setOwner((r.primaryKey, link.order == nil ? nil : position),
+                    pending.setOwner((owner, link.order == nil ? nil : position),
                                      for: Key(table: link.table, column: link.foreignKey, primaryKey: m))
                 }
             }
         case .join(let link):
             var current: Set<Int64> = []
             if !isInsert {
-                try db.query("SELECT \(q(link.theirs)) FROM \(q(link.table)) WHERE \(q(link.mine)) = ?", [.integer(r.primaryKey)]) { s in
+                try db.query("SELECT \(q(link.theirs)) FROM \(q(link.table)) WHERE \(q(link.mine)) = ?", [.integer(owner)]) { s in
                     current.insert(sqlite3_column_int64(s, 0))
                 }
                 for gone in current.subtracting(members) {
                     try db.run("DELETE FROM \(q(link.table)) WHERE \(q(link.mine)) = ? AND \(q(link.theirs)) = ?",
-                               [.integer(r.primaryKey), .integer(gone)])
+                               [.integer(owner), .integer(gone)])
                 }
             }
             if isBulkLoad, isInsert, link.myOrder == nil {
                 // The first side of a join table a bulk load meets writes its rows; the other, unordered, only
                 // adds its pairs to a checksum that must match the table when the load finishes.
-                let writer = pending.joinWriters[link.table, default: link.mine]
-                pending.joinWriters[link.table] = writer
+                let writer: String
+                if let known = pending.joinWriters[link.table] {
+                    writer = known
+                } else {
+                    writer = link.mine
+                    pending.joinWriters[link.table] = writer
+                }
                 if writer != link.mine {
                     pending.deferredJoins[link.table, default: CoreDataDeferredJoin(
                         table: link.table, column: link.mine, other: link.theirs, entity: p.entity.name,
-                        relationship: p.entity.relationships[i].name)].add(mine: r.primaryKey, theirs: members)
+                        relationship: p.entity.relationships[i].name)].add(mine: owner, theirs: members)
                     return
                 }
             }
             let sql = isBulkLoad ? link.bulkUpsertSQL : link.upsertSQL
             let (hasMyOrder, bindsTheirOrder) = (link.myOrder != nil, link.theirOrder != nil && !isBulkLoad)
-            try refusingDuplicates(table: link.table, pk: r.primaryKey) { () throws(StoreError) in
+            try refusingDuplicates(table: link.table, pk: owner) { () throws(StoreError) in
                 try db.run(sql, rows: members.count) { j, bind in
-                    bind(1, r.primaryKey)
+                    bind(1, owner)
                     bind(2, members[j])
                     if hasMyOrder { bind(3, Int64(j + 1) * Self.orderSpacing) }
                     if bindsTheirOrder { bind(hasMyOrder ? 4 : 3, members[j]) }
@@ -445,7 +463,7 @@ struct CoreDataRowWriter {
 
     /// The `Z_ENT` of the record `key` of hierarchy `root`: from this save, else from the store; `nil` when it is
     /// not stored yet.
-    private func entityNumber(root: String, key: Int64, inSave: [String: [Int64: String]]) throws -> Int64? {
+    func entityNumber(root: String, key: Int64, inSave: [String: [Int64: String]]) throws -> Int64? {
         if let name = inSave[root]?[key], let n = plan.entities[name]?.number { return n }
         guard let sql = plan.tables[root]?.entitySQL else { return nil }
         return try db.integer(sql, key: key)
@@ -475,7 +493,7 @@ struct CoreDataRowWriter {
 
     /// Runs `body`, turning a uniqueness violation it meets into the save's refusal, naming the row.
     @discardableResult
-    private func refusingDuplicates<T>(table: String, pk: Int64, _ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+    func refusingDuplicates<T>(table: String, pk: Int64, _ body: () throws(StoreError) -> T) throws(StoreError) -> T {
         do throws(StoreError) {
             return try body()
         } catch {

@@ -2,19 +2,20 @@ import Foundation
 @_spi(BackendKit) import StoreAPI
 
 /// In a bulk load, the positions of ordered to-many members that the owner's list gives before the members' rows
-/// exist, beyond those kept in memory (``CoreDataPendingLinks/positionLimit``): kept in a temporary table and
-/// written into the members' order columns by one statement per column when the load finishes.
+/// exist, beyond those kept in memory (``CoreDataPendingLinks/positionLimit``): kept in a temporary table and read
+/// by key when the member's row is inserted. A transfer inserts members in key order, so those reads walk the
+/// table's B-tree in order; writing the positions into the members' rows at the end instead would write every
+/// such row a second time.
 ///
 /// A transfer saves entity by entity, so every member of an ordered list usually arrives after its owner: held in
 /// memory, the waiting positions would grow with the store. SQLite's temporary database keeps them in its page cache
 /// and spills to a temporary file beyond it, so a load's memory stays flat in the store's size. The table lives on
 /// the writer's connection and inside the save's transaction: a save that rolls back takes its rows with it.
 struct CoreDataSpilledPositions {
-    /// One order column (with its table and the foreign key that must be set for a position to count).
+    /// One order column and its table.
     private struct Column {
         let table: String
         let order: String
-        let foreignKey: String
     }
 
     /// The columns with positions, their index the `C` value of their rows.
@@ -24,12 +25,10 @@ struct CoreDataSpilledPositions {
 
     /// Keeps `position` for member `member` in `order` of `table` (the last position given for a member wins).
     mutating func add(
-        _ position: Int64, member: Int64, table: String, order: String, foreignKey: String, _ c: CoreDataConnection
+        _ position: Int64, member: Int64, table: String, order: String, _ c: CoreDataConnection
     ) throws {
-        // A linear search: a store has few ordered relationships, and comparing names that are usually the same
-        // string is cheaper than hashing them for every member.
         let id: Int
-        if let known = columns.firstIndex(where: { $0.table == table && $0.order == order && $0.foreignKey == foreignKey }) {
+        if let known = column(table: table, order: order) {
             id = known
         } else {
             if columns.isEmpty {
@@ -37,24 +36,31 @@ struct CoreDataSpilledPositions {
                     + "PRIMARY KEY (C, PK)) WITHOUT ROWID")
             }
             id = columns.count
-            columns.append(Column(table: table, order: order, foreignKey: foreignKey))
+            columns.append(Column(table: table, order: order))
         }
         try c.run("INSERT OR REPLACE INTO \(Self.table) (C, PK, POSITION) VALUES (?, ?, ?)",
                   [.integer(Int64(id)), .integer(member), .integer(position)])
     }
 
-    /// Writes every kept position into its member's row (members whose row was never inserted, or whose to-one is
-    /// not set, keep theirs as they are) and drops the table.
-    mutating func apply(_ c: CoreDataConnection) throws {
+    /// The position kept for member `member` in `order` of `table`, if one was spilled.
+    func position(member: Int64, table: String, order: String, _ c: CoreDataConnection) throws -> Int64? {
+        guard !columns.isEmpty, let id = column(table: table, order: order) else { return nil }
+        return try c.integer(Self.lookupSQL, [.integer(Int64(id)), .integer(member)])
+    }
+
+    /// Drops the table: every kept position was read when its member's row was inserted, and a member whose row
+    /// never was has no order column to write.
+    mutating func finish(_ c: CoreDataConnection) throws {
         guard !columns.isEmpty else { return }
-        let q = CoreDataSQL.quoted
-        for (id, column) in columns.enumerated() {
-            let table = q(column.table)
-            try c.run("UPDATE \(table) SET \(q(column.order)) = (SELECT POSITION FROM \(Self.table) WHERE C = ? AND PK = \(table).Z_PK) "
-                + "WHERE \(q(column.foreignKey)) IS NOT NULL AND Z_PK IN (SELECT PK FROM \(Self.table) WHERE C = ?)",
-                [.integer(Int64(id)), .integer(Int64(id))])
-        }
         try c.run("DROP TABLE IF EXISTS \(Self.table)")
         columns = []
+    }
+
+    private static let lookupSQL = "SELECT POSITION FROM \(table) WHERE C = ? AND PK = ?"
+
+    /// A linear search: a store has few ordered relationships, and comparing names that are usually the same string
+    /// is cheaper than hashing them for every member.
+    private func column(table: String, order: String) -> Int? {
+        columns.firstIndex { $0.table == table && $0.order == order }
     }
 }

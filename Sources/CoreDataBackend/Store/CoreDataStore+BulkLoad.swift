@@ -6,7 +6,7 @@ import Foundation
 /// join tables (foreign keys, `Z_ENT`, join columns, uniqueness constraints) are dropped and created again at the
 /// end, each from one sort instead of a B-tree insert per row; the entity columns of to-one keys (`Z<n>_<REL>`) whose
 /// destination is not stored yet are filled by one statement each at the end instead of a lookup when it arrives; the positions of ordered members that arrive
-/// after their owner wait in a temporary table, not memory (``CoreDataSpilledPositions``); and commits do not wait for the disk
+/// after their owner wait beyond a bound in a temporary table, not memory (``CoreDataSpilledPositions``); and commits do not wait for the disk
 /// (`synchronous = NORMAL` in WAL mode: a crash loses at most the last commits of a load that is redone anyway).
 /// A many-to-many's second side writes no rows: its pairs are checked against the table at the end
 /// (``CoreDataDeferredJoin``). A uniqueness constraint the loaded records break, or two sides of a many-to-many
@@ -46,8 +46,8 @@ extension CoreDataStore: BulkLoadingStore {
             defer { try? w.db.execute("PRAGMA synchronous = FULL") }
             do {
                 try transaction { c, w in
+                    try finishSpilledPositions(c)
                     // Before the indexes, so that they are built from the final rows.
-                    try applySpilledPositions(c)
                     try rowWriter(c, w).fillEntityColumns()
                     try globalIDs.finishBulkLoad(c)
                     for sql in statements { try w.db.execute(sql) }

@@ -362,9 +362,11 @@ final class CoreDataStore: PersistentStore, PageScanningStore, PageInsertingStor
         set { lock.withLock { pending.positionLimit = newValue } }
     }
 
-    /// Writes the ordered-list positions a bulk load spilled (the caller holds the lock, inside a transaction).
-    func applySpilledPositions(_ c: CoreDataConnection) throws {
-        try pending.spilled.apply(c)
+    /// Drops what a bulk load kept for the rows it inserted: the ordered-list positions it spilled, each read when
+    /// its member was inserted, and the entity numbers of its rows (the caller holds the lock, inside a transaction).
+    func finishSpilledPositions(_ c: CoreDataConnection) throws {
+        try pending.spilled.finish(c)
+        pending.loadedEntities.removeAll()
     }
 
     /// The many-to-many sides a bulk load deferred, taken (the caller holds the lock).

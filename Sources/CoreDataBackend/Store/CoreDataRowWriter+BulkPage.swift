@@ -1,0 +1,126 @@
+import CSQLite
+import Foundation
+@_spi(BackendKit) import StoreAPI
+
+/// A bulk load's page of records whose rows do not depend on each other: each row is bound and inserted as it is
+/// read from the page, through one prepared statement, with no record, value array or per-save lookup table made
+/// for it, and the bookkeeping a save does per record (the highest key, `Z_MAX`) done once for the page. The entity
+/// numbers of the page's rows are kept for the entity columns of rows that point at them (``CoreDataLoadedEntities``).
+///
+/// It writes what ``CoreDataRowWriter/save(_:pending:page:)`` writes for the same records. That save looks records
+/// up among the others it inserts (a to-one's entity column, an ordered list's positions, the keys a list's
+/// members are written under); a page reaches this path only when none of its links can point into its own table
+/// and it has no hidden keys of a to-many without an inverse (``rowsAreIndependent(_:)``), so that it never needs to.
+extension CoreDataRowWriter {
+    /// Whether the rows of `p`'s records can be inserted one by one as they come (see above).
+    func rowsAreIndependent(_ p: CoreDataWritePlan.EntityPlan) -> Bool {
+        for source in p.sources {
+            switch source {
+            case .inverselessKey, .inverselessOrder: return false
+            default: continue
+            }
+        }
+        return p.entity.relationships.allSatisfy { r in schema.entity(named: r.destination).map { $0.rootName != p.root } ?? false }
+    }
+
+    func insertIndependentRows(_ page: RecordPage, _ p: CoreDataWritePlan.EntityPlan, pending: inout CoreDataPendingLinks) throws {
+        let entity = p.entity
+        let table = p.table.name
+        let columns = p.table.columns
+        let sources = p.sources
+        let links = p.links
+        let toMany = entity.relationships.map(\.isToMany)
+        let keys = page.primaryKeys
+        let ids = page.globalIDs
+        let url = url
+        var relationships: [RelationshipValue] = []
+        relationships.reserveCapacity(toMany.count)
+        var derived = [Int64?](repeating: nil, count: sources.count)
+        for i in keys.indices {
+            let pk = keys[i]
+            relationships.removeAll(keepingCapacity: true)
+            let malformed: String? = page.withEncodedRecord(at: i) { _, encoded in
+                var reader = RecordPage.LinkReader(encoded)
+                for (k, isToMany) in toMany.enumerated() {
+                    guard let v = reader.next(), v.isToMany == isToMany else {
+                        return "the value of \(entity.name).\(entity.relationships[k].name)"
+                    }
+                    relationships.append(v)
+                }
+                return reader.isAtEnd ? nil : "the relationship values"
+            }
+            if let malformed {
+                throw StoreError.io(url, operation: "inserting a page of \(page.entity) records",
+                                    reason: "record \(pk): \(malformed) is malformed")
+            }
+            // The columns that come from the record's to-ones, worked out before the row is bound.
+            for c in sources.indices {
+                switch sources[c] {
+                case .toOne(let k):
+                    derived[c] = Self.toOne(relationships, k)
+                case .toOneEntity(let k):
+                    guard let key = Self.toOne(relationships, k), case .toOne(_, _, _, let root) = links[k] else {
+                        derived[c] = nil
+                        continue
+                    }
+                    // Nil when not stored yet: filled when the load finishes (`fillEntityColumns`).
+                    derived[c] = try pending.loadedEntities.number(root: root, key: key)
+                        ?? entityNumber(root: root, key: key, inSave: [:])
+                case .toOneOrder(let k):
+                    guard Self.toOne(relationships, k) != nil, case .toOne = links[k] else {
+                        derived[c] = nil
+                        continue
+                    }
+                    let order = columns[c].name
+                    derived[c] = try pending.takePosition(CoreDataPendingLinks.Key(table: table, column: order, primaryKey: pk))
+                        ?? pending.spilled.position(member: pk, table: table, order: order, db)
+                default:
+                    continue
+                }
+            }
+            try refusingDuplicates(table: table, pk: pk) { () throws(StoreError) in
+                try db.run(p.table.insertSQL, bindingEvery: { (s) throws(StoreError) in
+                    for c in sources.indices {
+                        let parameter = Int32(c + 1)
+                        switch sources[c] {
+                        case .primaryKey: sqlite3_bind_int64(s, parameter, pk)
+                        case .entityNumber: sqlite3_bind_int64(s, parameter, p.number)
+                        case .optimisticLock: sqlite3_bind_int64(s, parameter, 1)
+                        case .attribute: break  // bound from the page's bytes below
+                        case .null, .inverselessKey, .inverselessOrder: sqlite3_bind_null(s, parameter)
+                        case .toOne, .toOneEntity, .toOneOrder:
+                            if let value = derived[c] { sqlite3_bind_int64(s, parameter, value) } else { sqlite3_bind_null(s, parameter) }
+                        }
+                    }
+                    try Self.bindPageValues(page, at: i, p, to: s, url: url)
+                })
+            }
+            try globalIDs?.inserted(ids[i], primaryKey: pk, root: p.root, db, isBulkLoad: true)
+            if !pending.entityColumns.isEmpty {
+                try fillWaitingEntityColumns(root: p.root, primaryKey: pk, number: p.number, pending: &pending)
+            }
+            for k in relationships.indices where k < links.count {
+                switch links[k] {
+                case .members, .join, .unwritable:
+                    try writeMembers(pk, relationships[k].keys, p, k, isInsert: true, inserted: [:], pending: &pending)
+                case .toOne, .none:
+                    continue
+                }
+            }
+        }
+        guard let highest = keys.max() else { return }
+        pending.highestKey[table] = max(pending.highestKey[table] ?? .min, highest)
+        if plan.incoming[p.root]?.contains(where: { $0.entityColumn != nil }) == true {
+            pending.loadedEntities.insert(keys, number: p.number, root: p.root)
+        }
+        if let number = plan.rootNumbers[p.root] {
+            try db.run("UPDATE Z_PRIMARYKEY SET Z_MAX = max(ifnull(Z_MAX, 0), ?) WHERE Z_ENT = ?",
+                       [.integer(highest), .integer(number)])
+        }
+    }
+
+    private static func toOne(_ relationships: [RelationshipValue], _ k: Int) -> Int64? {
+        guard k < relationships.count, case .toOne(let key) = relationships[k] else { return nil }
+        return key
+    }
+}

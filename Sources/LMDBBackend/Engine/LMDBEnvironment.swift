@@ -402,6 +402,16 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// The current map size.
     var mapSize: Int { mapLock.withShared { currentMapSize } }
 
+    /// The ID of the last committed write transaction, by any process: liblmdb reads it from the meta pages every
+    /// process shares, without a transaction.
+    var lastTransactionID: Int64 {
+        mapLock.withShared {
+            var info = MDB_envinfo()
+            mdb_env_info(handle, &info)
+            return Int64(truncatingIfNeeded: info.me_last_txnid)
+        }
+    }
+
     /// The map size, read without the lock (by its holder).
     private var currentMapSize: Int {
         var info = MDB_envinfo()

@@ -130,6 +130,7 @@ extension StoreContext {
         }
         let ids = records.map { ObjectID(storeUUID: target.identifier, entity: e.name, primaryKey: $0.primaryKey) }
         try target.store.save(changes)
+        announceBatch(ids, in: target)
         return ids
     }
 
@@ -167,7 +168,16 @@ extension StoreContext {
             bytesPerRecord = max(bytesPerRecord, page.encodedByteCount / max(1, page.count) + 8)
             return page
         }
-        return (0..<count).map { ObjectID(storeUUID: target.identifier, entity: e.name, primaryKey: first + Int64($0)) }
+        let objectIDs = (0..<count).map { ObjectID(storeUUID: target.identifier, entity: e.name, primaryKey: first + Int64($0)) }
+        announceBatch(objectIDs, in: target)
+        return objectIDs
+    }
+
+    /// Tells the coordinator's observers about a batch that committed.
+    private func announceBatch(_ ids: [ObjectID], in target: LoadedStore) {
+        guard coordinator.isObservingChanges else { return }
+        coordinator.post(SavedChanges(store: target.identifier, origin: .context(contextID), inserted: ids, updated: [],
+                                      deleted: [], schema: schema))
     }
 
     /// Row `index` into `page`: its values from `row`, checked, as a record with `key` and `globalID`.

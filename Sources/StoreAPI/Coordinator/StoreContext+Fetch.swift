@@ -4,6 +4,7 @@ extension StoreContext {
     /// The objects matching a request, across every loaded store that holds the entity, including this context's
     /// unsaved inserts, changes and deletes.
     public func fetch(_ request: FetchRequest) throws -> [ManagedObject] {
+        mergeChanges()
         let entity = try schema.requireEntity(request.entity)
         let kinds = request.includesSubentities ? Set(entity.hierarchyNames) : [entity.name]
         let stores = coordinator.stores(for: request.entity)

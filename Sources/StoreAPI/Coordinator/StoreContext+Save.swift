@@ -11,6 +11,7 @@ extension StoreContext {
     /// Each store's changes are written in one transaction (with a history transaction when the store tracks
     /// history). A save spanning several stores is atomic per store, not across stores.
     public func save() throws {
+        mergeChanges()
         guard hasChanges else { return }
         let objects = changes.objects
         for o in objects {
@@ -33,7 +34,12 @@ extension StoreContext {
         }
         let now = Date()
         var savedGroups = 0
+        // Built only when something observes the coordinator: a large save would otherwise list every record twice.
+        var saved: [SavedChanges] = []
+        let announcing = coordinator.isObservingChanges
         defer {
+            // Observers hear of every store's save that committed, even when a later store's failed.
+            for changes in saved { coordinator.post(changes) }
             // Forget what was written, even when a later store's save failed (its changes stay pending).
             if savedGroups == byStore.count {
                 changes.removeAll()
@@ -46,9 +52,21 @@ extension StoreContext {
         for (store, group) in byStore {
             let changes = try changeSet(for: group, store: store, timestamp: now)
             if !changes.isEmpty { try store.store.save(changes) }
+            if announcing { saved.append(announcement(of: changes, in: store)) }
             for o in group { finishSave(o) }
             savedGroups += 1
         }
+    }
+
+    /// What a store's save changed, for the coordinator's observers.
+    private func announcement(of changes: StoreChanges, in store: LoadedStore) -> SavedChanges {
+        let uuid = store.identifier
+        return SavedChanges(
+            store: uuid, origin: .context(contextID),
+            inserted: changes.inserted.map { ObjectID(storeUUID: uuid, entity: $0.entity, primaryKey: $0.primaryKey) },
+            updated: changes.updated.map { ObjectID(storeUUID: uuid, entity: $0.entity, primaryKey: $0.primaryKey) },
+            deleted: changes.deleted.map { ObjectID(storeUUID: uuid, entity: $0.entity, primaryKey: $0.primaryKey) },
+            schema: schema)
     }
 
     /// Marks an object as saved (its context bookkeeping is cleared by ``save()``).

@@ -40,6 +40,13 @@ public final class StoreContext {
     /// time: the runtime's exclusivity check cost more than the identifier.)
     @exclusivity(unchecked) private var globalIDs = GlobalIDSource()
 
+    /// Identifies this context in the changes it saves (``SavedChanges/Origin/context(_:)``).
+    public let contextID = ID.next()
+    /// Other contexts' and processes' changes waiting to be merged, and the observation that collects them, while
+    /// ``automaticallyMergesChanges`` is on.
+    let mergeInbox = MergeInbox()
+    var mergeObservation: ChangeObservation?
+
     init(coordinator: StoreCoordinator) {
         self.coordinator = coordinator
     }

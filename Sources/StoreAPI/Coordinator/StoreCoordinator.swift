@@ -24,6 +24,9 @@ public final class StoreCoordinator: Sendable {
     /// Changes whenever a store is added, removed or swapped.
     var storesGeneration: Int { generation.load(ordering: .acquiring) }
 
+    /// Who observes the stores' changes, and what the last check for other processes' changes saw.
+    let changeFeed = ChangeFeed()
+
     /// Where the coordinator logs (see <doc:OperationLogging>): `nil` logs to swift-log's task-local `Logger.current`.
     public let logger: Logger?
 
@@ -90,6 +93,8 @@ public final class StoreCoordinator: Sendable {
                 generation.add(1, ordering: .releasing)
                 return .success(())
             }.get()
+            // Fetches of the entities it holds now see its records.
+            post(SavedChanges(unknownChangeOf: handle.identifier, origin: .storeOperation))
             Logger.current.debug(existed ? "store opened" : "store created", metadata: [
                 "store": description.url?.logValue ?? "in memory", "type": .string(backend.typeIdentifier),
                 "uuid": .stringConvertible(handle.identifier), "read_only": .stringConvertible(description.options.isReadOnly),
@@ -113,6 +118,7 @@ public final class StoreCoordinator: Sendable {
             throw StoreError.refused(store.url ?? URL(fileURLWithPath: "/"), reason: "store is not loaded in this coordinator")
         }
         store.invalidate("its store was removed from the coordinator")
+        post(SavedChanges(unknownChangeOf: store.identifier, origin: .storeOperation))
         try store.store.close()
         (logger ?? Logger.current).debug("store closed", metadata: ["store": store.url?.logValue ?? "in memory"])
     }
@@ -158,6 +164,8 @@ public final class StoreCoordinator: Sendable {
         }
         old.invalidate(reason)
         try? old.store.close()
+        // What the old store held is gone from fetches (a store operation adds the new one through `addStore`).
+        post(SavedChanges(unknownChangeOf: old.identifier, origin: .storeOperation))
     }
 
     /// Refuses descriptions that point into a missing directory before a backend gets to create anything.

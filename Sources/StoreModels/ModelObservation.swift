@@ -11,8 +11,9 @@ public struct ModelChanges<Model: PersistentModel>: Sendable {
     public let updated: [Model]
     /// Records of the previous emission that no longer match (deleted, or changed so that they do not match).
     public let deleted: [PersistentID]
-    /// Whether the order of the results that stayed changed.
-    public let moved: Bool
+    /// Results that stayed but changed places among the others that stayed: the fewest whose moves turn the
+    /// previous order into this one (a table view's moves), in the fetch's order.
+    public let moved: [PersistentID]
 }
 
 extension ModelStore {
@@ -24,10 +25,10 @@ extension ModelStore {
     /// }
     /// ```
     ///
-    /// A write that leaves the results as they were (it changed other records, or other entities) emits nothing.
-    /// Writes made through this store are seen as soon as they commit; for other writers, call
-    /// ``refreshObservations()``. The sequence ends when the task iterating it is cancelled or the store is
-    /// closed, and with an error when a fetch fails.
+    /// A change that leaves the results as they were (it changed other records, or other entities) emits nothing.
+    /// Saves through the store's coordinator — this store's writes, other contexts, sync pulls — are seen as soon as
+    /// they commit; other processes' saves within ``externalChangeCheckInterval``. The sequence ends when the task
+    /// iterating it is cancelled or the store is closed, and with an error when a fetch fails.
     public func observe<M: PersistentModel>(
         _ type: M.Type, where predicate: ModelPredicate<M>? = nil, sortedBy sort: [ModelSort<M>] = []
     ) -> AsyncThrowingStream<ModelChanges<M>, any Error> {
@@ -46,10 +47,45 @@ extension ModelStore {
         let observer = Observer<M>(request: request, entities: entities, coordinator: coordinator, continuation: continuation)
         let id = observers.withLock { $0.add(observer) }
         continuation.onTermination = { [weak self] _ in
-            self?.observers.withLock { $0.remove(id) }
+            guard let self else { return }
+            let none = observers.withLock { list in
+                list.remove(id)
+                return list.isEmpty
+            }
+            if none { stopPollingIfIdle() }
+        }
+        if externalChangeCheckInterval != nil {
+            // Notes where each store stands before the first fetch: another process's save after it is reported.
+            _ = try? coordinator.checkForExternalChanges()
         }
         observer.refresh()
+        startPolling()
         return stream
+    }
+
+    /// Starts looking for other processes' saves, unless it runs already or is turned off.
+    private func startPolling() {
+        guard let interval = externalChangeCheckInterval else { return }
+        externalChangePolling.withLock { task in
+            guard task == nil else { return }
+            task = Task.detached(priority: .utility) { [weak self] in
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: interval)
+                    guard let self, !Task.isCancelled else { return }
+                    // A store that cannot be probed now (closed meanwhile) is probed again next time.
+                    _ = try? coordinator.checkForExternalChanges()
+                }
+            }
+        }
+    }
+
+    /// Stops looking for other processes' saves once no observation runs.
+    private func stopPollingIfIdle() {
+        externalChangePolling.withLock { task in
+            guard observers.withLock({ $0.isEmpty }) else { return }
+            task?.cancel()
+            task = nil
+        }
     }
 }
 
@@ -65,6 +101,8 @@ struct ObserverList: Sendable {
         byID[next] = o
         return next
     }
+
+    var isEmpty: Bool { byID.isEmpty }
 
     mutating func remove(_ id: Int) { byID[id] = nil }
     mutating func removeAll() { byID.removeAll() }
@@ -121,15 +159,42 @@ final class Observer<M: PersistentModel>: ObservationRefreshing {
                 }
             }
             let deleted = before.filter { !current.contains($0.0) }.map { PersistentID(objectID: $0.0, snapshot: $0.1) }
-            let staying = now.map(\.0).filter { old[$0] != nil }
-            let moved = staying != before.map(\.0).filter { current.contains($0) }
+            let moved = Self.moved(from: before.map(\.0), to: now)
             let first = last == nil
             last = now
-            guard first || !inserted.isEmpty || !updated.isEmpty || !deleted.isEmpty || moved else { return }
+            guard first || !inserted.isEmpty || !updated.isEmpty || !deleted.isEmpty || !moved.isEmpty else { return }
             continuation.yield(ModelChanges(results: fetched.models, inserted: inserted, updated: updated,
                                             deleted: deleted, moved: moved))
         }
     }
 
     func finish() { continuation.finish() }
+
+    /// The results in `now` that were in `before` but are not in the longest run of them that kept its order:
+    /// moving just these turns the old order into the new one.
+    static func moved(from before: [ObjectID], to now: [(ObjectID, Record)]) -> [PersistentID] {
+        let position = Dictionary(before.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
+        let staying = now.compactMap { item in position[item.0].map { (item, $0) } }
+        guard staying.count > 1 else { return [] }
+        // Longest increasing subsequence of old positions (patience sorting), remembering predecessors.
+        var tails: [Int] = []
+        var previous = [Int](repeating: -1, count: staying.count)
+        for (i, s) in staying.enumerated() {
+            var lo = 0, hi = tails.count
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if staying[tails[mid]].1 < s.1 { lo = mid + 1 } else { hi = mid }
+            }
+            if lo > 0 { previous[i] = tails[lo - 1] }
+            if lo == tails.count { tails.append(i) } else { tails[lo] = i }
+        }
+        var kept = Set<Int>()
+        var i = tails.last ?? -1
+        while i >= 0 {
+            kept.insert(i)
+            i = previous[i]
+        }
+        return staying.enumerated().filter { !kept.contains($0.offset) }
+            .map { PersistentID(objectID: $0.element.0.0, snapshot: $0.element.0.1) }
+    }
 }

@@ -16,7 +16,9 @@ import Synchronization
 /// Writes run one at a time, each saved atomically when its closure returns. Reads run beside them and beside
 /// each other, on stores whose engine allows it (SQLite in WAL mode, LMDB); each of a read's fetches sees what was
 /// committed when it runs. Values returned are `Sendable` snapshots. ``observe(_:where:sortedBy:)`` streams a
-/// fetch's results again after each write that changes them.
+/// fetch's results again after each committed change that changes them: this store's writes, saves of any context
+/// of its ``coordinator`` (sync pulls among them), and other processes' saves, which it looks for every
+/// ``externalChangeCheckInterval`` while observations run (see <doc:Observation>).
 ///
 /// `read` and `write` are not isolated to the caller's actor: called from the main actor, their closures run off
 /// it, so the engine's blocking calls never hold the main thread. The closures are `@Sendable`; hand values in by
@@ -26,27 +28,45 @@ public final class ModelStore: Sendable {
     public let coordinator: StoreCoordinator
     /// The model types the store was opened for.
     public let modelTypes: [any PersistentModel.Type]
+    /// How often, while observations run, the store looks for other processes' saves
+    /// (``StoreCoordinator/checkForExternalChanges()``); `nil`: never.
+    public let externalChangeCheckInterval: Duration?
     private let gate = WriteGate()
     let observers = Mutex<ObserverList>(ObserverList())
+    /// The coordinator's change observer that refreshes the observations.
+    private let changeObservation = Mutex<ChangeObservation?>(nil)
+    /// The task that looks for other processes' saves while observations run.
+    let externalChangePolling = Mutex<Task<Void, Never>?>(nil)
 
     /// Opens the store at `url` (created when missing) of store type `type` (`sqlite`, `lmdb`, `xml`, `memory`, …,
     /// registered in `registry`) for `models`. The schema is derived from the types, or is `schema` (an Xcode model
-    /// or JSON schema the app ships), which the types are then checked against.
+    /// or JSON schema the app ships), which the types are then checked against. While observations run, other
+    /// processes' saves are looked for every `externalChangeCheckInterval` (`nil`: never).
     public convenience init(
         for models: [any PersistentModel.Type], at url: URL?, type: String, options: StoreOptions = StoreOptions(),
-        schema: Schema? = nil, registry: BackendRegistry = .shared
+        schema: Schema? = nil, registry: BackendRegistry = .shared,
+        externalChangeCheckInterval: Duration? = .milliseconds(100)
     ) throws {
         let schema = try schema ?? Schema(models: models)
         let coordinator = StoreCoordinator(schema: schema, registry: registry)
         try coordinator.addStore(StoreDescription(url: url, type: type, options: options))
-        try self.init(for: models, coordinator: coordinator)
+        try self.init(for: models, coordinator: coordinator, externalChangeCheckInterval: externalChangeCheckInterval)
     }
 
-    /// Works over a coordinator that has its stores loaded. The model types are checked against its schema.
-    public init(for models: [any PersistentModel.Type], coordinator: StoreCoordinator) throws {
+    /// Works over a coordinator that has its stores loaded. The model types are checked against its schema. Saves
+    /// of the coordinator's other contexts refresh this store's observations too.
+    public init(
+        for models: [any PersistentModel.Type], coordinator: StoreCoordinator,
+        externalChangeCheckInterval: Duration? = .milliseconds(100)
+    ) throws {
         try coordinator.schema.check(models: models)
         self.coordinator = coordinator
         self.modelTypes = models
+        self.externalChangeCheckInterval = externalChangeCheckInterval
+        let observation = coordinator.observeChanges { [weak self] changes in
+            self?.refreshObservations(after: changes)
+        }
+        changeObservation.withLock { $0 = observation }
     }
 
     /// Runs `body` with read access and returns what it returns.
@@ -71,31 +91,31 @@ public final class ModelStore: Sendable {
     private func performWrite<T>(_ body: (ModelWriter) throws -> T) throws -> T {
         let context = coordinator.newContext()
         let result = try body(ModelWriter(context: context))
-        var touched = Set<String>()
-        for o in context.insertedObjects + context.updatedObjects + context.deletedObjects {
-            touched.insert(o.entity.name)
-            touched.formUnion(o.entity.ancestorNames)
-        }
+        // The save tells the coordinator's observers, this store's observations among them.
         try context.save()
-        if !touched.isEmpty { refreshObservations(touching: touched) }
         return result
     }
 
-    /// Re-runs every observation and emits to those whose results changed. Call it when the stores changed
-    /// outside this `ModelStore`: another process's save found through history, a sync pull, a store operation.
+    /// Re-runs every observation and emits to those whose results changed. Saves through the coordinator and
+    /// other processes' saves refresh them on their own; call it after changing a store behind the coordinator's
+    /// back (an import straight into a ``PersistentStore``).
     public func refreshObservations() {
-        refreshObservations(touching: nil)
+        for o in observers.withLock({ $0.all }) { o.refresh() }
     }
 
-    func refreshObservations(touching entities: Set<String>?) {
-        let list = observers.withLock { $0.all }
-        for o in list where entities.map({ !$0.isDisjoint(with: o.entities) }) ?? true {
+    func refreshObservations(after changes: SavedChanges) {
+        for o in observers.withLock({ $0.all }) where changes.mayTouch(o.entities) {
             o.refresh()
         }
     }
 
     /// Stops every observation and unloads the stores; reads and writes after it fail.
     public func close() throws {
+        changeObservation.withLock { $0 = nil }
+        externalChangePolling.withLock { task in
+            task?.cancel()
+            task = nil
+        }
         let list = observers.withLock { list in
             defer { list.removeAll() }
             return list.all

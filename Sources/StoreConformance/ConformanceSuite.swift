@@ -88,6 +88,7 @@ public struct ConformanceSuite: Sendable {
         case .operations: try checkOperations(harness)
         case .multiProcess: try checkMultiProcess(harness)
         case .recordPages: try checkRecordPages(harness)
+        case .observation: try checkObservation(harness)
         }
     }
 
@@ -157,6 +158,12 @@ public enum ConformanceGroup: String, CaseIterable, Sendable, CustomStringConver
     /// with ``PageInsertingStore/insert(_:)`` stores exactly what saving its records would — refusing, and writing
     /// nothing of, a page that does not fit its entity.
     case recordPages
+    /// Change observation: a coordinator's observers hear of every committed save once — context saves with the
+    /// records they inserted, updated and deleted, batch inserts — and never of a failed one; a context with
+    /// `automaticallyMergesChanges` shows another context's save at its next fetch. For backends that declare
+    /// ``BackendCapabilities/multiProcess``, a save through another coordinator on the same store is found by
+    /// `checkForExternalChanges()`, once.
+    case observation
 
     public var description: String { rawValue }
 

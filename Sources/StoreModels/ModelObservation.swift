@@ -48,27 +48,28 @@ extension ModelStore {
         let id = observers.withLock { $0.add(observer) }
         continuation.onTermination = { [weak self] _ in
             guard let self else { return }
-            let none = observers.withLock { list in
-                list.remove(id)
-                return list.isEmpty
-            }
-            if none { stopPollingIfIdle() }
+            observers.withLock { $0.remove(id) }
+            stopWatchingIfIdle()
         }
+        startWatching()
         if externalChangeCheckInterval != nil {
             // Notes where each store stands before the first fetch: another process's save after it is reported.
             _ = try? coordinator.checkForExternalChanges()
         }
         observer.refresh()
-        startPolling()
         return stream
     }
 
-    /// Starts looking for other processes' saves, unless it runs already or is turned off.
-    private func startPolling() {
-        guard let interval = externalChangeCheckInterval else { return }
-        externalChangePolling.withLock { task in
-            guard task == nil else { return }
-            task = Task.detached(priority: .utility) { [weak self] in
+    /// Starts hearing of the coordinator's changes and looking for other processes' saves, unless already doing so.
+    private func startWatching() {
+        watching.withLock { w in
+            if w.changes == nil {
+                w.changes = coordinator.observeChanges { [weak self] changes in
+                    self?.refreshObservations(after: changes)
+                }
+            }
+            guard w.polling == nil, let interval = externalChangeCheckInterval else { return }
+            w.polling = Task.detached(priority: .utility) { [weak self] in
                 while !Task.isCancelled {
                     try? await Task.sleep(for: interval)
                     guard let self, !Task.isCancelled else { return }
@@ -79,12 +80,14 @@ extension ModelStore {
         }
     }
 
-    /// Stops looking for other processes' saves once no observation runs.
-    private func stopPollingIfIdle() {
-        externalChangePolling.withLock { task in
+    /// Stops both once no observation runs. (Decided under the same lock as starting, so an observation that
+    /// starts meanwhile is never left unwatched.)
+    private func stopWatchingIfIdle() {
+        watching.withLock { w in
             guard observers.withLock({ $0.isEmpty }) else { return }
-            task?.cancel()
-            task = nil
+            w.changes = nil
+            w.polling?.cancel()
+            w.polling = nil
         }
     }
 }

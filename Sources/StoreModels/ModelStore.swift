@@ -33,10 +33,14 @@ public final class ModelStore: Sendable {
     public let externalChangeCheckInterval: Duration?
     private let gate = WriteGate()
     let observers = Mutex<ObserverList>(ObserverList())
-    /// The coordinator's change observer that refreshes the observations.
-    private let changeObservation = Mutex<ChangeObservation?>(nil)
-    /// The task that looks for other processes' saves while observations run.
-    let externalChangePolling = Mutex<Task<Void, Never>?>(nil)
+    /// While observations run: the coordinator's change observer that refreshes them, and the task that looks for
+    /// other processes' saves. Neither exists otherwise, so that saves of a store nobody observes list nothing.
+    let watching = Mutex<Watching>(Watching())
+
+    struct Watching: Sendable {
+        var changes: ChangeObservation?
+        var polling: Task<Void, Never>?
+    }
 
     /// Opens the store at `url` (created when missing) of store type `type` (`sqlite`, `lmdb`, `xml`, `memory`, …,
     /// registered in `registry`) for `models`. The schema is derived from the types, or is `schema` (an Xcode model
@@ -63,10 +67,6 @@ public final class ModelStore: Sendable {
         self.coordinator = coordinator
         self.modelTypes = models
         self.externalChangeCheckInterval = externalChangeCheckInterval
-        let observation = coordinator.observeChanges { [weak self] changes in
-            self?.refreshObservations(after: changes)
-        }
-        changeObservation.withLock { $0 = observation }
     }
 
     /// Runs `body` with read access and returns what it returns.
@@ -111,10 +111,10 @@ public final class ModelStore: Sendable {
 
     /// Stops every observation and unloads the stores; reads and writes after it fail.
     public func close() throws {
-        changeObservation.withLock { $0 = nil }
-        externalChangePolling.withLock { task in
-            task?.cancel()
-            task = nil
+        watching.withLock { w in
+            w.changes = nil
+            w.polling?.cancel()
+            w.polling = nil
         }
         let list = observers.withLock { list in
             defer { list.removeAll() }

@@ -5,7 +5,8 @@ import StoreAPI
 import StoreModels
 
 // A reading list kept in ./ReadingListData. The first run creates it as an SQLite store and, at the end, migrates it
-// to LMDB; later runs open the LMDB store and add to it. Every run: insert, typed fetch, observation, a backup.
+// to LMDB; later runs open the LMDB store and add to it. Every run: insert, typed fetch, observation (of its own
+// write and of another context's), a backup.
 
 BackendRegistry.shared.register(SQLiteStoreBackend())
 BackendRegistry.shared.register(LMDBStoreBackend())
@@ -31,7 +32,7 @@ func runReadingList() async throws {
     print("long books before this run: \(before?.results.count ?? 0)")
 
     // Insert: the author and tags once, a new book each run.
-    let run = try await db.read { try $0.count(Book.self) } + 1
+    let run = try await db.read { try $0.count(Book.self, where: \.pages < 900) } + 1   // annotated copies: 900+
     try await db.write { tx in
         let author = try tx.fetch(Author.self, where: \.name == "Ursula K. Le Guin").first
             ?? (try tx.insert(Author(name: "Ursula K. Le Guin")))
@@ -42,6 +43,16 @@ func runReadingList() async throws {
     // The observation sees the write: it added a long book.
     if let change = try await longBooks.next() {
         print("observed: \(change.inserted.map(\.title)) inserted, \(change.results.count) long books now")
+    }
+
+    // Another context of the same coordinator saves — as an import or a sync pull does, through the string-keyed
+    // API: the observation sees that change too, with what it inserted.
+    let importer = db.coordinator.newContext()
+    _ = try importer.insert("Book", ["title": .string("Notes on Volume \(run)"), "pages": .integer64(Int64(900 + run)),
+                                     "genre": "essay", "added": .date(Date())])
+    try importer.save()
+    if let change = try await longBooks.next() {
+        print("observed from another context: \(change.inserted.map(\.title)) inserted, \(change.results.count) long books now")
     }
 
     // Typed fetch: key-path predicates and sorts, following relationships by reference.

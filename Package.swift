@@ -74,7 +74,7 @@ let package = Package(
         .target(name: "StoreSync", dependencies: ["StoreAPI", .product(name: "Logging", package: "swift-log")]),
 
         // The published conformance suite every backend runs (built-in and third-party).
-        .target(name: "StoreConformance", dependencies: ["StoreAPI"]),
+        .target(name: "StoreConformance", dependencies: ["StoreAPI", "StoreModels"]),
 
         .executableTarget(
             name: "storectl",

@@ -89,6 +89,7 @@ public struct ConformanceSuite: Sendable {
         case .multiProcess: try checkMultiProcess(harness)
         case .recordPages: try checkRecordPages(harness)
         case .observation: try checkObservation(harness)
+        case .typedModels: try checkTypedModels(harness)
         }
     }
 
@@ -164,6 +165,11 @@ public enum ConformanceGroup: String, CaseIterable, Sendable, CustomStringConver
     /// ``BackendCapabilities/multiProcess``, a save through another coordinator on the same store is found by
     /// `checkForExternalChanges()`, once.
     case observation
+    /// Typed models (`StoreModels`) on the backend: `@Model` structs inserted with to-one, to-many and ordered
+    /// relationships (inverses kept), fetched with key-path predicates, sorts and limits, updated, refused whole
+    /// on a uniqueness conflict, deleted with a cascade; every attribute type round-trips (optionals empty and
+    /// set, enums, `Codable` values), and, for a persistent backend, survives reopening.
+    case typedModels
 
     public var description: String { rawValue }
 

@@ -78,14 +78,23 @@ public final class ModelStore: Sendable {
     /// returns (none when it throws), tells the observations they touch, and returns what `body` returned.
     public func write<T: Sendable>(_ body: @Sendable (ModelWriter) throws -> T) async throws -> T {
         await gate.enter()
-        do {
-            let result = try performWrite(body)
-            await gate.leave()
-            return result
-        } catch {
-            await gate.leave()
-            throw error
-        }
+        defer { gate.leave() }
+        return try performWrite(body)
+    }
+
+    /// ``read(_:)`` for synchronous code (a command-line tool, a test, a conformance check): runs `body` on the
+    /// calling thread, which it blocks while the engine reads.
+    public func readNow<T>(_ body: (ModelReader) throws -> T) throws -> T {
+        try body(ModelReader(coordinator: coordinator))
+    }
+
+    /// ``write(_:)`` for synchronous code: waits, blocking the calling thread, for the writes started before it
+    /// (async ones included), then runs `body` and saves its changes atomically when it returns. Do not call it
+    /// from a task that another write waits for.
+    public func writeNow<T>(_ body: (ModelWriter) throws -> T) throws -> T {
+        gate.enterBlocking()
+        defer { gate.leave() }
+        return try performWrite(body)
     }
 
     private func performWrite<T>(_ body: (ModelWriter) throws -> T) throws -> T {

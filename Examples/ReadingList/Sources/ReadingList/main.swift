@@ -32,7 +32,7 @@ func runReadingList() async throws {
     print("long books before this run: \(before?.results.count ?? 0)")
 
     // Insert: the author and tags once, a new book each run.
-    let run = try await db.read { try $0.count(Book.self, where: \.pages < 900) } + 1   // annotated copies: 900+
+    let run = try await db.read { try $0.count(Book.self, where: \.pages < 900) } + 1   // notes: 900 pages and more
     try await db.write { tx in
         let author = try tx.fetch(Author.self, where: \.name == "Ursula K. Le Guin").first
             ?? (try tx.insert(Author(name: "Ursula K. Le Guin")))

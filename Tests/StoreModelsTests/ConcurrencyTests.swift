@@ -56,6 +56,44 @@ struct ConcurrencyTests {
         try db.close()
     }
 
+    @Test("A synchronous write waits for the async write before it, and runs after it")
+    func writeNowQueuesBehindAsyncWrite() async throws {
+        let db = try StoreKind.memory.open(in: try TemporaryDirectory("typed-write-now"))
+        let release = Atomic<Bool>(false)
+        let entered = Atomic<Bool>(false)
+        let writer = Task {
+            try await db.write { tx in
+                _ = try tx.insert(Tag(label: "first"))
+                entered.store(true, ordering: .releasing)
+                let until = Date().addingTimeInterval(15)
+                while !release.load(ordering: .acquiring), Date() < until { usleep(1_000) }
+            }
+        }
+        while !entered.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(1)) }
+        let finished = Atomic<Bool>(false)
+        let thread = Thread {
+            // Its insert sees the first write's tag: it ran after that write was saved.
+            _ = try? db.writeNow { tx in
+                let before = try tx.count(Tag.self)
+                _ = try tx.insert(Tag(label: "second after \(before)"))
+            }
+            finished.store(true, ordering: .releasing)
+        }
+        thread.start()
+        try await Task.sleep(for: .milliseconds(200))
+        let ranEarly = finished.load(ordering: .acquiring)
+        #expect(!ranEarly, "the synchronous write ran while the async one was open")
+        release.store(true, ordering: .releasing)
+        try await writer.value
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !finished.load(ordering: .acquiring), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        let labels = try db.readNow { try $0.fetch(Tag.self, sortedBy: [.ascending(\.label)]).map(\.label) }
+        #expect(labels == ["first", "second after 1"])
+        try db.close()
+    }
+
     @Test("On SQLite in WAL mode a read completes while another connection holds a write transaction open")
     func readBesideOpenSQLiteTransaction() async throws {
         let dir = try TemporaryDirectory("typed-concurrent-sqlite")

@@ -52,16 +52,17 @@ public final class ModelWriter {
         let layout = try resolvedLayout(M.self)
         var writer = ModelRowWriter()
         model.encode(to: &writer)
-        var values: [String: StoreValue] = [:]
-        values.reserveCapacity(writer.fields.count)
+        // By attribute position, resolved once per write: no attribute name is hashed per record.
+        var values = [StoreValue?](repeating: nil, count: layout.entity.attributes.count)
         for (i, field) in writer.fields.enumerated() {
             switch field {
-            case .value(let v): values[layout.names[i]] = v
+            case .value(let v):
+                if case .attribute(let position, _) = layout.slots[i] { values[position] = v }
             case .unencodable(let why): throw unencodable(layout, i, why)
             case .toOne, .toMany: break
             }
         }
-        let object = try context.insert(M.entityName, values)
+        let object = try context.insert(M.entityName, attributeValues: values)
         for (i, field) in writer.fields.enumerated() {
             switch field {
             case .toOne(nil, isSet: false): break

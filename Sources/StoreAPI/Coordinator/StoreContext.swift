@@ -85,12 +85,30 @@ public final class StoreContext {
         _ entity: String, _ values: [String: StoreValue] = [:], globalID: UUID? = nil, into store: LoadedStore? = nil
     ) throws -> ManagedObject {
         let resolved = try insertTarget(entity, store)
+        return try insert(resolved, attributes: try resolved.entity.attributeValues(values), globalID: globalID)
+    }
+
+    /// Inserts a new record of `entity` with its attribute values in the order of ``Entity/attributes`` (`nil`:
+    /// the attribute's default), converted as ``insert(_:_:globalID:into:)`` converts named values. For layers
+    /// that resolve attribute names once (typed models): no name is looked up per record.
+    ///
+    /// - Throws: ``StoreError/invalidArgument(_:)`` when there are not as many values as attributes; the errors of
+    ///   ``insert(_:_:globalID:into:)`` otherwise.
+    @discardableResult
+    public func insert(
+        _ entity: String, attributeValues values: [StoreValue?], globalID: UUID? = nil, into store: LoadedStore? = nil
+    ) throws -> ManagedObject {
+        let resolved = try insertTarget(entity, store)
+        return try insert(resolved, attributes: try resolved.entity.attributeValues(ordered: values), globalID: globalID)
+    }
+
+    private func insert(_ resolved: InsertTarget, attributes: [StoreValue], globalID: UUID?) throws -> ManagedObject {
         let e = resolved.entity
         let target = resolved.store
         try checkInsertable(target)
         let primaryKey = try resolved.takePrimaryKey()
         let record = Record(entity: e.name, primaryKey: primaryKey, globalID: globalID ?? globalIDs.next(),
-                            attributes: try e.attributeValues(values), relationships: e.blankRelationships)
+                            attributes: attributes, relationships: e.blankRelationships)
         let object = ManagedObject(record: record, entity: e, store: target, context: self, state: .inserted)
         object.identitySpace = resolved.space
         registered.set(object, space: resolved.space, primaryKey: primaryKey)

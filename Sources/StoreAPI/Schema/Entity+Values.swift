@@ -28,4 +28,30 @@ extension Entity {
         }
         return result
     }
+
+    /// A new record's attribute values from values in attribute order (`nil`: the attribute's default), each
+    /// converted to its attribute's type as ``attributeValues(_:)`` converts named values.
+    func attributeValues(ordered values: [StoreValue?]) throws -> [StoreValue] {
+        guard values.count == attributes.count else {
+            throw StoreError.invalidArgument("\(values.count) attribute values for the \(attributes.count) attributes of \(name)")
+        }
+        var result: [StoreValue] = []
+        result.reserveCapacity(values.count)
+        for (i, value) in values.enumerated() {
+            guard let value else {
+                result.append(blankAttributes[i])
+                continue
+            }
+            let type = attributeTypes[i]
+            if value.fits(type) {
+                result.append(value)
+            } else if let converted = value.coerced(to: type) {
+                result.append(converted)
+            } else {
+                throw StoreError.typeMismatch(entity: name, property: attributes[i].name, expected: type,
+                                              got: value.type?.rawValue ?? "nil")
+            }
+        }
+        return result
+    }
 }

@@ -7,6 +7,11 @@ public final class ModelWriter {
     let context: StoreContext
     /// Each model type's layout, resolved on its first use in this write (not per record).
     private var layouts: [ObjectIdentifier: ModelLayout] = [:]
+    /// The fields of the model being inserted, kept from one insert to the next: a write that inserts many
+    /// records grows the buffer once instead of once per record.
+    private var row = ModelRowWriter()
+    /// The attribute values of the model being inserted, by position; reused the same way.
+    private var positional: [StoreValue?] = []
 
     init(context: StoreContext) {
         self.context = context
@@ -50,19 +55,25 @@ public final class ModelWriter {
     @discardableResult
     public func insert<M: PersistentModel>(_ model: M) throws -> M {
         let layout = try resolvedLayout(M.self)
-        var writer = ModelRowWriter()
-        model.encode(to: &writer)
+        row.fields.removeAll(keepingCapacity: true)
+        model.encode(to: &row)
+        let writer = row
         // By attribute position, resolved once per write: no attribute name is hashed per record.
-        var values = [StoreValue?](repeating: nil, count: layout.entity.attributes.count)
+        let count = layout.entity.attributes.count
+        if positional.count == count {
+            for i in 0..<count { positional[i] = nil }
+        } else {
+            positional = [StoreValue?](repeating: nil, count: count)
+        }
         for (i, field) in writer.fields.enumerated() {
             switch field {
             case .value(let v):
-                if case .attribute(let position, _) = layout.slots[i] { values[position] = v }
+                if case .attribute(let position, _) = layout.slots[i] { positional[position] = v }
             case .unencodable(let why): throw unencodable(layout, i, why)
             case .toOne, .toMany: break
             }
         }
-        let object = try context.insert(M.entityName, attributeValues: values)
+        let object = try context.insert(M.entityName, attributeValues: positional)
         for (i, field) in writer.fields.enumerated() {
             switch field {
             case .toOne(nil, isSet: false): break

@@ -246,7 +246,9 @@ public struct SQLiteStoreBackend: StoreBackend {
             if !options.isReadOnly { try settings.apply(to: c) }
             let store = SQLitePersistentStore(
                 url: url, connection: c, metadata: metadata, metadataJSON: json, layout: layout,
-                cleansSidecarsOnClose: options.isReadOnly && !hadSidecars)
+                cleansSidecarsOnClose: options.isReadOnly && !hadSidecars,
+                readers: !options.isReadOnly && settings.journalMode == "WAL"
+                    ? SQLiteReaders(url: url, timeout: options.timeout) : nil)
             OpenStores.register(store)
             if recoveredWALBytes > 0 {
                 // SQLite rebuilt its index of the log on the first read above; the committed transactions in it are

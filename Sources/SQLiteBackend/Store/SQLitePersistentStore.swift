@@ -5,7 +5,9 @@ import Synchronization
 
 /// An open SQLite store: the ``PersistentStore`` of ``SQLiteStoreBackend``.
 ///
-/// One connection per store, used under a lock (SQLite connections are not shared between threads). Every read
+/// One connection per store for writing, used under a lock (SQLite connections are not shared between threads);
+/// in WAL mode, fetches, counts and lookups by key run on reader connections (`SQLiteReaders`), so they never wait
+/// for a save under way. Every read
 /// runs in one read transaction, so a fetch and the queries that fill its to-many relationships see one snapshot;
 /// every save, key allocation and metadata change runs in one `BEGIN IMMEDIATE` transaction, which is what makes
 /// them atomic and safe against other connections and processes.
@@ -36,17 +38,20 @@ final class SQLitePersistentStore: PersistentStore, PageScanningStore, PageInser
     /// Whether closing removes the `-wal`/`-shm` files this read-only open made SQLite create.
     private let cleansSidecarsOnClose: Bool
     private let state: Mutex<State>
+    /// Connections for fetches beside a save under way (WAL stores opened read-write); `nil` otherwise.
+    private let readers: SQLiteReaders?
 
     var url: URL? { fileURL }
 
     init(
         url: URL, connection: SQLiteConnection, metadata: StoreMetadata, metadataJSON: Data, layout: SQLiteLayout,
-        cleansSidecarsOnClose: Bool
+        cleansSidecarsOnClose: Bool, readers: SQLiteReaders? = nil
     ) {
         self.fileURL = url
         self.layout = layout
         self.isReadOnly = connection.isReadOnly
         self.cleansSidecarsOnClose = cleansSidecarsOnClose
+        self.readers = readers
         self.state = Mutex(State(connection: connection, metadata: metadata, metadataJSON: metadataJSON))
     }
 
@@ -85,14 +90,20 @@ final class SQLitePersistentStore: PersistentStore, PageScanningStore, PageInser
     // MARK: Reading
 
     func fetch(_ request: FetchRequest) throws -> [Record] {
-        try withConnection { c, _ in
-            try c.transaction(write: false) { try fetchLocked(request, c) }
-        }
+        let read = { (c: SQLiteConnection) in try c.transaction(write: false) { try self.fetchLocked(request, c) } }
+        if let readers, let records = try readers.read(read) { return records }
+        return try withConnection { c, _ in try read(c) }
     }
 
     func count(_ request: FetchRequest) throws -> Int {
-        try withConnection { c, _ in
-            try c.transaction(write: false) {
+        if let readers, let n = try readers.read({ try countLocked(request, $0) }) { return n }
+        return try withConnection { c, _ in try countLocked(request, c) }
+    }
+
+    /// Counts on `c`, which the caller holds (the store's connection under its lock, or a reader).
+    private func countLocked(_ request: FetchRequest, _ c: SQLiteConnection) throws -> Int {
+        do {
+            return try c.transaction(write: false) {
                 let entity = try schema.requireEntity(request.entity)
                 try evaluator(reader(c)).validate(request)
                 guard let table = layout.tables[entity.rootName] else { throw missingTable(entity.rootName) }
@@ -122,11 +133,13 @@ final class SQLitePersistentStore: PersistentStore, PageScanningStore, PageInser
     }
 
     func records(withKeys keys: [Int64], root: String) throws -> [Record] {
-        try withConnection { c, _ in
+        let read = { (c: SQLiteConnection) -> [Record] in
             // One query needs no transaction; several (to-many relationships) share one snapshot.
-            guard layout.rootsWithToMany.contains(root) else { return try reader(c).records(withKeys: keys, root: root) }
-            return try c.transaction(write: false) { try reader(c).records(withKeys: keys, root: root) }
+            guard self.layout.rootsWithToMany.contains(root) else { return try self.reader(c).records(withKeys: keys, root: root) }
+            return try c.transaction(write: false) { try self.reader(c).records(withKeys: keys, root: root) }
         }
+        if let readers, let records = try readers.read(read) { return records }
+        return try withConnection { c, _ in try read(c) }
     }
 
     /// The table holding the records of exactly entity `name`, its layout, and the condition that keeps that
@@ -413,6 +426,7 @@ final class SQLitePersistentStore: PersistentStore, PageScanningStore, PageInser
     }
 
     func close() throws {
+        readers?.close()
         let wasOpen = state.withLock { s -> Bool in
             guard let c = s.connection else { return false }
             c.close()
@@ -427,6 +441,7 @@ final class SQLitePersistentStore: PersistentStore, PageScanningStore, PageInser
 
     /// Closes the connection because the store's files are going away (destroy); later calls fail.
     func invalidate() {
+        readers?.close()
         state.withLock { s in
             s.connection?.close()
             s.connection = nil

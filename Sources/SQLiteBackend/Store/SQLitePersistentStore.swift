@@ -6,8 +6,8 @@ import Synchronization
 /// An open SQLite store: the ``PersistentStore`` of ``SQLiteStoreBackend``.
 ///
 /// One connection per store for writing, used under a lock (SQLite connections are not shared between threads);
-/// in WAL mode, fetches, counts and lookups by key run on reader connections (`SQLiteReaders`), so they never wait
-/// for a save under way. Every read
+/// in WAL mode, fetches, counts and lookups by key that find it busy (a save under way, another read) run on reader
+/// connections (`SQLiteReaders`) instead of waiting. Every read
 /// runs in one read transaction, so a fetch and the queries that fill its to-many relationships see one snapshot;
 /// every save, key allocation and metadata change runs in one `BEGIN IMMEDIATE` transaction, which is what makes
 /// them atomic and safe against other connections and processes.
@@ -83,6 +83,22 @@ final class SQLitePersistentStore: PersistentStore, PageScanningStore, PageInser
         }
     }
 
+    /// Runs a read on the store's connection when it is free (its page cache is the warmest: it wrote last), else
+    /// on a reader beside the save that holds it, else — not in WAL mode — on the store's connection once free.
+    private func read<T: Sendable>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        if let readers {
+            let done: Result<T, any Error>? = state.withLockIfAvailable { s in
+                guard let c = s.connection else {
+                    return .failure(StoreError.io(fileURL, operation: "using the store", reason: "the store is closed"))
+                }
+                return Result { try body(c) }
+            }
+            if let done { return try done.get() }
+            if let value = try readers.read(body) { return value }
+        }
+        return try withConnection { c, _ in try body(c) }
+    }
+
     private func reader(_ c: SQLiteConnection) -> SQLiteRecordReader {
         SQLiteRecordReader(layout: layout, url: fileURL, connection: c)
     }
@@ -90,14 +106,11 @@ final class SQLitePersistentStore: PersistentStore, PageScanningStore, PageInser
     // MARK: Reading
 
     func fetch(_ request: FetchRequest) throws -> [Record] {
-        let read = { (c: SQLiteConnection) in try c.transaction(write: false) { try self.fetchLocked(request, c) } }
-        if let readers, let records = try readers.read(read) { return records }
-        return try withConnection { c, _ in try read(c) }
+        try read { c in try c.transaction(write: false) { try fetchLocked(request, c) } }
     }
 
     func count(_ request: FetchRequest) throws -> Int {
-        if let readers, let n = try readers.read({ try countLocked(request, $0) }) { return n }
-        return try withConnection { c, _ in try countLocked(request, c) }
+        try read { c in try countLocked(request, c) }
     }
 
     /// Counts on `c`, which the caller holds (the store's connection under its lock, or a reader).
@@ -133,13 +146,11 @@ final class SQLitePersistentStore: PersistentStore, PageScanningStore, PageInser
     }
 
     func records(withKeys keys: [Int64], root: String) throws -> [Record] {
-        let read = { (c: SQLiteConnection) -> [Record] in
+        try read { c in
             // One query needs no transaction; several (to-many relationships) share one snapshot.
-            guard self.layout.rootsWithToMany.contains(root) else { return try self.reader(c).records(withKeys: keys, root: root) }
-            return try c.transaction(write: false) { try self.reader(c).records(withKeys: keys, root: root) }
+            guard layout.rootsWithToMany.contains(root) else { return try reader(c).records(withKeys: keys, root: root) }
+            return try c.transaction(write: false) { try reader(c).records(withKeys: keys, root: root) }
         }
-        if let readers, let records = try readers.read(read) { return records }
-        return try withConnection { c, _ in try read(c) }
     }
 
     /// The table holding the records of exactly entity `name`, its layout, and the condition that keeps that

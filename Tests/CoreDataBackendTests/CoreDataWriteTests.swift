@@ -113,6 +113,56 @@ import Testing
         #expect(try reopened.count(FetchRequest(entity: "Book")) == 1)
     }
 
+    /// An ordered to-many without an inverse keeps its order in the hidden `Z_FOK_` column of the destination's
+    /// table, and reads back in that order — through a context, and through the pages a conversion reads.
+    @Test func orderedToManyWithoutInverseKeepsItsOrder() throws {
+        let dir = try TemporaryDirectory("coredata-inverseless")
+        defer { dir.remove() }
+        let url = dir.path("Shelves.sqlite")
+        let schema = try Schema(jsonData: Data("""
+            { "entities": [
+              { "name": "Shelf", "attributes": [ { "name": "label", "type": "string" } ],
+                "relationships": [ { "name": "books", "destination": "Book", "toMany": true, "ordered": true } ] },
+              { "name": "Book", "attributes": [ { "name": "title", "type": "string" } ] } ] }
+            """.utf8))
+        let titles = ["three", "one", "four", "two"]
+        do {
+            let (coordinator, context, loaded) = try Self.coordinator(url, schema: schema)
+            // Inserted in alphabetical order, so that key order differs from the list's order.
+            var books: [String: ManagedObject] = [:]
+            for title in titles.sorted() { books[title] = try context.insert("Book", ["title": .string(title)]) }
+            let shelf = try context.insert("Shelf", ["label": .string("x")])
+            try shelf.setObjects(titles.compactMap { books[$0] }, forKey: "books")
+            try context.save()
+            try coordinator.removeStore(loaded)
+        }
+        let stored = try Self.rows(url, "SELECT ZTITLE FROM ZBOOK ORDER BY Z_FOK_2BOOKS")
+        #expect(stored.map { $0[0].text } == titles.map { Optional($0) })
+        do {
+            let (coordinator, context, loaded) = try Self.coordinator(url, schema: schema)
+            let shelf = try #require(try context.fetch("Shelf").first)
+            #expect(try shelf.objects(forKey: "books").map { try $0.value(forKey: "title") } == titles.map { .string($0) })
+            try coordinator.removeStore(loaded)
+        }
+        let store = try CoreDataStoreBackend().open(
+            at: url, options: StoreOptions(isReadOnly: true, createIfMissing: false), creating: nil)
+        defer { try? store.close() }
+        var titleByKey: [Int64: String] = [:]
+        for book in try store.fetch(FetchRequest(entity: "Book")) {
+            if case .string(let title)? = book.attributes.first { titleByKey[book.primaryKey] = title }
+        }
+        let shelf = try #require(try store.fetch(FetchRequest(entity: "Shelf")).first)
+        let members = try #require(shelf.relationships.first).keys
+        #expect(members.map { titleByKey[$0] } == titles.map { Optional($0) })
+        let page = try #require(store as? any PageScanningStore).scanPage(entity: "Shelf", after: nil, limit: 10)
+        #expect(page.count == 1)
+        let pageMembers = try page.withEncodedRecord(at: 0) { _, links in
+            var reader = RecordPage.LinkReader(links)
+            return reader.next()
+        }
+        #expect(pageMembers == .toMany(members))
+    }
+
     @Test func failedSaveLeavesTheStoreAsItWas() throws {
         let dir = try TemporaryDirectory("coredata-write-fail")
         defer { dir.remove() }

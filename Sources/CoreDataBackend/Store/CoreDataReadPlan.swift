@@ -189,10 +189,12 @@ struct CoreDataReadPlan {
             : (entity.ancestorNames.first {
                 schema.entity(named: $0)?.definition.relationships.contains { $0.name == r.name } == true
             } ?? entity.name)
-        let column = "Z\(numbers[declaring] ?? 0)\(r.name.uppercased())"
+        let column = CoreDataLayoutGuesses.inverselessForeignKey(sourceNumber: numbers[declaring] ?? 0, relationship: r.name)
         guard dest.index[column] != nil else {
             return .broken("\(place): a to-many without an inverse, but \(dest.name) has no column \(column)")
         }
-        return .referencing(table: dest.name, foreignKey: column, order: nil, first: false)
+        let fok = CoreDataLayoutGuesses.inverselessOrderKey(sourceNumber: numbers[declaring] ?? 0, relationship: r.name)
+        return .referencing(table: dest.name, foreignKey: column, order: r.isOrdered && dest.index[fok] != nil ? fok : nil,
+                            first: false)
     }
 }

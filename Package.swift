@@ -17,6 +17,8 @@ let package = Package(
         .library(name: "StoreConformance", targets: ["StoreConformance"]),
         .library(name: "StoreModels", targets: ["StoreModels"]),
         .library(name: "StoreSync", targets: ["StoreSync"]),
+        // A product of its own, like PostgresBackend: apps that sync through folders only never link libpq.
+        .library(name: "StoreSyncPostgres", targets: ["StoreSyncPostgres"]),
         .executable(name: "storectl", targets: ["storectl"]),
     ],
     traits: [
@@ -72,6 +74,8 @@ let package = Package(
         // Sync between peers through a remote (issue 25): written against StoreAPI's public API only, so it works
         // with every backend.
         .target(name: "StoreSync", dependencies: ["StoreAPI", .product(name: "Logging", package: "swift-log")]),
+        // The PostgreSQL remote (`postgres://` remote URLs): an append-only change log on the server, through libpq.
+        .target(name: "StoreSyncPostgres", dependencies: ["StoreAPI", "StoreSync", "CLibPQ"]),
 
         // The published conformance suite every backend runs (built-in and third-party).
         .target(name: "StoreConformance", dependencies: ["StoreAPI", "StoreModels"]),
@@ -81,6 +85,7 @@ let package = Package(
             dependencies: [
                 "StoreAPI", "SQLiteBackend", "LMDBBackend", "XMLBackend", "CoreDataBackend", "StoreSync",
                 .target(name: "PostgresBackend", condition: .when(traits: ["PostgreSQL"])),
+                .target(name: "StoreSyncPostgres", condition: .when(traits: ["PostgreSQL"])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -162,8 +167,8 @@ let package = Package(
         .testTarget(
             name: "StoreSyncTests",
             dependencies: [
-                "StoreAPI", "StoreSync", "SQLiteBackend", "LMDBBackend", "XMLBackend", "storectl", "StoreTestSupport",
-                .product(name: "Logging", package: "swift-log"),
+                "StoreAPI", "StoreSync", "StoreSyncPostgres", "SQLiteBackend", "LMDBBackend", "XMLBackend", "storectl",
+                "StoreTestSupport", .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // Seeded mutation fuzzing of every reader of untrusted input (a short deterministic run; longer by env var).

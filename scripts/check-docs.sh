@@ -4,7 +4,7 @@
 # Needs a debug build (swift build). Usage: scripts/check-docs.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-modules=(StoreAPI SQLiteBackend LMDBBackend XMLBackend CoreDataBackend PostgresBackend StoreConformance StoreModels StoreSync)
+modules=(StoreAPI SQLiteBackend LMDBBackend XMLBackend CoreDataBackend PostgresBackend StoreConformance StoreModels StoreSync StoreSyncPostgres)
 bin="$(dirname "$(command -v swift)")"
 triple="$(swift -print-target-info | python3 -c 'import json, sys; print(json.load(sys.stdin)["target"]["triple"])')"
 work="$(mktemp -d)"

@@ -74,6 +74,43 @@ struct StorectlSyncTests {
         #expect(pending["pendingTransactions"] as? Int == 1)
     }
 
+    /// A store on the PostgreSQL server and a file store syncing through a PostgreSQL remote, from the command line.
+    @Test(.enabled(if: PostgresTestServer.isAvailable, PostgresTestServer.skipReason))
+    func aServerStoreAndAFileStoreSyncThroughPostgres() throws {
+        let dir = try TemporaryDirectory("storectl-sync-pg")
+        let server = try PostgresTestServer.shared()
+        let store = server.storeURL("store").absoluteString
+        let remote = server.storeURL("remote").absoluteString
+        let model = PackagePaths.libraryModel.path
+        try run(["create", "a.sqlite", "--model", model, "--import", PackagePaths.libraryData.path, "--quiet"], in: dir)
+        // The same records on the server (a convert keeps global IDs), before either store syncs.
+        try run(["convert", "a.sqlite", store, "--quiet"], in: dir)
+
+        let first = try json(try run(["sync", "a.sqlite", "--remote", remote, "--container", "library", "--json"], in: dir))
+        #expect(first["attached"] as? Bool == true)
+        #expect(first["pushedRecords"] as? Int ?? 0 > 2_000)
+        let second = try json(try run(["sync", store, "--remote", remote, "--container", "library", "--json"], in: dir))
+        #expect(second["attached"] as? Bool == true)
+        #expect(second["insertedRecords"] as? Int == 0, "not a single duplicate")
+        #expect(second["pushedRecords"] as? Int == 0, "the remote already holds every record")
+        #expect(!(second["remote"] as? String ?? "").contains("password"))
+
+        let tag = UUID().uuidString
+        let change = try dir.write(#"{"entity":"Tag","id":"\#(tag)","attributes":{"name":"from the server"}}"#, to: "tag.ndjson")
+        try run(["import", store, change.path, "--upsert", "--quiet"], in: dir)
+        let back = try json(try run(["sync", store, "--json"], in: dir))
+        #expect(back["pushedRecords"] as? Int == 1)
+        let pulled = try json(try run(["sync", "a.sqlite", "--json"], in: dir))
+        #expect(pulled["insertedRecords"] as? Int == 1)
+        let diff = try Child.storectl(["diff", "a.sqlite", store, "--records-only"], in: dir)
+        #expect(diff.status == 0, "\(diff.stdout)\(diff.stderr)")
+        let status = try json(try run(["sync", store, "--status", "--json"], in: dir))
+        #expect(status["isAttached"] as? Bool == true && status["pendingTransactions"] as? Int == 0)
+        let again = try json(try run(["sync", store, "--json"], in: dir))
+        #expect(again["becameNewPeer"] as? Bool == false && again["pushedRecords"] as? Int == 0,
+                "a server store is the same peer on every sync")
+    }
+
     @Test func detachAndMisuseAreClearErrors() throws {
         let dir = try TemporaryDirectory("storectl-sync-errors")
         let share = try dir.directory("share")

@@ -21,11 +21,22 @@ struct SyncConvergenceTests {
     @Test(arguments: seeds)
     func randomChangesOnThreeBackendsConverge(seed: UInt64) async throws {
         let dir = try TemporaryDirectory("sync-random")
-        var rng = SeededGenerator(seed: seed)
         // Odd seeds go through a folder, even ones through memory: both remotes see the same workload.
         let remote: any SyncRemote = seed % 2 == 1
             ? try FolderRemote(directory: try dir.directory("remote"), container: "random")
             : InMemoryRemote()
+        try await converge(seed: seed, through: remote, in: dir)
+    }
+
+    /// The same workload through the PostgreSQL remote, every seed.
+    @Test(.enabled(if: PostgresTestServer.isAvailable, PostgresTestServer.skipReason), arguments: seeds)
+    func randomChangesConvergeThroughPostgres(seed: UInt64) async throws {
+        let dir = try TemporaryDirectory("sync-random-pg")
+        try await converge(seed: seed, through: try RemoteKind.postgres.make(container: "random"), in: dir)
+    }
+
+    private func converge(seed: UInt64, through remote: any SyncRemote, in dir: TemporaryDirectory) async throws {
+        var rng = SeededGenerator(seed: seed)
         let replicas = try [
             Replica(dir.path("r0.sqlite"), type: "sqlite", remote: remote),
             Replica(dir.path("r1.lmdb"), type: "lmdb", remote: remote),

@@ -162,3 +162,82 @@ struct SyncCornerCaseTests {
         #expect(try b.count("Book") == 1 && b.value(id, "title") == .string("once"))
     }
 }
+
+/// To-many relationships merge as add-wins sets; ordered ones keep one deterministic order.
+@Suite("Sync to-many merges")
+struct SyncToManyMergeTests {
+    private func replicas(_ label: String, _ n: Int) async throws -> (TemporaryDirectory, [Replica]) {
+        let dir = try TemporaryDirectory(label)
+        let remote = InMemoryRemote()
+        let types = ["sqlite", "lmdb", "xml"]
+        let rs = try (0..<n).map { try Replica(dir.path(SyncFixtures.file("r\($0)", type: types[$0 % 3])), type: types[$0 % 3], remote: remote) }
+        for r in rs { try await r.sync() }
+        return (dir, rs)
+    }
+
+    private func tags(_ r: Replica, _ book: UUID) throws -> Set<UUID> {
+        let c = r.context()
+        return Set(try #require(try r.object(book, in: c)).objects(forKey: "tags").map(\.globalID))
+    }
+
+    @Test func concurrentAddAndRemoveOfDifferentMembersBothSurvive() async throws {
+        let (dir, rs) = try await replicas("sync-addwins-different", 2)
+        defer { withExtendedLifetime(dir) {} }
+        let (a, b) = (rs[0], rs[1])
+        let book = try a.insert("Book", ["title": "tagged"])
+        let t1 = try a.insert("Tag", ["name": "one"])
+        let t2 = try a.insert("Tag", ["name": "two"])
+        try a.update(book) { o, c in try o.addObject(try #require(try a.object(t1, in: c)), forKey: "tags") }
+        try await a.sync()
+        try await b.sync()
+        try a.update(book) { o, c in try o.addObject(try #require(try a.object(t2, in: c)), forKey: "tags") }
+        try b.update(book) { o, c in try o.removeObject(try #require(try b.object(t1, in: c)), forKey: "tags") }
+        for _ in 0..<2 { for r in [a, b] { try await r.sync() } }
+        #expect(try tags(a, book) == [t2] && tags(b, book) == [t2])
+    }
+
+    /// a adds the tag and b sees it; c adds the same tag without having seen a's add; then b removes it. The
+    /// removal is the latest change, yet it only takes away the add b saw: c's concurrent add wins.
+    @Test func concurrentAddAndRemoveOfTheSameMemberAddWins() async throws {
+        let (dir, rs) = try await replicas("sync-addwins-same", 3)
+        defer { withExtendedLifetime(dir) {} }
+        let (a, b, c) = (rs[0], rs[1], rs[2])
+        let book = try a.insert("Book", ["title": "contested"])
+        let tag = try a.insert("Tag", ["name": "maybe"])
+        for r in [a, b, c] { try await r.sync() }
+        try a.update(book) { o, ctx in try o.addObject(try #require(try a.object(tag, in: ctx)), forKey: "tags") }
+        try await a.sync()
+        try await b.sync()
+        try await Task.sleep(for: .milliseconds(5))
+        try c.update(book) { o, ctx in try o.addObject(try #require(try c.object(tag, in: ctx)), forKey: "tags") }
+        try await Task.sleep(for: .milliseconds(5))
+        try b.update(book) { o, ctx in try o.removeObject(try #require(try b.object(tag, in: ctx)), forKey: "tags") }
+        try await b.sync()
+        try await c.sync()
+        for _ in 0..<2 { for r in rs { try await r.sync() } }
+        for r in rs { #expect(try tags(r, book) == [tag], "the concurrent add wins on every peer") }
+        // A removal that has seen every add removes it for good.
+        try a.update(book) { o, ctx in try o.removeObject(try #require(try a.object(tag, in: ctx)), forKey: "tags") }
+        for _ in 0..<2 { for r in rs { try await r.sync() } }
+        for r in rs { #expect(try tags(r, book).isEmpty) }
+    }
+
+    @Test func concurrentReorderingsOfAnOrderedToManyEndInOneOrder() async throws {
+        let (dir, rs) = try await replicas("sync-ordered", 2)
+        defer { withExtendedLifetime(dir) {} }
+        let (a, b) = (rs[0], rs[1])
+        let owner = try a.insert("Book", ["title": "owner"])
+        let others = try (0..<4).map { try a.insert("Book", ["title": .string("related \($0)")]) }
+        try await a.sync()
+        try await b.sync()
+        try a.update(owner) { o, c in try o.setObjects(try others.map { try #require(try a.object($0, in: c)) }, forKey: "related") }
+        try b.update(owner) { o, c in try o.setObjects(try others.reversed().map { try #require(try b.object($0, in: c)) }, forKey: "related") }
+        for _ in 0..<2 { for r in [a, b] { try await r.sync() } }
+        func order(_ r: Replica) throws -> [UUID] {
+            let c = r.context()
+            return try #require(try r.object(owner, in: c)).objects(forKey: "related").map(\.globalID)
+        }
+        #expect(try order(a) == order(b))
+        #expect(try Set(order(a)) == Set(others))
+    }
+}

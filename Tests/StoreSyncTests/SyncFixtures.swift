@@ -4,6 +4,7 @@ import Logging
 import SQLiteBackend
 import StoreAPI
 @testable import StoreSync
+import StoreSyncPostgres
 import StoreTestSupport
 import Testing
 import XMLBackend
@@ -51,6 +52,15 @@ enum SyncFixtures {
 
     static let options = SyncOptions(remote: URL(fileURLWithPath: "/unused-remote"), containerIdentifier: "tests")
 
+    /// The remotes the scenario tests run through: memory always, PostgreSQL where the test server can run
+    /// (always in CI, which requires it).
+    static let remoteKinds: [RemoteKind] = PostgresTestServer.isAvailable ? [.memory, .postgres] : [.memory]
+
+    /// The number of change files on a remote.
+    static func fileCount(_ remote: any SyncRemote) async throws -> Int {
+        try await remote.list(after: nil).names.count
+    }
+
     /// The file name of a store of `type` called `name`.
     static func file(_ name: String, type: String) -> String {
         switch type {
@@ -59,6 +69,21 @@ enum SyncFixtures {
         default: "\(name).sqlite"
         }
     }
+}
+
+/// A kind of remote a test runs through.
+enum RemoteKind: String, Sendable, CaseIterable, CustomTestStringConvertible {
+    case memory, postgres
+
+    /// A new, empty remote of this kind: for PostgreSQL, a container in a schema of its own on the test server.
+    func make(container: String = "tests") throws -> any SyncRemote {
+        switch self {
+        case .memory: InMemoryRemote()
+        case .postgres: try PostgresRemote(url: PostgresTestServer.shared().storeURL("sync"), container: container)
+        }
+    }
+
+    var testDescription: String { rawValue }
 }
 
 /// One replica: a store loaded with history tracking and sync options in its own coordinator, and its engine.

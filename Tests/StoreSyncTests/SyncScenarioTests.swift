@@ -24,9 +24,10 @@ struct SyncScenarioTests {
         return ids
     }
 
-    @Test func turningSyncOnForExistingDataPushesItExactlyOnce() async throws {
+    @Test(arguments: SyncFixtures.remoteKinds)
+    func turningSyncOnForExistingDataPushesItExactlyOnce(remote kind: RemoteKind) async throws {
         let dir = try TemporaryDirectory("sync-attach")
-        let remote = InMemoryRemote()
+        let remote = try kind.make()
         // Data written before sync was ever turned on (no history of it).
         do {
             let coordinator = StoreCoordinator(schema: SyncFixtures.schema, registry: SyncFixtures.registry)
@@ -40,10 +41,10 @@ struct SyncScenarioTests {
         let first = try await a.sync()
         #expect(first.attached)
         #expect(first.pushedRecords == 10)
-        let files = remote.fileCount
+        let files = try await SyncFixtures.fileCount(remote)
         let again = try await a.sync()
         #expect(again.pushedRecords == 0, "nothing is pushed twice")
-        #expect(remote.fileCount == files)
+        #expect(try await SyncFixtures.fileCount(remote) == files)
 
         let b = try Replica(dir.path("b.lmdb"), type: "lmdb", remote: remote)
         let pulled = try await b.sync()
@@ -54,9 +55,10 @@ struct SyncScenarioTests {
         #expect(a3.insertedRecords == 0 && a3.updatedRecords == 0)
     }
 
-    @Test func secondDeviceHoldingTheSameRecordsAttachesWithoutDuplicates() async throws {
+    @Test(arguments: SyncFixtures.remoteKinds)
+    func secondDeviceHoldingTheSameRecordsAttachesWithoutDuplicates(remote kind: RemoteKind) async throws {
         let dir = try TemporaryDirectory("sync-second-device")
-        let remote = InMemoryRemote()
+        let remote = try kind.make()
         let a = try Replica(dir.path("a.sqlite"), type: "sqlite", remote: remote)
         _ = try seed(a)
         // The second device starts from a backup of the same store: the same records, the same global IDs.
@@ -79,36 +81,38 @@ struct SyncScenarioTests {
         #expect(try a.count("Author") == 3)
     }
 
-    @Test func relocatedStoreKeepsSyncStateAndReuploadsNothing() async throws {
+    @Test(arguments: SyncFixtures.remoteKinds)
+    func relocatedStoreKeepsSyncStateAndReuploadsNothing(remote kind: RemoteKind) async throws {
         let dir = try TemporaryDirectory("sync-relocate")
-        let remote = InMemoryRemote()
+        let remote = try kind.make()
         _ = try dir.directory("old")
         _ = try dir.directory("shared")
         let a = try Replica(dir.path("old/a.sqlite"), type: "sqlite", remote: remote)
         _ = try seed(a)
         let before = try await a.sync()
-        let files = remote.fileCount
+        let files = try await SyncFixtures.fileCount(remote)
         try a.coordinator.relocateStore(from: dir.path("old/a.sqlite"), to: dir.path("shared/a.sqlite"))
         try a.adopt(try #require(a.coordinator.store(at: dir.path("shared/a.sqlite"))))
         let after = try await a.sync()
         #expect(after.pushedRecords == 0)
         #expect(!after.becameNewPeer && after.peer == before.peer, "a moved store stays the same peer")
-        #expect(remote.fileCount == files)
+        #expect(try await SyncFixtures.fileCount(remote) == files)
     }
 
-    @Test func convertedStoreKeepsSyncStateReuploadsNothingAndBecomesANewPeer() async throws {
+    @Test(arguments: SyncFixtures.remoteKinds)
+    func convertedStoreKeepsSyncStateReuploadsNothingAndBecomesANewPeer(remote kind: RemoteKind) async throws {
         let dir = try TemporaryDirectory("sync-convert")
-        let remote = InMemoryRemote()
+        let remote = try kind.make()
         let a = try Replica(dir.path("a.sqlite"), type: "sqlite", remote: remote)
         let authors = try seed(a)
         let before = try await a.sync()
-        let files = remote.fileCount
+        let files = try await SyncFixtures.fileCount(remote)
         // Core Data's migratePersistentStore is where every record used to be uploaded again.
         let migrated = try a.coordinator.migrateStore(a.loaded, to: dir.path("a.lmdb"), type: "lmdb")
         try a.adopt(migrated)
         let after = try await a.sync()
         #expect(after.pushedRecords == 0)
-        #expect(remote.fileCount == files)
+        #expect(try await SyncFixtures.fileCount(remote) == files)
         #expect(after.becameNewPeer && after.peer != before.peer, "the original still exists: the copy is a new peer")
 
         // The original, opened again, and the converted store both keep syncing without duplicates.
@@ -123,9 +127,10 @@ struct SyncScenarioTests {
         #expect(try a.differences(from: original).isIdentical)
     }
 
-    @Test func copyOfASyncedStoreBecomesANewPeer() async throws {
+    @Test(arguments: SyncFixtures.remoteKinds)
+    func copyOfASyncedStoreBecomesANewPeer(remote kind: RemoteKind) async throws {
         let dir = try TemporaryDirectory("sync-copy")
-        let remote = InMemoryRemote()
+        let remote = try kind.make()
         let a = try Replica(dir.path("a.sqlite"), type: "sqlite", remote: remote)
         let authors = try seed(a)
         let first = try await a.sync()
@@ -143,9 +148,10 @@ struct SyncScenarioTests {
         #expect(try a.differences(from: copy).isIdentical)
     }
 
-    @Test func backupRestoredInPlaceBecomesANewPeerAndLosesNothing() async throws {
+    @Test(arguments: SyncFixtures.remoteKinds)
+    func backupRestoredInPlaceBecomesANewPeerAndLosesNothing(remote kind: RemoteKind) async throws {
         let dir = try TemporaryDirectory("sync-restore")
-        let remote = InMemoryRemote()
+        let remote = try kind.make()
         let a = try Replica(dir.path("a.sqlite"), type: "sqlite", remote: remote)
         let authors = try seed(a)
         try await a.sync()

@@ -44,6 +44,9 @@ public actor SyncEngine {
     /// ``SyncError/timedOut(_:seconds:)``.
     public nonisolated let timeout: Double
     private let logger: Logger
+    /// The state as last read or written, with its metadata text: a sync with nothing to do compares the text
+    /// instead of decoding a state that grows with the synced records.
+    private var cachedState: (text: String, state: SyncState)?
 
     /// An engine for `store`, whose description (or metadata) has sync options and whose description tracks
     /// history. `remote` defaults to the one the options' URL names (``SyncRemotes/remote(for:)``).
@@ -78,8 +81,9 @@ public actor SyncEngine {
         let metadata = store.store.metadata
         let here = Self.location(of: store)
         var report = SyncReport(peer: UUID(), remote: remote.displayName)
+        if let idle = try await idleReport(metadata: metadata, identity: identity, here: here, calls: calls) { return idle }
         var state: SyncState
-        let stored = try SyncState.read(from: metadata, store: Self.name(of: store))
+        let stored = try readState(metadata)
         // The state grows with the synced records: a step that changed nothing does not rewrite it.
         var saved = metadata.syncOptions == options ? stored : nil
         func persist(_ state: SyncState) throws {
@@ -125,10 +129,28 @@ public actor SyncEngine {
             try await session.pushMerges()
         }
         if session.needsCleanup { try session.apply([]) }
+        // Acknowledged once the pull it covers is saved, so the remote never purges what this store has not kept.
+        var acknowledge: SyncCursor?
+        if remote is any PurgeableSyncRemote, let cursor = session.state.cursor, cursor != session.state.acknowledged {
+            acknowledge = cursor
+        }
         if session.state != saved || session.report.pulledFiles > 0 || session.report.pushedFiles > 0 {
             session.state.lastSync = Date()
         }
         try persist(session.state)
+        if let cursor = acknowledge, let purgeable = remote as? any PurgeableSyncRemote {
+            // What was pushed and pulled stands either way: a failed acknowledgement only holds purges back, and the
+            // next sync sends it again.
+            let peer = session.state.peer
+            do {
+                try await calls.run { try await purgeable.acknowledge(cursor, peer: peer) }
+                session.state.acknowledged = cursor
+                try persist(session.state)
+            } catch {
+                logger.warning("sync: could not acknowledge the cursor; purges wait for the next sync",
+                               metadata: ["remote": "\(remote.displayName)", "error": "\(error)"])
+            }
+        }
         session.report.peer = session.state.peer
         let done = session.report
         logger.info("sync finished", metadata: [
@@ -138,6 +160,51 @@ public actor SyncEngine {
             "merged": "\(done.mergedDuplicates)",
         ])
         return done
+    }
+
+    /// The report of a sync with nothing to do, found from the small part of the state alone (no local change since
+    /// the last push, no file after the cursor, nothing waiting, nothing to acknowledge); `nil` when there is work,
+    /// which then reads the whole state. The whole state grows with the synced records, so an idle sync never
+    /// decodes it.
+    private func idleReport(metadata: StoreMetadata, identity: String, here: String,
+                            calls: RemoteTimeout) async throws -> SyncReport? {
+        guard metadata.syncOptions == options, case .string(let text)? = metadata.custom[SyncState.key],
+              let head = cachedState.flatMap({ $0.text == text ? SyncState.Head($0.state) : nil }) ?? SyncState.Head.read(text),
+              head.remoteIdentity == identity, head.location == here,
+              head.storeUUID == metadata.storeUUID, head.baselinePushed, head.dangling.isEmpty,
+              !(remote is any PurgeableSyncRemote) || head.acknowledged == head.cursor,
+              try store.store.history(after: head.pushedToken).isEmpty
+        else { return nil }
+        let remote = self.remote
+        let cursor = head.cursor
+        let listing = try await calls.run { try await remote.list(after: cursor) }
+        guard listing.names.isEmpty, listing.cursor == head.cursor else { return nil }
+        logger.debug("sync: nothing to do", metadata: ["store": "\(Self.name(of: store))", "remote": "\(remote.displayName)"])
+        return SyncReport(peer: head.peer, remote: remote.displayName)
+    }
+
+    /// Syncs, then purges the remote's history that every peer has applied: writes a baseline of this store's synced
+    /// state (every record's values with the stamps they won with, and the tombstones) for peers that attach later
+    /// or fell behind, then deletes the files at or below the lowest acknowledged cursor. Returns how many files
+    /// were deleted. The remote must be a ``PurgeableSyncRemote``.
+    public func purgeHistory() async throws -> Int {
+        guard let purgeable = remote as? any PurgeableSyncRemote else {
+            throw SyncError.unsupportedRemote(remote.displayName, reason: "this remote keeps no acknowledgements, so its "
+                + "history cannot be purged safely")
+        }
+        _ = try await sync()
+        guard let state = try readState(store.store.metadata),
+              let cursor = state.cursor
+        else { return 0 }
+        let calls = RemoteTimeout(seconds: timeout, remoteName: remote.displayName)
+        let session = SyncSession(loaded: store, coordinator: coordinator, remote: remote, calls: calls,
+                                  logger: logger, state: state, report: SyncReport(peer: state.peer, remote: remote.displayName))
+        try await session.pushSnapshot()
+        try save(session.state)
+        let purged = try await calls.run { try await purgeable.purge(upTo: cursor) }
+        logger.info("sync: purged history", metadata: ["store": "\(Self.name(of: store))", "remote": "\(remote.displayName)",
+                                                      "files": "\(purged)", "baselineRecords": "\(session.report.pushedRecords)"])
+        return purged
     }
 
     /// Where the store stands, from its metadata; does not contact the remote.
@@ -166,32 +233,60 @@ public actor SyncEngine {
 
     private func save(_ state: SyncState) throws {
         var metadata = store.store.metadata
-        metadata.custom[SyncState.key] = try state.encoded()
+        let value = try state.encoded()
+        metadata.custom[SyncState.key] = value
         metadata.syncOptions = options
         try store.store.save(StoreChanges(metadata: metadata))
+        if case .string(let text) = value { cachedState = (text, state) }
+    }
+
+    /// The state in `metadata`, decoded only when it differs from the one last read or written.
+    private func readState(_ metadata: StoreMetadata) throws -> SyncState? {
+        guard case .string(let text) = metadata.custom[SyncState.key] else {
+            return try SyncState.read(from: metadata, store: Self.name(of: store))
+        }
+        if let cached = cachedState, cached.text == text { return cached.state }
+        let state = try SyncState.read(from: metadata, store: Self.name(of: store))
+        if let state { cachedState = (text, state) }
+        return state
     }
 
     /// Whether the replica the state was made for is still where it was: a store with the same UUID at the old path
-    /// on this machine, or any other machine (a backup restored elsewhere).
+    /// on this machine or at the old server URL, or any other machine (a backup restored elsewhere).
     private func isCopy(of location: String, storeUUID: UUID) -> Bool {
         guard let bar = location.firstIndex(of: "|") else { return true }
-        guard String(location[..<bar]) == Self.hostName else { return true }
-        let path = String(location[location.index(after: bar)...])
-        guard path.hasPrefix("/") else { return true }
-        let old = URL(fileURLWithPath: path)
-        guard FileManager.default.fileExists(atPath: old.path) else { return false }
+        let rest = String(location[location.index(after: bar)...])
+        let old: URL
+        if location[..<bar] == Self.serverPrefix {
+            // A store on a server is the same store from every machine; it moved when its URL changed.
+            guard let url = URL(string: rest), url.scheme != nil else { return true }
+            old = url
+        } else {
+            guard String(location[..<bar]) == Self.hostName else { return true }
+            guard rest.hasPrefix("/") else { return true }
+            old = URL(fileURLWithPath: rest)
+            guard FileManager.default.fileExists(atPath: old.path) else { return false }
+        }
         guard let backend = try? coordinator.registry.detectBackend(at: old),
               let metadata = try? backend.readMetadata(at: old)
         else { return false }
         return metadata.storeUUID == storeUUID
     }
 
+    /// Where a store is: `host|path` for a file, `server|URL` (without password) for a store on a server, which is
+    /// the same store whichever machine syncs it.
     static func location(of store: LoadedStore) -> String {
-        guard let url = store.url, url.isFileURL else { return "\(hostName)|memory:\(store.identifier.uuidString)" }
+        guard let url = store.url else { return "\(hostName)|memory:\(store.identifier.uuidString)" }
+        guard url.isFileURL else { return "\(serverPrefix)|\(SyncRemotes.displayName(of: url))" }
         return "\(hostName)|\(url.standardizedFileURL.path)"
     }
 
-    static func name(of store: LoadedStore) -> String { store.url?.path ?? "in-memory store \(store.identifier)" }
+    private static let serverPrefix = "server"
+
+    static func name(of store: LoadedStore) -> String {
+        guard let url = store.url else { return "in-memory store \(store.identifier)" }
+        return url.isFileURL ? url.path : SyncRemotes.displayName(of: url)
+    }
 
     static let hostName: String = {
         var buffer = [CChar](repeating: 0, count: 256)

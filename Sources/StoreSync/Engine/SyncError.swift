@@ -14,6 +14,9 @@ public enum SyncError: Error, Sendable, Hashable, CustomStringConvertible {
     case notSyncable(store: String, reason: String)
     /// A remote URL no remote handles, or one that is malformed.
     case unsupportedRemote(String, reason: String)
+    /// The remote purged the history after the cursor listed from: the peer must re-baseline (the engine does so by
+    /// itself; see ``PurgeableSyncRemote``).
+    case historyPurged(String)
 
     /// A one-line message naming the store or remote.
     public var description: String {
@@ -25,6 +28,7 @@ public enum SyncError: Error, Sendable, Hashable, CustomStringConvertible {
                 + "not merging them: detach the store to sync it with this remote"
         case .notSyncable(let store, let why): "\(store): cannot sync: \(why)"
         case .unsupportedRemote(let url, let why): "\(url): \(why)"
+        case .historyPurged(let r): "\(r): the history after this cursor was purged; the peer re-baselines"
         }
     }
 }

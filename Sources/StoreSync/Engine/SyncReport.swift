@@ -28,6 +28,9 @@ public struct SyncReport: Sendable, Hashable, Codable {
     public var becameNewPeer = false
     /// Whether this sync attached the store (its first sync with this remote).
     public var attached = false
+    /// Whether the remote had purged the history after this store's cursor, so that the store re-read what the
+    /// remote holds from the beginning (its baseline), merging it without duplicating anything.
+    public var rebaselined = false
 
     /// Creates an empty report.
     public init(peer: UUID, remote: String) {

@@ -13,7 +13,17 @@ extension SyncSession {
     func pull() async throws {
         let remote = self.remote
         let cursor = state.cursor
-        let listing = try await calls.run { try await remote.list(after: cursor) }
+        let listing: RemoteListing
+        do {
+            listing = try await calls.run { try await remote.list(after: cursor) }
+        } catch SyncError.historyPurged {
+            // Below the purge horizon: what the remote still holds starts with a baseline; merging it by global ID
+            // and stamp never duplicates what this store has.
+            logger.notice("sync: the remote purged history this peer had not read; re-baselining",
+                          metadata: ["peer": "\(state.peer)", "remote": "\(remote.displayName)"])
+            report.rebaselined = true
+            listing = try await calls.run { try await remote.list(after: nil) }
+        }
         var batches: [ChangeBatch] = []
         for name in listing.names {
             if name.peer == state.peer {
@@ -63,11 +73,12 @@ extension SyncSession {
     }
 
     private func merge(_ c: RecordChange, into winners: inout [UUID: Winner], order: inout [UUID]) {
-        guard shapes.shapes[c.entity] != nil else {
+        let id = c.id.uuidString
+        // A deletion names a global ID, whatever its entity (a baseline's tombstones name none).
+        guard shapes.shapes[c.entity] != nil || c.deleted != nil else {
             report.ignoredChanges += 1
             return
         }
-        let id = c.id.uuidString
         if let d = c.deleted {
             state.clock = state.clock.receiving(d)
             if let old = state.tombstones[id], old >= d { return }
@@ -90,10 +101,9 @@ extension SyncSession {
             for m in members {
                 state.clock = state.clock.receiving(m.clock)
                 let key = "\(rel)→\(m.target.uuidString)"
-                guard m.clock > (state.clocks[id]?[key] ?? .zero) else { continue }
-                state.clocks[id, default: [:]][key] = m.clock
-                if m.present { state.removed.remove("\(id) \(key)") } else { state.removed.insert("\(id) \(key)") }
-                w.members[rel, default: [:]][m.target] = m
+                // Add-wins: a removal takes away only the adds its peer had seen.
+                guard let present = state.mergeMember(id, key, m) else { continue }
+                w.members[rel, default: [:]][m.target] = MemberChange(target: m.target, present: present, clock: m.clock)
             }
         }
         winners[c.id] = w

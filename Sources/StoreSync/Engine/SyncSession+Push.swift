@@ -82,6 +82,50 @@ extension SyncSession {
                        onlyUnstamped: false)
     }
 
+    /// Writes a baseline: every synced record with the values and memberships this store holds, each stamped with
+    /// the stamp it won with, and every tombstone. Applied anywhere, it changes nothing a peer already has and gives
+    /// a peer that starts after a purge everything the purged files held. Values never synced (no stamp) are left to
+    /// the next push.
+    func pushSnapshot() async throws {
+        var cache: [String: [Int64: UUID]] = [:]
+        var changes: [RecordChange] = []
+        func flush() async throws {
+            guard !changes.isEmpty else { return }
+            try await write(changes)
+            changes = []
+        }
+        var records: [Record] = []
+        try forEachRecord { records.append($0) }
+        for r in records {
+            guard let shape = shapes.shapes[r.entity], state.tombstones[r.globalID.uuidString] == nil else { continue }
+            let id = r.globalID.uuidString
+            let known = state.clocks[id] ?? [:]
+            let full = try recordChange(r, shape: shape, keys: nil, stamp: .zero, onlyUnstamped: false, cache: &cache)
+            var change = RecordChange(entity: r.entity, id: r.globalID)
+            for (key, v) in full.values { if let stamp = known[key] { change.values[key] = StampedValue(clock: stamp, text: v.text) } }
+            for i in shape.relationships where shape.entity.relationships[i].isToMany && !shape.entity.relationships[i].isOrdered {
+                let rel = shape.entity.relationships[i].name
+                let prefix = rel + "→"
+                var members: [MemberChange] = []
+                for (key, stamp) in known where key.hasPrefix(prefix) {
+                    guard let target = UUID(uuidString: String(key.dropFirst(prefix.count))) else { continue }
+                    let present = state.isMember(id, key)
+                    members.append(MemberChange(target: target, present: present, clock: stamp,
+                                                observed: present ? nil : state.covers?["\(id) \(key)"] ?? stamp))
+                }
+                if !members.isEmpty { change.members[rel] = members.sorted { $0.target.uuidString < $1.target.uuidString } }
+            }
+            if !change.values.isEmpty || !change.members.isEmpty { changes.append(change) }
+            if changes.count >= Self.recordsPerFile { try await flush() }
+        }
+        for (id, stamp) in state.tombstones.sorted(by: { $0.key < $1.key }) {
+            guard let uuid = UUID(uuidString: id) else { continue }
+            changes.append(RecordChange(entity: "", id: uuid, deleted: stamp))
+            if changes.count >= Self.recordsPerFile { try await flush() }
+        }
+        try await flush()
+    }
+
     /// Writes the changes of the touched records as change files, reading each record's current values.
     private func push(_ touched: [(UUID, Touched)], onlyUnstamped: Bool) async throws {
         guard !touched.isEmpty else { return }
@@ -159,14 +203,16 @@ extension SyncSession {
                 var previous = Set<UUID>()
                 for (key, _) in known where key.hasPrefix(prefix) {
                     if let t = UUID(uuidString: String(key.dropFirst(prefix.count))),
-                       !state.removed.contains("\(r.globalID.uuidString) \(key)") { previous.insert(t) }
+                       state.isMember(r.globalID.uuidString, key) { previous.insert(t) }
                 }
                 let now = Set(targets)
                 var members: [MemberChange] = []
                 for t in targets where !previous.contains(t) { members.append(MemberChange(target: t, present: true, clock: stamp)) }
                 if !onlyUnstamped {
                     for t in previous.subtracting(now).sorted(by: { $0.uuidString < $1.uuidString }) {
-                        members.append(MemberChange(target: t, present: false, clock: stamp))
+                        // It removes the add this store saw, and no add it did not see.
+                        members.append(MemberChange(target: t, present: false, clock: stamp,
+                                                    observed: known["\(prefix)\(t.uuidString)"]))
                     }
                 }
                 if !members.isEmpty { change.members[rel.name] = members }
@@ -212,11 +258,7 @@ extension SyncSession {
                 if shapes.shapes[c.entity]?.isOrderHint(key) == true { state.orderHints[id, default: [:]][key] = v.text }
             }
             for (rel, members) in c.members {
-                for m in members {
-                    let key = "\(rel)→\(m.target.uuidString)"
-                    state.clocks[id, default: [:]][key] = m.clock
-                    if m.present { state.removed.remove("\(id) \(key)") } else { state.removed.insert("\(id) \(key)") }
-                }
+                for m in members { _ = state.mergeMember(id, "\(rel)→\(m.target.uuidString)", m) }
             }
         }
     }

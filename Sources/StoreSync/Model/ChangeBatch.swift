@@ -67,8 +67,24 @@ struct StampedValue: Sendable, Hashable, Codable {
 }
 
 /// A target added to (`present`) or removed from an unordered to-many relationship, stamped.
+///
+/// Memberships are add-wins sets: a removal carries the stamp of the add it saw (``observed``) and removes only
+/// that add and earlier ones, so an add it did not see — made concurrently on another peer — survives it.
 struct MemberChange: Sendable, Hashable, Codable {
     var target: UUID
     var present: Bool
     var clock: HybridLogicalClock
+    /// Of a removal: the latest add of the membership its peer had seen (`nil` in files of earlier versions,
+    /// whose removals cover every add stamped before them).
+    var observed: HybridLogicalClock?
+
+    init(target: UUID, present: Bool, clock: HybridLogicalClock, observed: HybridLogicalClock? = nil) {
+        self.target = target
+        self.present = present
+        self.clock = clock
+        self.observed = observed
+    }
+
+    /// The adds a removal takes away: those stamped at or before this.
+    var cover: HybridLogicalClock { observed ?? clock }
 }

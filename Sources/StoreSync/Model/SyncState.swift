@@ -23,16 +23,22 @@ struct SyncState: Sendable, Hashable, Codable {
     var sequence: Int64 = 0
     /// The remote's cursor after the last applied pull.
     var cursor: SyncCursor?
+    /// The cursor last acknowledged to a ``PurgeableSyncRemote``.
+    var acknowledged: SyncCursor?
     /// The peer's clock: later than every stamp it made or received.
     var clock: HybridLogicalClock
-    /// Global ID → key (attribute, relationship, or `relationship→target` for memberships) → winning stamp.
+    /// Global ID → key (attribute, relationship, or `relationship→target` for memberships) → winning stamp (of a
+    /// membership, its latest add).
     var clocks: [String: [String: HybridLogicalClock]] = [:]
     /// Deleted global IDs and the stamp of their deletion: they never come back.
     var tombstones: [String: HybridLogicalClock] = [:]
     /// Global IDs merged into another record by deduplication → the record that won.
     var redirects: [String: String] = [:]
-    /// Unordered to-many memberships whose winning change removed the target: `<global ID> <relationship>→<target>`.
+    /// Unordered to-many memberships that are not present (see ``isMember(_:_:)``): `<global ID> <relationship>→<target>`.
     var removed: Set<String> = []
+    /// Membership (as in ``removed``) → the latest add its removals had seen: adds up to it are removed. Optional so
+    /// that states of earlier versions, which have none, still read.
+    var covers: [String: HybridLogicalClock]?
     /// Global ID → ordered to-many name → the winning order hint (a JSON array of global IDs), for relationships
     /// whose members follow their to-one inverse.
     var orderHints: [String: [String: String]] = [:]
@@ -47,6 +53,31 @@ struct SyncState: Sendable, Hashable, Codable {
         self.location = location
         self.storeUUID = storeUUID
         self.clock = HybridLogicalClock(wall: 0, counter: 0, peer: peer)
+    }
+
+    /// The fields a sync with nothing to do looks at: decoding them skips the clocks, tombstones and the rest that
+    /// grow with the synced records.
+    struct Head: Decodable {
+        var peer: UUID
+        var location: String
+        var storeUUID: UUID
+        var remoteIdentity: String?
+        var baselinePushed: Bool
+        var pushedToken: Int64?
+        var cursor: SyncCursor?
+        var acknowledged: SyncCursor?
+        var dangling: [String: RecordChange]
+
+        /// The head of a decoded state.
+        init(_ s: SyncState) {
+            (peer, location, storeUUID, remoteIdentity) = (s.peer, s.location, s.storeUUID, s.remoteIdentity)
+            (baselinePushed, pushedToken, cursor, acknowledged, dangling) = (s.baselinePushed, s.pushedToken, s.cursor, s.acknowledged, s.dangling)
+        }
+
+        /// The head of the state's metadata text; `nil` when it does not read (the whole state then says why).
+        static func read(_ text: String) -> Head? {
+            try? JSONDecoder().decode(Head.self, from: Data(text.utf8))
+        }
     }
 
     /// The state in `metadata`, `nil` when there is none; a damaged value is an error naming the store.
@@ -68,6 +99,30 @@ struct SyncState: Sendable, Hashable, Codable {
         encoder.outputFormatting = [.sortedKeys]
         encoder.dateEncodingStrategy = .millisecondsSince1970
         return .string(String(decoding: try encoder.encode(self), as: UTF8.self))
+    }
+
+    /// Whether the membership `key` (`relationship→target`) of `id` is present: it has an add that no removal saw.
+    func isMember(_ id: String, _ key: String) -> Bool {
+        guard let add = clocks[id]?[key] else { return false }
+        guard let cover = covers?["\(id) \(key)"] else { return !removed.contains("\(id) \(key)") }
+        return add > cover
+    }
+
+    /// Merges one membership change (an add or a removal) into the state; returns whether the membership is now
+    /// present, or `nil` when the change brought nothing new.
+    mutating func mergeMember(_ id: String, _ key: String, _ m: MemberChange) -> Bool? {
+        let member = "\(id) \(key)"
+        if m.present {
+            guard m.clock > (clocks[id]?[key] ?? .zero) else { return nil }
+            clocks[id, default: [:]][key] = m.clock
+        } else {
+            guard m.cover > (covers?[member] ?? .zero) else { return nil }
+            covers = covers ?? [:]
+            covers?[member] = m.cover
+        }
+        let present = isMember(id, key)
+        if present { removed.remove(member) } else { removed.insert(member) }
+        return present
     }
 
     /// The stamp `key` of `id` last won with.

@@ -3,6 +3,9 @@ import Foundation
 import Logging
 import StoreAPI
 import StoreSync
+#if PostgreSQL
+import StoreSyncPostgres
+#endif
 
 struct SyncCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -12,7 +15,10 @@ struct SyncCommand: ParsableCommand {
             The first time, --remote attaches the store: the remote and container are stored with the store, the \
             records it already holds are pushed once (only those the remote does not have yet) and the changes of \
             other peers are pulled. Later, `storectl sync STORE` syncs with the stored options. A remote is a \
-            file:// URL of a directory (a network share or a synced folder); each container is a sub-directory.
+            file:// URL of a directory (a network share or a synced folder; each container is a sub-directory) or a \
+            postgres:// URL of a PostgreSQL server (postgres://user@host/db?schema=NAME: the remote's tables live in \
+            that schema, storesync by default; each container is a dataset there). STORE may be a path or a \
+            postgres:// store URL.
 
             Records are matched by global ID, never by primary key: two stores that hold the same records (a \
             backup restored on another machine) never duplicate them. A copy of a synced store becomes a new peer \
@@ -22,16 +28,18 @@ struct SyncCommand: ParsableCommand {
             Examples:
               storectl sync laptop.sqlite --remote file:///mnt/share/sync --container library
               storectl sync desktop.lmdb --remote file:///mnt/share/sync --container library
+              storectl sync laptop.sqlite --remote 'postgres://sync@db.example/app?schema=storesync' --container library
+              storectl sync 'postgres://app@db.example/app?schema=library' --remote 'postgres://sync@db.example/app'
               storectl sync laptop.sqlite --json
               storectl sync laptop.sqlite --status
               storectl sync laptop.sqlite --detach
             """
     )
 
-    @Argument(help: "The store to sync.")
+    @Argument(help: "The store to sync: a path or a postgres:// store URL.")
     var store: String
 
-    @Option(name: .long, help: ArgumentHelp("The remote: a file:// URL or a path of a directory (first sync only).", valueName: "url"))
+    @Option(name: .long, help: ArgumentHelp("The remote: a file:// or postgres:// URL, or a path of a directory (first sync only).", valueName: "url"))
     var remote: String?
 
     @Option(name: .long, help: ArgumentHelp("The container on the remote (default: default).", valueName: "id"))
@@ -61,7 +69,8 @@ struct SyncCommand: ParsableCommand {
 
     func run() throws {
         try runCommand("sync", logLevel: common.logLevel) {
-            let url = URL(fileURLWithPath: store)
+            Remotes.register()
+            let url = StoreArgument.url(store)
             let backend = try Backends.existing(url, type: type)
             if detach || status {
                 let opened = try backend.open(at: url, options: StoreOptions(isReadOnly: status, createIfMissing: false), creating: nil)
@@ -69,7 +78,7 @@ struct SyncCommand: ParsableCommand {
                 if detach {
                     try SyncEngine.detach(opened)
                     try opened.close()
-                    if json { try JSONOutput.print(["detached": url.path]) } else { Console.note("\(url.path): detached from its remote", quiet: common.quiet) }
+                    if json { try JSONOutput.print(["detached": url.displayName]) } else { Console.note("\(url.displayName): detached from its remote", quiet: common.quiet) }
                 } else {
                     let s = try SyncEngine.status(of: opened, options: nil)
                     if json { try JSONOutput.print(s) } else { print(Self.text(s, url: url)) }
@@ -98,10 +107,10 @@ struct SyncCommand: ParsableCommand {
     private func syncOptions(stored: SyncOptions?, url: URL) throws -> SyncOptions {
         guard let remote else {
             guard let stored else {
-                throw CommandFailure("\(url.path): the store has no remote yet; attach it with --remote file:///DIR [--container ID]")
+                throw CommandFailure("\(url.displayName): the store has no remote yet; attach it with --remote file:///DIR or postgres://… [--container ID]")
             }
             if let container, container != stored.containerIdentifier {
-                throw CommandFailure("\(url.path): syncs with container '\(stored.containerIdentifier)', not '\(container)'; --detach it first to change")
+                throw CommandFailure("\(url.displayName): syncs with container '\(stored.containerIdentifier)', not '\(container)'; --detach it first to change")
             }
             return stored
         }
@@ -113,16 +122,21 @@ struct SyncCommand: ParsableCommand {
             remoteURL = URL(fileURLWithPath: remote, isDirectory: true)
         }
         let given = SyncOptions(remote: remoteURL, containerIdentifier: container ?? stored?.containerIdentifier ?? "default")
-        if let stored, stored.remote.standardizedFileURL.path != given.remote.standardizedFileURL.path
-            || stored.remote.scheme != given.remote.scheme || stored.containerIdentifier != given.containerIdentifier {
-            throw CommandFailure("\(url.path): already syncs with \(stored.remote.absoluteString) (container "
+        if let stored, !Self.sameRemote(stored.remote, given.remote) || stored.containerIdentifier != given.containerIdentifier {
+            throw CommandFailure("\(url.displayName): already syncs with \(SyncRemotes.displayName(of: stored.remote)) (container "
                 + "'\(stored.containerIdentifier)'); --detach it first to sync it with another remote")
         }
         return given
     }
 
+    /// Whether two remote URLs name the same remote: the same directory, or the same server URL.
+    static func sameRemote(_ a: URL, _ b: URL) -> Bool {
+        guard a.scheme?.lowercased() == b.scheme?.lowercased() else { return false }
+        return a.isFileURL ? a.standardizedFileURL.path == b.standardizedFileURL.path : a.absoluteString == b.absoluteString
+    }
+
     static func text(_ r: SyncReport, url: URL) -> String {
-        var line = "\(url.path): \(r.attached ? "attached to" : "synced with") \(r.remote): pushed \(r.pushedRecords) "
+        var line = "\(url.displayName): \(r.attached ? "attached to" : "synced with") \(r.remote): pushed \(r.pushedRecords) "
             + "record changes in \(r.pushedFiles) files; pulled \(r.pulledFiles) files: \(r.insertedRecords) inserted, "
             + "\(r.updatedRecords) updated, \(r.deletedRecords) deleted"
         if r.mergedDuplicates > 0 { line += ", \(r.mergedDuplicates) duplicates merged" }
@@ -132,8 +146,8 @@ struct SyncCommand: ParsableCommand {
     }
 
     static func text(_ s: SyncStatus, url: URL) -> String {
-        guard let remote = s.remote else { return "\(url.path): not syncing (no remote)" }
-        var lines = ["\(url.path): syncs with \(remote.absoluteString), container '\(s.container ?? "")'"]
+        guard let remote = s.remote else { return "\(url.displayName): not syncing (no remote)" }
+        var lines = ["\(url.displayName): syncs with \(SyncRemotes.displayName(of: remote)), container '\(s.container ?? "")'"]
         if let peer = s.peer {
             lines.append("  peer:            \(peer.uuidString)")
             lines.append("  files pushed:    \(s.pushedFiles)")
@@ -144,6 +158,18 @@ struct SyncCommand: ParsableCommand {
         lines.append("  unpushed saves:  \(s.pendingTransactions)")
         return lines.joined(separator: "\n")
     }
+}
+
+/// The remotes storectl syncs through besides folders.
+enum Remotes {
+    private static let registered: Void = {
+        #if PostgreSQL
+        PostgresRemote.register()
+        #endif
+    }()
+
+    /// Registers them, once.
+    static func register() { registered }
 }
 
 /// Runs async work to completion from synchronous code (a command's `run`), on the global executor.

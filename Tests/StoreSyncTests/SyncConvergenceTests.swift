@@ -35,6 +35,15 @@ struct SyncConvergenceTests {
         try await converge(seed: seed, through: try RemoteKind.postgres.make(container: "random"), in: dir)
     }
 
+    /// The same workload through a remote that delivers every listed file twice, in a shuffled order.
+    @Test(arguments: seeds.prefix(2))
+    func randomChangesConvergeThroughDuplicatedAndReorderedDeliveries(seed: UInt64) async throws {
+        let dir = try TemporaryDirectory("sync-random-chaos")
+        let remote = ChaoticRemote(InMemoryRemote(), seed: seed)
+        try await converge(seed: seed, through: remote, in: dir)
+        #expect(remote.deliveries > 0)
+    }
+
     private func converge(seed: UInt64, through remote: any SyncRemote, in dir: TemporaryDirectory) async throws {
         var rng = SeededGenerator(seed: seed)
         let replicas = try [
@@ -114,5 +123,37 @@ struct SyncConvergenceTests {
         }
         try c.save()
         return "change"
+    }
+}
+
+/// A remote that lists every new file twice and in a seeded random order: duplicated and reordered deliveries.
+final class ChaoticRemote: SyncRemote, @unchecked Sendable {
+    private let inner: any SyncRemote
+    private let lock = NSLock()
+    private var rng: SeededGenerator
+    private var delivered = 0
+
+    init(_ inner: any SyncRemote, seed: UInt64) {
+        self.inner = inner
+        self.rng = SeededGenerator(seed: seed ^ 0xC4A0_5000)
+    }
+
+    /// Files listed so far, duplicates included.
+    var deliveries: Int { lock.withLock { delivered } }
+
+    var displayName: String { "chaos:" + inner.displayName }
+    func identity() async throws -> String { try await inner.identity() }
+    func fetch(_ name: ChangeFileName) async throws -> Data { try await inner.fetch(name) }
+    func put(_ data: Data, as name: ChangeFileName) async throws -> PutOutcome { try await inner.put(data, as: name) }
+
+    func list(after cursor: SyncCursor?) async throws -> RemoteListing {
+        var listing = try await inner.list(after: cursor)
+        lock.withLock {
+            var names = listing.names + listing.names
+            for i in names.indices.reversed() where i > 0 { names.swapAt(i, rng.below(i + 1)) }
+            listing.names = names
+            delivered += names.count
+        }
+        return listing
     }
 }

@@ -32,7 +32,7 @@ import Darwin
 /// Every call runs on the remote's own thread, so a slow server never holds up a caller's executor; the engine
 /// bounds each call with its timeout. A lost connection is a `SyncError.remote` and the next
 /// call connects again.
-public final class PostgresRemote: PurgeableSyncRemote {
+public final class PostgresRemote: PurgeableSyncRemote, NotifyingSyncRemote {
     let location: RemoteLocation
     /// The container: the dataset's name in the remote's tables.
     public let container: String

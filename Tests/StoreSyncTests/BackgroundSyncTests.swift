@@ -1,0 +1,49 @@
+import Foundation
+import StoreAPI
+@testable import StoreSync
+import StoreTestSupport
+import Testing
+
+/// Background sync: it retries a failing remote with a growing delay, never holds up saves, and carries changes
+/// between peers by itself.
+@Suite("Background sync")
+struct BackgroundSyncTests {
+    @Test func backoffDoublesUpToItsLimit() {
+        #expect(BackgroundSync.backoff(after: 0, interval: .seconds(1), max: .seconds(10)) == .seconds(1))
+        #expect(BackgroundSync.backoff(after: 3, interval: .seconds(1), max: .seconds(10)) == .seconds(8))
+        #expect(BackgroundSync.backoff(after: 60, interval: .seconds(1), max: .seconds(10)) == .seconds(10))
+    }
+
+    @Test func anUnreachableRemoteIsRetriedWithBackoffAndSavesKeepWorking() async throws {
+        let dir = try TemporaryDirectory("sync-background-down")
+        let a = try Replica(dir.path("a.sqlite"), type: "sqlite", remote: UnreachableRemote())
+        let background = BackgroundSync(engine: a.engine, interval: .milliseconds(20), maxBackoff: .milliseconds(300))
+        defer { background.stop() }
+        let start = ContinuousClock.now
+        for i in 0..<100 { try a.insert("Author", ["name": .string("offline \(i)")]) }
+        #expect(try a.count("Author") == 100)
+        try await Task.sleep(for: .seconds(1.5))
+        let status = background.status
+        #expect(status.consecutiveFailures >= 2)
+        #expect(status.lastError?.contains("no route to host") == true)
+        // Without backoff a 20 ms loop would have tried about 75 times in 1.5 s; doubling, about 8.
+        let elapsed = ContinuousClock.now - start
+        let unbounded = Int(elapsed / .milliseconds(20))
+        #expect(status.attempts <= unbounded / 4, "\(status.attempts) attempts in \(elapsed)")
+    }
+
+    @Test func changesReachAnotherPeerWithoutAnyoneCallingSync() async throws {
+        let dir = try TemporaryDirectory("sync-background-up")
+        let remote = InMemoryRemote()
+        let a = try Replica(dir.path("a.sqlite"), type: "sqlite", remote: remote)
+        let b = try Replica(dir.path("b.lmdb"), type: "lmdb", remote: remote)
+        let ba = BackgroundSync(engine: a.engine, interval: .milliseconds(50))
+        let bb = BackgroundSync(engine: b.engine, interval: .milliseconds(50))
+        defer { ba.stop(); bb.stop() }
+        let id = try a.insert("Author", ["name": "travels alone"])
+        let deadline = ContinuousClock.now + .seconds(20)
+        while try b.value(id, "name") == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(try b.value(id, "name") == .string("travels alone"))
+        #expect(bb.status.lastError == nil)
+    }
+}

@@ -29,6 +29,8 @@ let package = Package(
                 .product(name: "XMLBackend", package: "StoreKitSwift"),
                 .product(name: "CoreDataBackend", package: "StoreKitSwift"),
                 .product(name: "StoreModels", package: "StoreKitSwift"),
+                .product(name: "StoreSync", package: "StoreKitSwift"),
+                .product(name: "StoreSyncPostgres", package: "StoreKitSwift"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 "BenchSQLite", "BenchLMDB", "BenchLibXML2",
             ],

@@ -91,8 +91,8 @@ struct BenchRow {
 
 /// Prints rows as an aligned table.
 enum Report {
-    static func print(_ rows: [BenchRow], title: String) {
-        Swift.print("\n## \(title) (CPU seconds)")
+    static func print(_ rows: [BenchRow], title: String, unit: String = "CPU seconds") {
+        Swift.print("\n## \(title) (\(unit))")
         Swift.print(pad("operation", 44) + pad("records", 10) + pad("ours", 12) + pad("rec/s", 12) + pad("reference", 34) + pad("ref", 12) + "ours/ref")
         for r in rows {
             let rate = r.ours > 0 ? Double(r.count) / r.ours : 0

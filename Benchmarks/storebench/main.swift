@@ -134,6 +134,11 @@ func runBenchmarks(_ options: Options) throws -> [String] {
                                   runs: options.smoke ? 1 : 3)) {
             failures.append("typed models check")
         }
+        // Sync through a PostgreSQL server the section starts; its own store of flat records.
+        if options.wants("sync"), size == options.sizes.first,
+           !(try SyncSection.run(count: options.smoke ? size : 100_000, smoke: options.smoke)) {
+            failures.append("sync check")
+        }
     }
 
     if options.wants("coredata") {

@@ -1,0 +1,184 @@
+import Foundation
+import StoreAPI
+import StoreSync
+import StoreSyncPostgres
+import Synchronization
+
+/// Sync through the PostgreSQL remote, on a private server started for the section: the initial push of a store's
+/// records and their pull by a second peer beside `psql \copy` of the same rows in and out of a table (target ≤3×);
+/// one change reaching the other peer, woken by LISTEN (median, target < 100 ms); a save with the sync engine idle
+/// beside the same save on a store without sync (CPU time); and a sync with nothing to do. The sync rows are wall-clock
+/// times: the server's work is part of both sides.
+enum SyncSection {
+    static let schema: Schema = {
+        do {
+            return try Schema(entities: [
+                EntityDescription(name: "Item", attributes: [
+                    AttributeDescription(name: "name", type: .string),
+                    AttributeDescription(name: "count", type: .integer64),
+                    AttributeDescription(name: "score", type: .double),
+                ]),
+            ])
+        } catch {
+            preconditionFailure("the sync bench schema is invalid: \(error)")
+        }
+    }()
+
+    /// One peer: a SQLite store with history tracking and sync options, and its engine.
+    final class Peer: @unchecked Sendable {
+        let coordinator: StoreCoordinator
+        let loaded: LoadedStore
+        let engine: SyncEngine?
+        let remote: PostgresRemote?
+
+        init(_ url: URL, remoteURL: URL?) throws {
+            coordinator = StoreCoordinator(schema: SyncSection.schema)
+            var description = StoreDescription(url: url, type: "sqlite")
+            if let remoteURL {
+                description.options.historyTracking = true
+                description.syncOptions = SyncOptions(remote: remoteURL, containerIdentifier: "bench")
+            }
+            let coordinator = self.coordinator
+            let loaded = try coordinator.addStore(description)
+            let remote = try remoteURL.map { try PostgresRemote(url: $0, container: "bench") }
+            self.loaded = loaded
+            self.remote = remote
+            engine = try remote.map { try SyncEngine(store: loaded, coordinator: coordinator, remote: $0) }
+        }
+
+        func sync() async throws -> SyncReport {
+            guard let engine else { throw BenchFailure("this peer does not sync") }
+            return try await engine.sync()
+        }
+
+        func count() throws -> Int { try coordinator.newContext().count(FetchRequest(entity: "Item")) }
+    }
+
+    static func values(_ n: Int) -> [String: StoreValue] {
+        ["name": .string("item \(n)"), "count": .integer64(Int64(n)), "score": .double(Double(n % 1000) / 10)]
+    }
+
+    static func run(count: Int, smoke: Bool) throws -> Bool {
+        guard let server = try BenchPostgres.start() else {
+            print("\n# sync: skipped — no PostgreSQL server binaries (install postgresql, or set STOREAPI_PG_BINDIR)")
+            return true
+        }
+        defer { server.stop() }
+        let dir = try Measure.temporaryDirectory("sync")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var ok = true
+        var rows: [BenchRow] = []
+        let remoteURL = server.url(schema: "bench_sync")
+
+        // Initial push and pull.
+        let a = try Peer(dir.appendingPathComponent("a.sqlite"), remoteURL: remoteURL)
+        let context = a.coordinator.newContext()
+        for n in 0..<count { try context.insert("Item", values(n)) }
+        try context.save()
+        let (pushed, push) = try Measure.time { try blocking { try await a.sync() } }
+        ok = pushed.pushedRecords == count && ok
+        let b = try Peer(dir.appendingPathComponent("b.sqlite"), remoteURL: remoteURL)
+        let (pulled, pull) = try Measure.time { try blocking { try await b.sync() } }
+        let pulledCount = try b.count()
+        ok = pulled.insertedRecords == count && pulledCount == count && ok
+
+        // The same rows through psql's \copy: into a table, and out of it.
+        let csv = dir.appendingPathComponent("items.csv")
+        var text = ""
+        text.reserveCapacity(count * 60)
+        let reading = a.coordinator.newContext()
+        for r in try reading.fetch(FetchRequest(entity: "Item")) {
+            text += "\(r.globalID.uuidString),\(csvField(try r.value(forKey: "name"))),\(csvField(try r.value(forKey: "count"))),"
+                + "\(csvField(try r.value(forKey: "score")))\n"
+        }
+        try text.write(to: csv, atomically: true, encoding: .utf8)
+        try server.psql("CREATE SCHEMA bench_ref; CREATE TABLE bench_ref.items (id uuid, name text, count bigint, score double precision)")
+        let (_, copyIn) = try Measure.time { try server.psql("\\copy bench_ref.items FROM '\(csv.path)' WITH (FORMAT csv)") }
+        let out = dir.appendingPathComponent("out.csv")
+        let (_, copyOut) = try Measure.time { try server.psql("\\copy bench_ref.items TO '\(out.path)' WITH (FORMAT csv)") }
+        rows.append(BenchRow(name: "initial push via PostgreSQL", count: count, ours: push, reference: copyIn,
+                             referenceName: "psql \\copy FROM", note: "target ≤3×"))
+        rows.append(BenchRow(name: "pull by a second peer", count: count, ours: pull, reference: copyOut,
+                             referenceName: "psql \\copy TO", note: "target ≤3×"))
+
+        // One change reaching the other peer: saved and pushed by a, applied by b, which LISTEN wakes.
+        let rounds = smoke ? 3 : 25
+        let latencies = try blocking { try await changeLatencies(a: a, b: b, start: count, rounds: rounds) }
+        let reachedCount = try b.count()
+        ok = latencies.count == rounds && reachedCount == count + rounds && ok
+        let median = Measure.median(latencies)
+        rows.append(BenchRow(name: "one change to another peer (LISTEN)", count: 1, ours: median, reference: nil,
+                             referenceName: "", note: String(format: "median of %d: %.1f ms; target < 100 ms", rounds, median * 1000)))
+
+        // A save with the engine idle, beside the same saves on a store without sync.
+        let saves = smoke ? 20 : 500
+        let plain = try Peer(dir.appendingPathComponent("plain.sqlite"), remoteURL: nil)
+        let synced = try Peer(dir.appendingPathComponent("synced.sqlite"), remoteURL: remoteURL)
+        _ = try blocking { try await synced.sync() }
+        func saveLoop(_ p: Peer) throws -> Double {
+            let c = p.coordinator.newContext()
+            return try Measure.cpu {
+                for n in 0..<saves {
+                    try c.insert("Item", values(n))
+                    try c.save()
+                }
+            }.1
+        }
+        let plainSaves = try saveLoop(plain)
+        let syncedSaves = try saveLoop(synced)
+
+        // A sync with nothing to do, on the store holding every record.
+        _ = try blocking { try await b.sync() }
+        var idle: [Double] = []
+        for _ in 0..<(smoke ? 3 : 20) {
+            let (report, t) = try Measure.time { try blocking { try await b.sync() } }
+            ok = report.pulledFiles == 0 && report.pushedFiles == 0 && ok
+            idle.append(t)
+        }
+        rows.append(BenchRow(name: "sync with nothing to do", count: count, ours: Measure.median(idle), reference: nil,
+                             referenceName: "", note: String(format: "median %.1f ms", Measure.median(idle) * 1000)))
+        Report.print(rows, title: "sync through PostgreSQL, \(count) records", unit: "wall-clock seconds")
+        let saveRow = BenchRow(name: "save of 1 record, sync engine idle", count: saves, ours: syncedSaves,
+                               reference: plainSaves, referenceName: "same saves without sync",
+                               note: "includes history tracking, which sync needs")
+        Report.print([saveRow], title: "saves beside an idle sync engine")
+        return ok
+    }
+
+    /// Per round: a saves one record and syncs; b, waiting on LISTEN, syncs when woken; the time from a's save to
+    /// the record being in b.
+    private static func changeLatencies(a: Peer, b: Peer, start: Int, rounds: Int) async throws -> [Double] {
+        guard let listener = b.remote else { throw BenchFailure("peer b has no remote") }
+        try await listener.startListening()
+        _ = try await listener.waitForChanges(timeout: 0)
+        var latencies: [Double] = []
+        for round in 0..<rounds {
+            let expected = start + round + 1
+            let applied = Task { () throws -> Date in
+                while true {
+                    guard try await listener.waitForChanges(timeout: 10) else {
+                        throw BenchFailure("no notification within 10 s")
+                    }
+                    _ = try await b.sync()
+                    if try b.count() >= expected { return Date() }
+                }
+            }
+            let t0 = Date()
+            let c = a.coordinator.newContext()
+            try c.insert("Item", values(start + round))
+            try c.save()
+            _ = try await a.sync()
+            latencies.append(try await applied.value.timeIntervalSince(t0))
+        }
+        return latencies
+    }
+
+    private static func csvField(_ v: StoreValue?) -> String {
+        switch v {
+        case .string(let s): "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        case .integer64(let i): String(i)
+        case .double(let d): String(d)
+        default: ""
+        }
+    }
+}

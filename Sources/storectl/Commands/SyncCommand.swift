@@ -17,8 +17,9 @@ struct SyncCommand: ParsableCommand {
             other peers are pulled. Later, `storectl sync STORE` syncs with the stored options. A remote is a \
             file:// URL of a directory (a network share or a synced folder; each container is a sub-directory) or a \
             postgres:// URL of a PostgreSQL server (postgres://user@host/db?schema=NAME: the remote's tables live in \
-            that schema, storesync by default; each container is a dataset there). STORE may be a path or a \
-            postgres:// store URL.
+            that schema, storesync by default; each container is a dataset there). The remote URL is stored with \
+            the store: give a server's password through PGPASSWORD or ~/.pgpass rather than in the URL. STORE may \
+            be a path or a postgres:// store URL.
 
             Records are matched by global ID, never by primary key: two stores that hold the same records (a \
             backup restored on another machine) never duplicate them. A copy of a synced store becomes a new peer \
@@ -81,7 +82,7 @@ struct SyncCommand: ParsableCommand {
                     if json { try JSONOutput.print(["detached": url.displayName]) } else { Console.note("\(url.displayName): detached from its remote", quiet: common.quiet) }
                 } else {
                     let s = try SyncEngine.status(of: opened, options: nil)
-                    if json { try JSONOutput.print(s) } else { print(Self.text(s, url: url)) }
+                    if json { try JSONOutput.print(Self.withoutPassword(s)) } else { print(Self.text(s, url: url)) }
                 }
                 return
             }
@@ -127,6 +128,16 @@ struct SyncCommand: ParsableCommand {
                 + "'\(stored.containerIdentifier)'); --detach it first to sync it with another remote")
         }
         return given
+    }
+
+    /// The status as printed: its remote URL without a password.
+    static func withoutPassword(_ s: SyncStatus) -> SyncStatus {
+        var shown = s
+        if let remote = s.remote, remote.password != nil, var c = URLComponents(url: remote, resolvingAgainstBaseURL: false) {
+            c.password = nil
+            shown.remote = c.url
+        }
+        return shown
     }
 
     /// Whether two remote URLs name the same remote: the same directory, or the same server URL.

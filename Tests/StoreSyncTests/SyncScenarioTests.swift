@@ -188,7 +188,8 @@ struct SyncScenarioTests {
         try hanging.insert("Author", ["name": "x"])
         let t0 = ContinuousClock.now
         await #expect(throws: SyncError.timedOut("hanging", seconds: 0.3)) { try await hanging.sync() }
-        #expect(ContinuousClock.now - t0 < .seconds(5))
+        // Long before the remote's hour-long hang ends, even when other tests keep every thread busy.
+        #expect(ContinuousClock.now - t0 < .seconds(60))
         try hanging.insert("Author", ["name": "y"])
         #expect(try hanging.count("Author") == 2)
 

@@ -81,28 +81,51 @@ final class PostgresConnection: @unchecked Sendable {
     /// Runs `sql` with `parameters` (text form; `nil` is SQL NULL) and returns its rows.
     @discardableResult
     func execute(_ sql: String, _ parameters: [String?] = []) throws -> PostgresRows {
-        guard let c = conn else {
-            throw StoreError.io(url, operation: "using the store", reason: "the connection is closed")
-        }
+        let c = try handle()
         let result: OpaquePointer? = Self.withCStrings(parameters) { values, lengths in
             PQexecParams(c, sql, Int32(parameters.count), nil, values, lengths, nil, 0)
         }
-        guard let result else {
-            isBroken = PQstatus(c) != CONNECTION_OK
-            throw StoreError.io(url, operation: "running a statement", reason: Self.scrub(Self.message(PQerrorMessage(c)), location))
-        }
+        guard let result else { throw connectionFailure("running a statement") }
         let status = PQresultStatus(result)
         guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
-            let error = PostgresServerError(result, connection: c)
-            PQclear(result)
-            isBroken = PQstatus(c) != CONNECTION_OK
-            if error.isUniqueViolation, let c = error.constraint, let index = uniqueIndexes[c] {
-                throw StoreError.uniquenessViolation(entity: index.entity, attributes: index.attributes, values: [], existing: nil)
-            }
-            throw error.storeError(location, isBroken: isBroken)
+            defer { PQclear(result) }
+            throw failure(result, c)
         }
         return PostgresRows(result)
     }
+
+    /// The open libpq connection.
+    func handle() throws -> OpaquePointer {
+        guard let c = conn else {
+            throw StoreError.io(url, operation: "using the store", reason: "the connection is closed")
+        }
+        return c
+    }
+
+    /// The error of a call that returned no result: the connection's own message (a broken connection, out of
+    /// memory), noting whether the connection broke.
+    func connectionFailure(_ operation: String) -> StoreError {
+        guard let c = conn else {
+            return StoreError.io(url, operation: operation, reason: "the connection is closed")
+        }
+        isBroken = PQstatus(c) != CONNECTION_OK
+        let kind = isBroken ? "the connection to the server was lost while \(operation)" : operation
+        return StoreError.io(url, operation: kind, reason: Self.scrub(Self.message(PQerrorMessage(c)), location))
+    }
+
+    /// The error of a failed `result` (not cleared here): a uniqueness violation of the store's constraint as that
+    /// constraint, anything else through ``PostgresServerError``.
+    func failure(_ result: OpaquePointer, _ c: OpaquePointer) -> StoreError {
+        let error = PostgresServerError(result, connection: c)
+        isBroken = PQstatus(c) != CONNECTION_OK
+        if error.isUniqueViolation, let name = error.constraint, let index = uniqueIndexes[name] {
+            return StoreError.uniquenessViolation(entity: index.entity, attributes: index.attributes, values: [], existing: nil)
+        }
+        return error.storeError(location, isBroken: isBroken)
+    }
+
+    /// Notes that the connection broke, so its owner reconnects.
+    func markBroken() { isBroken = true }
 
     /// Runs `body` in a transaction: committed when it returns, rolled back when it throws (a broken connection
     /// rolls back on the server by itself).

@@ -1,0 +1,164 @@
+import CLibPQ
+import Foundation
+import StoreAPI
+
+/// The rows of one `COPY … FROM STDIN` in PostgreSQL's text format, buffered and sent to the server in chunks.
+///
+/// Text format: fields separated by a tab, rows ended by a newline, `\N` for NULL, and a backslash, tab, newline or
+/// carriage return inside a value escaped with a backslash. Values are the same text forms the statements bind as
+/// parameters (``PostgresValueCodec``), so a row copied in reads back exactly as a row inserted.
+struct PostgresCopyIn {
+    /// Bytes gathered before they are handed to libpq: large enough that a call moves many rows, small enough to
+    /// stay in the cache.
+    static let chunk = 1 << 18
+
+    fileprivate let connection: PostgresConnection
+    fileprivate var buffer: [UInt8] = []
+    private var fieldsInRow = 0
+
+    fileprivate init(_ connection: PostgresConnection) {
+        self.connection = connection
+        buffer.reserveCapacity(Self.chunk + 4096)
+    }
+
+    /// Appends one field (`nil` is NULL), escaped.
+    mutating func field(_ value: String?) {
+        if fieldsInRow > 0 { buffer.append(UInt8(ascii: "\t")) }
+        fieldsInRow += 1
+        guard var value else {
+            buffer.append(UInt8(ascii: "\\"))
+            buffer.append(UInt8(ascii: "N"))
+            return
+        }
+        value.withUTF8 { bytes in
+            for b in bytes {
+                switch b {
+                case UInt8(ascii: "\\"): buffer.append(b); buffer.append(b)
+                case UInt8(ascii: "\t"): buffer.append(UInt8(ascii: "\\")); buffer.append(UInt8(ascii: "t"))
+                case UInt8(ascii: "\n"): buffer.append(UInt8(ascii: "\\")); buffer.append(UInt8(ascii: "n"))
+                case UInt8(ascii: "\r"): buffer.append(UInt8(ascii: "\\")); buffer.append(UInt8(ascii: "r"))
+                default: buffer.append(b)
+                }
+            }
+        }
+    }
+
+    /// Appends an integer field (no escaping needed).
+    mutating func field(_ value: Int64) {
+        if fieldsInRow > 0 { buffer.append(UInt8(ascii: "\t")) }
+        fieldsInRow += 1
+        var text = String(value)
+        text.withUTF8 { buffer.append(contentsOf: $0) }
+    }
+
+    /// Ends the row; sends the buffer when it is full.
+    mutating func endRow() throws {
+        buffer.append(UInt8(ascii: "\n"))
+        fieldsInRow = 0
+        if buffer.count >= Self.chunk { try flush() }
+    }
+
+    fileprivate mutating func flush() throws {
+        guard !buffer.isEmpty else { return }
+        try connection.putCopyData(buffer)
+        buffer.removeAll(keepingCapacity: true)
+    }
+}
+
+extension PostgresConnection {
+    /// Runs `sql`, a `COPY … FROM STDIN` (text format), with the rows `body` writes. In the caller's transaction:
+    /// when `body` throws, the copy is abandoned and the server discards every row of it; when the server refuses a
+    /// row (a duplicate key, a bad value), the copy fails as a statement would. Returns the rows copied.
+    @discardableResult
+    func copyIn(_ sql: String, _ body: (inout PostgresCopyIn) throws -> Void) throws -> Int {
+        let c = try handle()
+        let start = PQexec(c, sql)
+        guard let start else { throw connectionFailure("starting a COPY") }
+        let status = PQresultStatus(start)
+        guard status == PGRES_COPY_IN else {
+            defer { PQclear(start) }
+            throw failure(start, c)
+        }
+        PQclear(start)
+        var copy = PostgresCopyIn(self)
+        do {
+            try body(&copy)
+            try copy.flush()
+        } catch {
+            // Abandons the COPY: the server fails the statement, and the transaction with it.
+            if PQputCopyEnd(c, "abandoned by the client") == 1 { drainResults(c) }
+            if PQstatus(c) != CONNECTION_OK { markBroken() }
+            throw error
+        }
+        guard PQputCopyEnd(c, nil) == 1 else { throw connectionFailure("ending a COPY") }
+        var rows = 0
+        var firstError: Error?
+        while let result = PQgetResult(c) {
+            if firstError == nil {
+                if PQresultStatus(result) == PGRES_COMMAND_OK {
+                    rows = Int(String(cString: PQcmdTuples(result))) ?? 0
+                } else {
+                    firstError = failure(result, c)
+                }
+            }
+            PQclear(result)
+        }
+        if let firstError { throw firstError }
+        return rows
+    }
+
+    /// Sends `bytes` of a COPY in progress.
+    func putCopyData(_ bytes: [UInt8]) throws {
+        let c = try handle()
+        let sent = bytes.withUnsafeBufferPointer { b in
+            b.baseAddress.map { p in
+                p.withMemoryRebound(to: CChar.self, capacity: b.count) { PQputCopyData(c, $0, Int32(b.count)) }
+            } ?? 1
+        }
+        guard sent == 1 else { throw connectionFailure("sending COPY data") }
+    }
+
+    /// Runs `sql`, a `COPY … TO STDOUT` (text format), handing `body` each row's bytes (without its newline).
+    func copyOut(_ sql: String, _ body: (UnsafeBufferPointer<UInt8>) throws -> Void) throws {
+        let c = try handle()
+        let start = PQexec(c, sql)
+        guard let start else { throw connectionFailure("starting a COPY") }
+        guard PQresultStatus(start) == PGRES_COPY_OUT else {
+            defer { PQclear(start) }
+            throw failure(start, c)
+        }
+        PQclear(start)
+        var bodyError: Error?
+        while true {
+            var row: UnsafeMutablePointer<CChar>?
+            let n = PQgetCopyData(c, &row, 0)
+            if n == -1 { break }  // done: the result follows
+            guard n >= 0, let row else {
+                drainResults(c)
+                throw connectionFailure("reading COPY data")
+            }
+            defer { PQfreemem(row) }
+            // After the body fails the rest of the rows are read and dropped: libpq cannot abandon a COPY TO.
+            guard bodyError == nil else { continue }
+            do {
+                try row.withMemoryRebound(to: UInt8.self, capacity: Int(n)) { p in
+                    let length = n > 0 && p[Int(n) - 1] == UInt8(ascii: "\n") ? Int(n) - 1 : Int(n)
+                    try body(UnsafeBufferPointer(start: p, count: length))
+                }
+            } catch {
+                bodyError = error
+            }
+        }
+        var firstError: Error?
+        while let result = PQgetResult(c) {
+            if firstError == nil, PQresultStatus(result) != PGRES_COMMAND_OK { firstError = failure(result, c) }
+            PQclear(result)
+        }
+        if let firstError { throw firstError }
+        if let bodyError { throw bodyError }
+    }
+
+    private func drainResults(_ c: OpaquePointer) {
+        while let r = PQgetResult(c) { PQclear(r) }
+    }
+}

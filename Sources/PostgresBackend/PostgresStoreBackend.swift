@@ -60,7 +60,7 @@ public struct PostgresStoreBackend: ServerStoreBackend {
     }
 
     /// Connects to `url`'s server and checks that its schema holds a store.
-    private func connectToStore(_ url: URL, timeout: Double = StoreOptions().timeout) throws -> PostgresConnection {
+    func connectToStore(_ url: URL, timeout: Double = StoreOptions().timeout) throws -> PostgresConnection {
         let location = try PostgresLocation(url)
         let c = try Self.connect(location, timeout: timeout)
         switch try Self.presence(c) {

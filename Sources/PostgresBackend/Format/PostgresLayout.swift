@@ -167,17 +167,25 @@ struct PostgresLayout: Sendable {
     /// The entity and join tables with their always-present indexes.
     var tableStatements: [String] {
         var s: [String] = []
-        for (i, root) in schema.rootEntities.enumerated() {
-            guard let t = tables[root.name] else { continue }
-            let cols = ["_pk bigint PRIMARY KEY", "_ent integer NOT NULL", "_gid uuid NOT NULL", "_ver bigint NOT NULL DEFAULT 1"]
-                + t.columns.map { "\(Self.quote($0.name)) \($0.type)" }
-            s.append("CREATE TABLE \(Self.quote(t.name)) (\(cols.joined(separator: ", ")))")
-            s.append("CREATE UNIQUE INDEX \(Self.quote(Self.fit("X_\(t.name)._gid", fallback: "X\(i + 1)_gid_"))) ON \(Self.quote(t.name)) (_gid)")
-        }
-        for j in joinTables {
-            s.append("CREATE TABLE \(Self.quote(j.name)) (src bigint NOT NULL, dst bigint NOT NULL, ord integer NOT NULL, PRIMARY KEY (src, dst))")
-        }
+        for root in schema.rootEntities { s += hierarchyTableStatements(root.name) }
+        for j in joinTables { s.append(Self.creationStatement(of: j)) }
         return s
+    }
+
+    /// The table of hierarchy `root` and its global-ID index.
+    func hierarchyTableStatements(_ root: String) -> [String] {
+        guard let i = schema.rootEntities.firstIndex(where: { $0.name == root }), let t = tables[root] else { return [] }
+        let cols = ["_pk bigint PRIMARY KEY", "_ent integer NOT NULL", "_gid uuid NOT NULL", "_ver bigint NOT NULL DEFAULT 1"]
+            + t.columns.map { "\(Self.quote($0.name)) \($0.type)" }
+        return [
+            "CREATE TABLE \(Self.quote(t.name)) (\(cols.joined(separator: ", ")))",
+            "CREATE UNIQUE INDEX \(Self.quote(Self.fit("X_\(t.name)._gid", fallback: "X\(i + 1)_gid_"))) ON \(Self.quote(t.name)) (_gid)",
+        ]
+    }
+
+    /// A join table.
+    static func creationStatement(of j: PGJoinTable) -> String {
+        "CREATE TABLE \(quote(j.name)) (src bigint NOT NULL, dst bigint NOT NULL, ord integer NOT NULL, PRIMARY KEY (src, dst))"
     }
 
     /// Everything that decides where data lives: two schemas with the same fingerprint can share the tables.

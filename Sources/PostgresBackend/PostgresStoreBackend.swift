@@ -12,7 +12,8 @@ import Foundation
 ///
 /// Saves are transactions; updates are checked against each row's version (optimistic locking), so two writers
 /// changing one record never lose an update: the later one fails with ``StoreError/conflict(_:object:reason:)``.
-/// ``StoreOptions/timeout`` bounds the connect.
+/// ``StoreOptions/timeout`` bounds the connect; ``connectTimeoutOptionKey`` and ``statementTimeoutOptionKey`` set the
+/// connect and statement timeouts as description options.
 ///
 /// The client library is libpq, through the `CLibPQ` system-library target: the backend protocols are
 /// synchronous, libpq speaks the protocol (COPY included) directly, and it adds no event-loop framework to the
@@ -31,6 +32,14 @@ public struct PostgresStoreBackend: ServerStoreBackend {
     /// Persistent, transactional, shared between processes, with history and ordered relationships.
     public var capabilities: BackendCapabilities { [.persistent, .transactions, .multiProcess, .history, .orderedRelationships] }
 
+    /// The description option (``StoreAPI/StoreOptions/backend``) giving the seconds a connect may take, when the URL
+    /// has no `connect_timeout` (default: ``StoreAPI/StoreOptions/timeout``).
+    public static let connectTimeoutOptionKey = "postgres.connect_timeout"
+
+    /// The description option (``StoreAPI/StoreOptions/backend``) giving the seconds any statement of the store's
+    /// connections may run before the server cancels it, when the URL has no `statement_timeout` (default: none).
+    public static let statementTimeoutOptionKey = "postgres.statement_timeout"
+
     /// How long a sniff waits for the server: it runs for every store type detection.
     static let sniffTimeout: Double = 5
 
@@ -40,7 +49,12 @@ public struct PostgresStoreBackend: ServerStoreBackend {
     // MARK: Connections
 
     static func connect(_ location: PostgresLocation, timeout: Double) throws -> PostgresConnection {
-        let c = try PostgresConnection(location, connectTimeout: timeout)
+        try connect(location, PostgresSessionOptions(connectTimeout: timeout))
+    }
+
+    static func connect(_ location: PostgresLocation, _ session: PostgresSessionOptions) throws -> PostgresConnection {
+        let c = try PostgresConnection(location, connectTimeout: session.connectTimeout,
+                                       statementTimeoutMilliseconds: session.statementTimeoutMilliseconds)
         // Unqualified names resolve in the store's schema only (pg_catalog aside, which no store name shadows).
         try c.execute("SELECT set_config('search_path', $1, false)", [PostgresLayout.quote(location.schema)])
         return c
@@ -151,7 +165,8 @@ public struct PostgresStoreBackend: ServerStoreBackend {
             throw StoreError.unrecognizedStore(url, reason: "a PostgreSQL store is named by a postgres:// URL")
         }
         let location = try PostgresLocation(url)
-        let c = try Self.connect(location, timeout: options.timeout)
+        let session = try PostgresSessionOptions(options, location: location)
+        let c = try Self.connect(location, session)
         do {
             switch try Self.presence(c) {
             case .store:
@@ -169,7 +184,7 @@ public struct PostgresStoreBackend: ServerStoreBackend {
             if options.isReadOnly { try c.execute("SET default_transaction_read_only = on") }
             return PostgresPersistentStore(
                 location: location, connection: c, metadata: metadata, layout: PostgresLayout(schema: metadata.schema),
-                isReadOnly: options.isReadOnly, connectTimeout: options.timeout)
+                isReadOnly: options.isReadOnly, session: session)
         } catch {
             c.close()
             throw error

@@ -18,15 +18,25 @@ final class PostgresConnection: @unchecked Sendable {
 
     var url: URL { location.url }
 
+    /// TCP keepalive and user-timeout settings used unless the URL sets its own: a server host that vanishes
+    /// (powered off, cut off the network) fails the statement in progress within about half a minute instead of
+    /// leaving it waiting for an answer forever. libpq ignores them on a Unix socket.
+    static let keepaliveDefaults = [
+        ("keepalives", "1"), ("keepalives_idle", "10"), ("keepalives_interval", "5"), ("keepalives_count", "3"),
+        ("tcp_user_timeout", "30000"),
+    ]
+
     /// Connects with the location's parameters plus `connectTimeout` seconds (libpq's `connect_timeout`, unless the
-    /// URL sets its own) and sets the session up: UTC, no notices, the URL's statement timeout.
-    init(_ location: PostgresLocation, connectTimeout: Double) throws {
+    /// URL sets its own) and the keepalive defaults, and sets the session up: UTC, no notices, the statement timeout
+    /// (`statementTimeoutMilliseconds`, or the URL's).
+    init(_ location: PostgresLocation, connectTimeout: Double, statementTimeoutMilliseconds: Int? = nil) throws {
         self.location = location
         var params = location.parameters
         if !params.contains(where: { $0.0 == "connect_timeout" }), connectTimeout > 0 {
             params.append(("connect_timeout", String(max(1, Int(connectTimeout.rounded(.up))))))
         }
         if !params.contains(where: { $0.0 == "application_name" }) { params.append(("application_name", "storeapi")) }
+        for (key, value) in Self.keepaliveDefaults where !params.contains(where: { $0.0 == key }) { params.append((key, value)) }
         let c = Self.connect(params)
         guard let c, PQstatus(c) == CONNECTION_OK else {
             let why = c.map { Self.message(PQerrorMessage($0)) } ?? "out of memory"
@@ -39,7 +49,7 @@ final class PostgresConnection: @unchecked Sendable {
         try execute("SET client_min_messages = warning")
         try execute("SET TIME ZONE 'UTC'")
         try execute("SET extra_float_digits = 3")
-        if let ms = location.statementTimeoutMilliseconds {
+        if let ms = statementTimeoutMilliseconds ?? location.statementTimeoutMilliseconds {
             try execute("SET statement_timeout = \(ms)")
         }
     }

@@ -28,17 +28,17 @@ final class PostgresPersistentStore: PersistentStore, Sendable {
     let location: PostgresLocation
     let layout: PostgresLayout
     let isReadOnly: Bool
-    let connectTimeout: Double
+    let session: PostgresSessionOptions
     private let state: Mutex<State>
 
     var url: URL? { location.url }
 
     init(location: PostgresLocation, connection: PostgresConnection, metadata: StoreMetadata, layout: PostgresLayout,
-         isReadOnly: Bool, connectTimeout: Double) {
+         isReadOnly: Bool, session: PostgresSessionOptions) {
         self.location = location
         self.layout = layout
         self.isReadOnly = isReadOnly
-        self.connectTimeout = connectTimeout
+        self.session = session
         connection.uniqueIndexes = layout.uniqueIndexes
         self.state = Mutex(State(connection: connection, metadata: metadata))
     }
@@ -61,7 +61,7 @@ final class PostgresPersistentStore: PersistentStore, Sendable {
         if let c = s.connection, !c.isBroken { return c }
         s.connection?.close()
         s.connection = nil
-        let c = try PostgresStoreBackend.connect(location, timeout: connectTimeout)
+        let c = try PostgresStoreBackend.connect(location, session)
         c.uniqueIndexes = layout.uniqueIndexes
         s.connection = c
         return c

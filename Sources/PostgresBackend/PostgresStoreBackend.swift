@@ -29,8 +29,9 @@ public struct PostgresStoreBackend: ServerStoreBackend {
     public var typeIdentifier: String { Self.typeIdentifier }
     /// None: stores are named by `postgres://` URLs, not files.
     public var fileExtensions: [String] { [] }
-    /// Persistent, transactional, shared between processes, with history and ordered relationships.
-    public var capabilities: BackendCapabilities { [.persistent, .transactions, .multiProcess, .history, .orderedRelationships] }
+    /// Persistent, transactional, shared between processes, with history and ordered relationships; copies on one
+    /// server are made inside it (``copyStore(from:to:)``).
+    public var capabilities: BackendCapabilities { [.persistent, .transactions, .multiProcess, .history, .orderedRelationships, .fastCopy] }
 
     /// The description option (``StoreAPI/StoreOptions/backend``) giving the seconds a connect may take, when the URL
     /// has no `connect_timeout` (default: ``StoreAPI/StoreOptions/timeout``).

@@ -268,6 +268,7 @@ final class PostgresPersistentStore: PersistentStore, Sendable {
                 var writer = PostgresSaveWriter(layout: layout, connection: c, url: location.url, storeUUID: uuid,
                                                 knownVersions: known)
                 try writer.apply(changes)
+                try c.notifySave(schema: location.schema)
                 return writer.newVersions
                 }
             } catch StoreError.conflict(let u, let object, let reason) {

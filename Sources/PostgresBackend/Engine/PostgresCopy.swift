@@ -118,46 +118,6 @@ extension PostgresConnection {
         guard sent == 1 else { throw connectionFailure("sending COPY data") }
     }
 
-    /// Runs `sql`, a `COPY … TO STDOUT` (text format), handing `body` each row's bytes (without its newline).
-    func copyOut(_ sql: String, _ body: (UnsafeBufferPointer<UInt8>) throws -> Void) throws {
-        let c = try handle()
-        let start = PQexec(c, sql)
-        guard let start else { throw connectionFailure("starting a COPY") }
-        guard PQresultStatus(start) == PGRES_COPY_OUT else {
-            defer { PQclear(start) }
-            throw failure(start, c)
-        }
-        PQclear(start)
-        var bodyError: Error?
-        while true {
-            var row: UnsafeMutablePointer<CChar>?
-            let n = PQgetCopyData(c, &row, 0)
-            if n == -1 { break }  // done: the result follows
-            guard n >= 0, let row else {
-                drainResults(c)
-                throw connectionFailure("reading COPY data")
-            }
-            defer { PQfreemem(row) }
-            // After the body fails the rest of the rows are read and dropped: libpq cannot abandon a COPY TO.
-            guard bodyError == nil else { continue }
-            do {
-                try row.withMemoryRebound(to: UInt8.self, capacity: Int(n)) { p in
-                    let length = n > 0 && p[Int(n) - 1] == UInt8(ascii: "\n") ? Int(n) - 1 : Int(n)
-                    try body(UnsafeBufferPointer(start: p, count: length))
-                }
-            } catch {
-                bodyError = error
-            }
-        }
-        var firstError: Error?
-        while let result = PQgetResult(c) {
-            if firstError == nil, PQresultStatus(result) != PGRES_COMMAND_OK { firstError = failure(result, c) }
-            PQclear(result)
-        }
-        if let firstError { throw firstError }
-        if let bodyError { throw bodyError }
-    }
-
     private func drainResults(_ c: OpaquePointer) {
         while let r = PQgetResult(c) { PQclear(r) }
     }

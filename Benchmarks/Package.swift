@@ -16,9 +16,10 @@ let package = Package(
     ],
     targets: [
         // The engines' C APIs, for the references storebench measures ours against. Named apart from the library's
-        // own shims (CSQLite, CLMDB, CLibXML2), which are not products.
+        // own shims (CSQLite, CLMDB, CLibXML2, CLibPQ), which are not products.
         .systemLibrary(name: "BenchSQLite", path: "Shims/BenchSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]),
         .systemLibrary(name: "BenchLMDB", path: "Shims/BenchLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"]), .brew(["lmdb"])]),
+        .systemLibrary(name: "BenchLibPQ", path: "Shims/BenchLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"]), .brew(["libpq"])]),
         .systemLibrary(name: "BenchLibXML2", path: "Shims/BenchLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"]), .brew(["libxml2"])]),
         .executableTarget(
             name: "storebench",
@@ -28,11 +29,12 @@ let package = Package(
                 .product(name: "LMDBBackend", package: "StoreKitSwift"),
                 .product(name: "XMLBackend", package: "StoreKitSwift"),
                 .product(name: "CoreDataBackend", package: "StoreKitSwift"),
+                .product(name: "PostgresBackend", package: "StoreKitSwift"),
                 .product(name: "StoreModels", package: "StoreKitSwift"),
                 .product(name: "StoreSync", package: "StoreKitSwift"),
                 .product(name: "StoreSyncPostgres", package: "StoreKitSwift"),
                 .product(name: "GRDB", package: "GRDB.swift"),
-                "BenchSQLite", "BenchLMDB", "BenchLibXML2",
+                "BenchSQLite", "BenchLMDB", "BenchLibXML2", "BenchLibPQ",
             ],
             path: "storebench"
         ),

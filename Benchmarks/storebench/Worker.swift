@@ -14,6 +14,7 @@ import Foundation
 /// - `ref-write TYPE FROM DST`: captures the store FROM (untimed), then times the engine writing the same content
 ///   to DST (`coredata`: SQLite with the Core Data backend's connection settings).
 /// - `open TYPE PATH` / `ref-open TYPE PATH`: opening a store and fetching its first book, ours and the engine's.
+/// - `pg-saves URL NAME SAVES`: one of the `postgres` section's concurrent writers (``PostgresSection/worker(_:)``).
 /// - `coredata-open PATH`: opening a Core Data store read-only and reading its book with key 1 (timed in process).
 enum Worker {
     static func run(_ args: [String]) -> Never {
@@ -42,6 +43,8 @@ enum Worker {
             extra.merging(["seconds": String(format: "%.6f", t.wall), "cpu": String(format: "%.6f", t.cpu)]) { $1 }
         }
         switch kind {
+        case "pg-saves":
+            return try PostgresSection.worker(a)
         case "convert", "copy":
             let src = URL(fileURLWithPath: try arg(0))
             let dst = URL(fileURLWithPath: try arg(1))

@@ -1,6 +1,7 @@
 import CoreDataBackend
 import Foundation
 import LMDBBackend
+import PostgresBackend
 import SQLiteBackend
 import StoreAPI
 import XMLBackend
@@ -26,6 +27,7 @@ BackendRegistry.shared.register(SQLiteStoreBackend())
 BackendRegistry.shared.register(LMDBStoreBackend())
 BackendRegistry.shared.register(XMLStoreBackend())
 BackendRegistry.shared.register(CoreDataStoreBackend())
+BackendRegistry.shared.register(PostgresStoreBackend())
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "--worker" { Worker.run(Array(arguments.dropFirst())) }
@@ -128,6 +130,10 @@ func runBenchmarks(_ options: Options) throws -> [String] {
         }
         if options.wants("lmdb"), !(try runLMDBBenchmark(count: size, runs: options.runs(for: size))) { failures.append("lmdb micro-benchmark check") }
         if options.wants("xml") { runXMLBenchmark(count: size) }
+        // A server of its own, started and stopped by the section (skipped, saying so, without PostgreSQL's binaries).
+        if options.wants("postgres") {
+            failures += try PostgresSection.run(count: size, runs: options.runs(for: size), table: table, smoke: options.smoke)
+        }
         // Its sizes are GRDB's own performance tests', whatever the run's sizes: it runs once.
         if options.wants("typed"), size == options.sizes.first,
            !(try TypedSection.run(insertCount: options.smoke ? size : 50_000, fetchCount: options.smoke ? size : 200_000,

@@ -160,13 +160,33 @@ struct PostgresSaveWriter {
             let table = entry.el.table
             let columns = (["_pk", "_ent", "_gid"] + table.columns.map { PostgresLayout.quote($0.name) }).joined(separator: ", ")
             try connection.copyIn("COPY \(PostgresLayout.quote(table.name)) (\(columns)) FROM STDIN") { copy in
+                // What each column holds for each entity of the table, worked out once per entity.
+                var sources: [String: (PGEntity, [ColumnSource])] = [:]
                 for i in entry.records {
                     let r = records[i]
-                    let el = try entity(r.entity)
+                    if sources[r.entity] == nil {
+                        let el = try entity(r.entity)
+                        sources[r.entity] = (el, Self.columnSources(el))
+                    }
+                    guard let found = sources[r.entity] else { continue }
+                    let (el, columns) = found
+                    guard r.attributes.count == el.entity.attributes.count, r.relationships.count == el.entity.relationships.count else {
+                        throw StoreError.invalidArgument("record \(r.key) does not match the layout of entity \(el.entity.name)")
+                    }
                     copy.field(r.primaryKey)
                     copy.field(el.code)
                     copy.field(r.globalID.uuidString)
-                    for value in try columnValues(r, el) { copy.field(value) }
+                    for column in columns {
+                        switch column {
+                        case .none:
+                            copy.field(nil)
+                        case .attribute(let k):
+                            let a = el.entity.attributes[k]
+                            try copy.field(r.attributes[k], type: a.type, entity: el.entity.name, property: a.name)
+                        case .toOne(let k):
+                            if let key = r.relationships[k].keys.first { copy.field(key) } else { copy.field(nil) }
+                        }
+                    }
                     try copy.endRow()
                 }
             }
@@ -174,6 +194,24 @@ struct PostgresSaveWriter {
                 newVersions.append((entry.el.entity.rootName, records[i].primaryKey, 1))
             }
         }
+    }
+
+    /// What one column of a hierarchy table holds for records of one entity.
+    enum ColumnSource {
+        case none
+        case attribute(Int)
+        case toOne(Int)
+    }
+
+    /// For each column of `el`'s table (in ``PGTable/columns`` order), what `el`'s records store there — as
+    /// ``columnValues(_:_:)`` fills them.
+    static func columnSources(_ el: PGEntity) -> [ColumnSource] {
+        var out = [ColumnSource](repeating: .none, count: el.table.columns.count)
+        for (k, column) in el.attributeColumns.enumerated() where column >= 0 { out[column] = .attribute(k) }
+        for (k, storage) in el.relationships.enumerated() {
+            if case .foreignKey(let column) = storage { out[column] = .toOne(k) }
+        }
+        return out
     }
 
     /// Writes the to-many sides of the inserted `records` with one `COPY` per join table.

@@ -7,7 +7,9 @@ import Foundation
 /// The tests' starter (`PostgresTestServer` in StoreTestSupport) does the same; it is not shared because the test
 /// support target is not a product of the package (and links the Testing module), so this package cannot depend on
 /// it. Unlike the tests' cluster this one keeps `fsync` on — the figures are of a server as it runs — and reports
-/// its processes' CPU time, so that every figure counts the server's work beside the client's.
+/// its processes' CPU time, so that every figure counts the server's work beside the client's. Autovacuum is off:
+/// its workers would vacuum and analyze each freshly loaded table while a later row is measured, and their CPU time
+/// would count against whichever row that is.
 final class BenchPostgresServer {
     let directory: URL
     let port: Int
@@ -45,7 +47,7 @@ final class BenchPostgresServer {
         let q = { (s: String) in "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'" }
         let script = """
             \(q(bin.appendingPathComponent("postgres").path)) -D \(q(dataDirectory.path)) -k \(q(directory.path)) -p \(port) \
-            -c listen_addresses=127.0.0.1 -c max_connections=50 -c shared_buffers=128MB >\(q(directory.path))/server.log 2>&1 &
+            -c listen_addresses=127.0.0.1 -c max_connections=50 -c shared_buffers=128MB -c autovacuum=off >\(q(directory.path))/server.log 2>&1 &
             pg=$!
             alive() { kill -0 "$1" 2>/dev/null || [ -d "/proc/$1" ]; }
             while alive \(getpid()) && kill -0 $pg 2>/dev/null; do sleep 1; done

@@ -246,6 +246,13 @@ final class PostgresPersistentStore: PersistentStore, Sendable {
 
     // MARK: Writing
 
+    /// The connection for the bulk-load steps (see `PostgresPersistentStore+BulkLoad.swift`).
+    func withConnectionForBulkLoad<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        try withConnection { c, _ in try body(c) }
+    }
+
+    func refuseIfReadOnlyForBulkLoad() throws { try refuseIfReadOnly() }
+
     private func refuseIfReadOnly() throws {
         if isReadOnly { throw StoreError.readOnly(location.url, reason: "the store was opened read-only") }
     }

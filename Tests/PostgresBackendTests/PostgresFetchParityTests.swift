@@ -77,7 +77,11 @@ struct PostgresFetchParityTests {
         .uri(URL(string: "file:///tmp/b")!), .binary(Data([0, 1])), .decimal(Decimal(string: "1.25")!), .integer16(2),
     ]
     static let operators: [ComparisonOperator] = [.equal, .notEqual, .less, .lessOrEqual, .greater, .greaterOrEqual,
-                                                  .beginsWith, .endsWith, .contains, .in, .between]
+                                                  .beginsWith, .endsWith, .contains, .in, .between, .like, .matches]
+    /// `LIKE` patterns (also compared as plain strings): wildcards, SQL's own wildcards and escape as literals.
+    static let patterns: [StoreValue] = ["a*", "*b", "*", "a?b", "?", "%", "*_*", "\\*", "*\u{0}*", "é*", "*日*"]
+    /// Paths over the to-many `tags` (to Owner) for `ANY`/`ALL`/`NONE`, `IN` and `CONTAINS`.
+    static let manyPaths = ["tags.name", "tags.rank", "tags", "tags.items.str", "tags.items.owner.name"]
 
     static func randomPredicate(_ g: inout SeededGenerator, depth: Int = 0) -> FetchPredicate {
         let roll = g.below(10)
@@ -86,9 +90,22 @@ struct PostgresFetchParityTests {
             return roll == 0 ? .and(parts) : .or(parts)
         }
         if depth < 3, roll == 2 { return .not(randomPredicate(&g, depth: depth + 1)) }
-        let path = g.pick(attributes).split(separator: ".").map(String.init)
         let op = g.pick(operators)
         let options: ComparisonOptions = g.below(8) == 0 ? .caseInsensitive : []
+        if g.below(5) == 0 {
+            let many = g.pick(manyPaths).split(separator: ".").map(String.init)
+            let value = g.pick(op == .like ? patterns : constants)
+            switch (op, g.below(5)) {
+            case (.in, _): return .comparison(.constant(value), .in, .keyPath(many), options)
+            case (.contains, _): return .comparison(.keyPath(many), .contains, .constant(value), options)
+            case (.between, _): return .comparison(.any(many), .between, .list([g.pick(constants), g.pick(constants)]), options)
+            case (_, 0): return .comparison(.all(many), op, .constant(value), options)
+            case (_, 1): return .not(.comparison(.any(many), op, .constant(value), options))
+            default: return .comparison(.any(many), op, .constant(value), options)
+            }
+        }
+        let path = g.pick(attributes).split(separator: ".").map(String.init)
+        if op == .like { return .comparison(.keyPath(path), .like, .constant(g.pick(patterns + strings)), options) }
         switch op {
         case .in: return .comparison(.keyPath(path), .in, .list((0..<g.below(4)).map { _ in g.pick(constants) }), options)
         case .between: return .comparison(.keyPath(path), .between, .list([g.pick(constants), g.pick(constants)]), options)
@@ -128,6 +145,12 @@ struct PostgresFetchParityTests {
                          offset: 2, limit: 7),
             FetchRequest(entity: "Special", predicate: try FetchPredicate("extra != nil"), includesSubentities: false),
             FetchRequest(entity: "Owner", predicate: try FetchPredicate("items.@count > 20")),
+            FetchRequest(entity: "Item", predicate: try FetchPredicate("ANY tags.name BEGINSWITH 'owner'"), sortDescriptors: [SortKey("str")]),
+            FetchRequest(entity: "Item", predicate: try FetchPredicate("ALL tags.rank > 0")),
+            FetchRequest(entity: "Item", predicate: try FetchPredicate("NONE tags.items.str == 'a'")),
+            FetchRequest(entity: "Item", predicate: try FetchPredicate("str LIKE 'a*'")),
+            FetchRequest(entity: "Owner", predicate: try FetchPredicate("ANY items.owner.name == 'owner 1'")),
+            FetchRequest(entity: "Owner", predicate: try FetchPredicate("ANY items.str LIKE '*b'"), offset: 1, limit: 2),
         ]
         for i in 0..<400 {
             requests.append(FetchRequest(

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 @_spi(BackendKit) import StoreAPI
 import StoreTestSupport
 import Testing
@@ -22,7 +23,8 @@ import Testing
     /// with authors, tags and chapters.
     static func dataset(_ schema: Schema) -> [Record] {
         let titles: [StoreValue] = [nil, "", "Alpha", "alpha", "Beta", "Ärger", "Zeta", "a\u{0}b", "🎉 party", "Al",
-                                    "Alphabet", "beta", "Æon", "e\u{301}", "Al\u{0}pha"]
+                                    "Alphabet", "beta", "Æon", "e\u{301}", "Al\u{0}pha", "Straße", "STRASSE", "İstanbul",
+                                    "istanbul", "é", "ÉTÉ", "ﬁx"]
         let prices: [StoreValue] = [nil, .double(-0.0), .double(0.0), .double(.nan), .double(.infinity),
                                     .double(-.infinity), .double(1.5), .double(10), .double(10.000_000_1), .double(-3),
                                     .double(1e300)]
@@ -118,16 +120,65 @@ import Testing
             .or([.not(.and([cmp("weight", .greater, .double(0)), cmp("inPrint", .equal, true)])), cmp("pages", .less, .integer64(0))]),
             .comparison(.constant(.double(5)), .less, kp("price"), []),
             .comparison(.constant("Alpha"), .equal, kp("title"), []),
+        ] + foldingAndMatching + quantifiers
+    }()
+
+    /// `[c]`/`[d]`, `LIKE` and `MATCHES`, which run in SQL through the evaluator's own folding and matching
+    /// (Foundation folds `ß` to `ss`, `İ` to `i` + combining dot, `ﬁ` to `fi`; `é` and `e` + U+0301 stay distinct).
+    static let foldingAndMatching: [FetchPredicate] = {
+        let c: ComparisonOptions = .caseInsensitive
+        let d: ComparisonOptions = .diacriticInsensitive
+        let cd: ComparisonOptions = [.caseInsensitive, .diacriticInsensitive]
+        return [
+            cmp("title", .equal, "alpha", c), cmp("title", .equal, "strasse", c), cmp("title", .equal, "STRASSE", c),
+            cmp("title", .equal, "istanbul", c), cmp("title", .equal, "istanbul", cd), cmp("title", .equal, "e", d),
+            cmp("title", .equal, "E", cd), cmp("title", .equal, "ete", cd), cmp("title", .equal, "FIX", c),
+            cmp("title", .notEqual, "alpha", c), cmp("title", .less, "b", c), cmp("title", .greaterOrEqual, "ä", cd),
+            cmp("title", .equal, nil, c), cmp("title", .notEqual, nil, cd), cmp("title", .equal, .integer64(1), c),
+            cmp("title", .beginsWith, "AL", c), cmp("title", .beginsWith, "i", c), cmp("title", .beginsWith, "I", cd),
+            cmp("title", .endsWith, "SSE", c), cmp("title", .endsWith, "ße", c), cmp("title", .contains, "SS", c),
+            cmp("title", .contains, "\u{301}", c), cmp("title", .contains, "\u{301}", d), cmp("title", .contains, "", cd),
+            cmp("title", .beginsWith, "A\u{0}", c), cmp("title", .contains, "T", cd), cmp("author.name", .beginsWith, "a", c),
+            .comparison(kp("title"), .in, .list(["ALPHA", "straße", "e", nil]), cd),
+            .comparison(kp("title"), .between, .list(["a", "B"]), c),
+            .not(cmp("title", .beginsWith, "a", c)),
+            cmp("title", .like, "A*"), cmp("title", .like, "*a"), cmp("title", .like, "?l*"), cmp("title", .like, "*\u{0}*"),
+            cmp("title", .like, ""), cmp("title", .like, "*"), cmp("title", .like, "a*", c), cmp("title", .like, "*e", d),
+            cmp("title", .like, "str*", c), cmp("title", .like, "%_*"), cmp("title", .like, .integer64(1)),
+            cmp("title", .matches, "A.*"), cmp("title", .matches, ".*[0-9].*"), cmp("title", .matches, "al.*", c),
+            cmp("title", .matches, "e", d), cmp("title", .matches, "\\D+", c), cmp("title", .matches, ".*\u{0}.*"),
+            cmp("link", .like, "file*"), cmp("pages", .matches, "1.*"),
         ]
     }()
 
+    /// `ANY`/`ALL`/`NONE`, `IN` and `CONTAINS` over to-many relationships, which run as `EXISTS` subqueries.
+    static let quantifiers: [FetchPredicate] = [
+        .comparison(.any(["tags", "name"]), .equal, .constant("tag2"), []),
+        .comparison(.any(["tags", "name"]), .beginsWith, .constant("TAG"), .caseInsensitive),
+        .comparison(.all(["chapters", "number"]), .greater, .constant(.integer64(1)), []),
+        .comparison(.all(["tags", "name"]), .notEqual, .constant("tag1"), []),
+        .not(.comparison(.any(["tags", "name"]), .in, .list(["tag1", "tag3"]), [])),
+        .comparison(.constant("tag2"), .in, kp("tags.name"), []),
+        .comparison(.constant("TAG2"), .in, kp("tags.name"), .caseInsensitive),
+        .comparison(kp("tags.name"), .contains, .constant("tag1"), []),
+        .comparison(.any(["tags"]), .equal, .constant(.integer64(2)), []),
+        .comparison(.any(["chapters", "book", "title"]), .equal, .constant("Alpha"), []),
+        .comparison(.any(["related", "tags", "name"]), .equal, .constant("tag1"), []),
+        .comparison(.all(["related", "chapters", "number"]), .less, .constant(.integer64(5)), []),
+        .comparison(.any(["tags", "books", "author", "name"]), .equal, .constant("Bea"), []),
+        .comparison(.any(["chapters", "number"]), .between, .list([.integer64(2), .integer64(6)]), []),
+        .comparison(.all(["tags", "name"]), .equal, .constant(nil), []),
+        .comparison(.any(["related", "price"]), .greater, .constant(.double(1)), []),
+        .and([.comparison(.any(["tags", "name"]), .equal, .constant("tag2"), []), cmp("title", .like, "A*", .caseInsensitive)]),
+    ]
+
     /// Predicates the translator must leave to the evaluator.
     static let untranslatable: [FetchPredicate] = [
-        cmp("cost", .greater, .integer64(1)), cmp("cost", .equal, nil), cmp("title", .equal, "alpha", .caseInsensitive),
-        cmp("title", .like, "A*"), cmp("title", .matches, "A.*"), cmp("title", .equal, .uuid(uuids[1])),
-        .comparison(.any(["tags", "name"]), .equal, .constant("tag2"), []),
-        .comparison(.all(["chapters", "number"]), .greater, .constant(.integer64(1)), []),
-        .comparison(.constant("tag2"), .in, kp("tags.name"), []),
+        cmp("cost", .greater, .integer64(1)), cmp("cost", .equal, nil), cmp("title", .equal, .uuid(uuids[1])),
+        cmp("link", .equal, "FILE:///B", .caseInsensitive),
+        .comparison(.any(["author", "books", "title"]), .equal, .constant("Alpha"), []),
+        .comparison(.any(["chapters", "number"]), .equal, kp("pages"), []),
+        .comparison(.any(["tags", "name"]), .equal, .constant(.uuid(uuids[1])), .caseInsensitive),
         cmp("pages", .equal, .decimal(Decimal(string: "150.5")!)),
         .comparison(kp("price"), .less, kp("pages"), []),
         .not(cmp("cost", .less, .integer64(2))),
@@ -160,6 +211,9 @@ import Testing
             var q = QueryTranslator(layout: layout)
             #expect(q.translate(p, entity: book) == nil, "should not translate: \(p)")
         }
+        // A pattern that does not compile stays with the evaluator, which reports it.
+        var q = QueryTranslator(layout: layout)
+        #expect(q.translate(Self.cmp("title", .matches, "(unclosed"), entity: book) == nil)
         for sort in Self.sorts {
             var q = QueryTranslator(layout: layout)
             let expected = !sort.contains { $0.keyPath == "cost" }
@@ -205,6 +259,25 @@ import Testing
         }
         // The data must actually exercise the predicates: most requests select something.
         #expect(nonEmpty > checked / 2, "\(nonEmpty) of \(checked) requests matched records")
+    }
+
+    /// The store says when a predicate runs in memory (a debug line): never for what the translator takes, always
+    /// for what it leaves — so `[c]`, `LIKE`, `MATCHES` and `ANY`/`ALL` no longer load every record.
+    @Test func translatedPredicatesNeverRunInMemory() throws {
+        let dir = try TemporaryDirectory("sqlitestore-tests")
+        let schema = try Fixture.schema()
+        let store = try Fixture.open(dir.path("path.sqlite"), schema: schema)
+        defer { try? store.close() }
+        try store.save(StoreChanges(inserted: Self.dataset(schema)))
+        func inMemoryLines(_ predicates: [FetchPredicate]) throws -> Int {
+            let capture = LogCapture()
+            try withLogger(capture.logger()) { _ in
+                for p in predicates { _ = try store.fetch(FetchRequest(entity: "Book", predicate: p)) }
+            }
+            return capture.all.filter { $0.message == "predicate evaluated in memory" }.count
+        }
+        #expect(try inMemoryLines(Self.foldingAndMatching + Self.quantifiers) == 0)
+        #expect(try inMemoryLines(Self.untranslatable) == Self.untranslatable.count)
     }
 
     @Test func otherEntitiesAndKeyPathsEqualTheReference() throws {

@@ -7,9 +7,14 @@ import Foundation
 ///
 /// Every constant is a parameter (`$n` with an explicit type); every identifier is quoted. Translated: `==`, `!=`,
 /// `<`, `<=`, `>`, `>=`, `IN`, `BETWEEN` against constants; `BEGINSWITH`, `ENDSWITH`, `CONTAINS` without
-/// `[c]`/`[d]` (bytewise over the UTF-8 `bytea`, so NUL and case are respected); `AND`, `OR`, `NOT`; key paths
-/// through to-one relationships (`LEFT JOIN`s), a to-one's key, `self`, and `rel.@count`.
-/// Refused: `LIKE`, `MATCHES`, `[c]`/`[d]`, `ANY`/`ALL`, two key paths, decimals, integers against fractional or
+/// `[c]`/`[d]` (bytewise over the UTF-8 `bytea`, so NUL and case are respected); `LIKE` without `[c]`/`[d]` and
+/// without `?` (`bytea LIKE`: a `*` run and literal UTF-8 match bytewise exactly as they match scalar-wise);
+/// `AND`, `OR`, `NOT`; key paths through to-one relationships (`LEFT JOIN`s), a to-one's key, `self`, and
+/// `rel.@count`; `ANY`/`ALL`/`NONE` over paths that start with a to-many relationship, `value IN rel.path` and
+/// `rel.path CONTAINS value` (correlated `EXISTS` subqueries).
+/// Refused: `MATCHES`, `[c]`/`[d]` (neither `lower()`/`upper()` nor `unaccent` fold as Foundation does, and the
+/// server cannot run the evaluator's folding), `LIKE` with `?` (one scalar is one to four bytes), two key paths,
+/// decimals, integers against fractional or
 /// huge floating constants and floating columns against integers beyond 2^53 (PostgreSQL would round one side).
 ///
 /// Semantics kept: SQL NULL is false everywhere (and wrapped under `NOT`); NaN, which PostgreSQL orders above every
@@ -22,6 +27,10 @@ struct PostgresQueryTranslator {
     private var joinAliases: [String: String] = [:]
     /// The statement's parameters so far, in `$n` order.
     private(set) var parameters: [String?]
+    /// Prefixed to every alias this translator makes, so a subquery's aliases never shadow its outer query's.
+    private var aliasPrefix = ""
+    /// `EXISTS` subqueries made so far (each gets its own alias).
+    private var subqueries = 0
 
     /// Parameters beyond this many are left to the evaluator (the protocol's limit is 65535).
     static let maximumParameters = 30_000
@@ -100,6 +109,20 @@ struct PostgresQueryTranslator {
             return Fragment(sql: "(NOT \(inner))", mayBeNull: false, depth: f.depth + 1)
         case .comparison(let lhs, let op, let rhs, let options):
             switch (lhs, rhs) {
+            case (.any(let path), _):
+                return quantified(path, entity: entity, alias: "t") { $0.compare($1, op, rhs, options) }
+            case (.all(let path), _):
+                // Every value passes: no value fails.
+                guard let some = quantified(path, entity: entity, alias: "t", { $0.compare($1, op, rhs, options).map(Self.negated) })
+                else { return nil }
+                return Self.negated(some)
+            case (.keyPath(let path), .constant) where op == .contains:
+                if let operand = resolve(path, entity: entity, alias: "t") { return compare(operand, op, rhs, options) }
+                // A path across a to-many relationship stands for its values: one of them equals the constant.
+                return quantified(path, entity: entity, alias: "t") { $0.compare($1, .equal, rhs, options) }
+            case (.constant, .keyPath(let path)) where op == .in:
+                // `value IN rel.path`: one of the values the path reaches equals the constant.
+                return quantified(path, entity: entity, alias: "t") { $0.compare($1, .equal, lhs, options) }
             case (.keyPath(let path), _):
                 guard let operand = resolve(path, entity: entity, alias: "t") else { return nil }
                 return compare(operand, op, rhs, options)
@@ -119,6 +142,49 @@ struct PostgresQueryTranslator {
                 return nil
             }
         }
+    }
+
+    /// `NOT f`, with SQL NULL read as false first.
+    static func negated(_ f: Fragment) -> Fragment {
+        let inner = f.mayBeNull ? "COALESCE(\(f.sql), FALSE)" : f.sql
+        return Fragment(sql: "(NOT \(inner))", mayBeNull: false, depth: f.depth + 1)
+    }
+
+    /// `EXISTS` over the records of the to-many relationship `path` starts with (of the record at `alias`),
+    /// holding when `test` holds for the value the rest of the path reaches from one of them — the evaluator's
+    /// `ANY`. A rest that crosses another to-many relationship nests another `EXISTS`.
+    private mutating func quantified(
+        _ path: [String], entity: Entity, alias: String, _ test: (inout PostgresQueryTranslator, Operand) -> Fragment?
+    ) -> Fragment? {
+        guard let first = path.first, let ri = entity.relationshipIndex(first), entity.relationships[ri].isToMany,
+              let el = layout.entities[entity.name], case .join(let j) = el.relationships[ri],
+              let dest = layout.schema.entity(named: entity.relationships[ri].destination),
+              let destTable = layout.tables[dest.rootName] else { return nil }
+        subqueries += 1
+        let c = "\(aliasPrefix)e\(subqueries)"
+        var sub = PostgresQueryTranslator(layout: layout, parameters: parameters)
+        sub.aliasPrefix = c + "_"
+        let rest = Array(path.dropFirst())
+        var from = "\(PostgresLayout.quote(j.name)) AS \(c)_l"
+        let inner: Fragment?
+        if rest.isEmpty {
+            // The keys themselves, as the evaluator reads them (without looking the records up).
+            inner = test(&sub, Operand(sql: "\(c)_l.dst", kind: .integer))
+        } else {
+            // Rows whose related record is missing are skipped, as the evaluator skips keys it cannot resolve.
+            from += " JOIN \(PostgresLayout.quote(destTable.name)) AS \(c) ON \(c)._pk = \(c)_l.dst"
+            if let operand = sub.resolve(rest, entity: dest, alias: c) {
+                inner = test(&sub, operand)
+            } else {
+                inner = sub.quantified(rest, entity: dest, alias: c, test)
+            }
+        }
+        guard let inner else { return nil }
+        parameters = sub.parameters
+        let condition = inner.sql == "TRUE" ? "" : " AND \(inner.sql)"
+        return Fragment(
+            sql: "(EXISTS (SELECT 1 FROM \(from) \(sub.joins.joined(separator: " ")) WHERE \(c)_l.src = \(alias)._pk\(condition)))",
+            mayBeNull: false, depth: inner.depth + 2)
     }
 
     private mutating func compare(_ x: Operand, _ op: ComparisonOperator, _ rhs: FetchExpression,
@@ -163,7 +229,21 @@ struct PostgresQueryTranslator {
         switch op {
         case .beginsWith, .endsWith, .contains, .like, .matches:
             guard x.kind == .string, case .string(let needle) = c else { return .alwaysFalse }
-            guard options.isEmpty, op != .like, op != .matches else { return nil }
+            guard options.isEmpty, op != .matches else { return nil }
+            if op == .like {
+                // `*` becomes `%`; `%`, `_` and the escape character `\` match themselves.
+                guard !needle.unicodeScalars.contains("?") else { return nil }
+                var pattern = Data()
+                for byte in needle.utf8 {
+                    switch byte {
+                    case UInt8(ascii: "*"): pattern.append(UInt8(ascii: "%"))
+                    case UInt8(ascii: "%"), UInt8(ascii: "_"), UInt8(ascii: "\\"): pattern += [UInt8(ascii: "\\"), byte]
+                    default: pattern.append(byte)
+                    }
+                }
+                let p = bind(PostgresValueCodec.hex(pattern), "bytea")
+                return Fragment(sql: "(\(x.sql) LIKE \(p))", mayBeNull: true)
+            }
             if needle.isEmpty { return Fragment(sql: "(\(x.sql) IS NOT NULL)", mayBeNull: false) }
             let n = needle.utf8.count
             let p = bind(PostgresValueCodec.hex(Data(needle.utf8)), "bytea")
@@ -323,7 +403,7 @@ struct PostgresQueryTranslator {
             if let existing = joinAliases[key] {
                 joined = existing
             } else {
-                joined = "j\(joins.count + 1)"
+                joined = "\(aliasPrefix)j\(joins.count + 1)"
                 joinAliases[key] = joined
                 joins.append("LEFT JOIN \(PostgresLayout.quote(destTable.name)) AS \(joined) ON \(joined)._pk = \(fk)")
             }

@@ -66,6 +66,10 @@ final class SQLiteConnection: @unchecked Sendable {
         let connection = SQLiteConnection(db: db, url: url, isReadOnly: readOnly)
         sqlite3_busy_timeout(db, Int32(clamping: Int((max(0, timeout) * 1000).rounded())))
         sqlite3_extended_result_codes(db, 1)
+        let registered = PredicateFunctions.register(db)
+        guard registered == SQLITE_OK else {
+            throw connection.error(registered, "registering the predicate functions")
+        }
         return connection
     }
 

@@ -6,11 +6,15 @@ import Foundation
 /// evaluates in memory with ``PredicateEvaluator`` — so results are identical either way.
 ///
 /// Translated: `==`, `!=`, `<`, `<=`, `>`, `>=`, `IN`, `BETWEEN` against constants; `BEGINSWITH`, `ENDSWITH`,
-/// `CONTAINS` without `[c]`/`[d]` (byte-wise over UTF-8 with `substr`/`instr` on blobs, so NUL characters and
-/// case are respected — unlike `LIKE`); `AND`, `OR`, `NOT`; key paths through to-one relationships (`LEFT JOIN`s),
-/// a to-one relationship's key, `self`, and `rel.@count` (a correlated subquery).
-/// Refused: `LIKE`, `MATCHES`, `[c]`/`[d]`, `ANY`/`ALL`, comparisons between two key paths, anything on decimal
-/// attributes (stored as text, compared as numbers), and key paths the fetched entity does not have.
+/// `CONTAINS` (byte-wise over UTF-8 with `substr`/`instr` on blobs, so NUL characters and case are respected —
+/// unlike SQLite's `LIKE`); `[c]`/`[d]`, `LIKE` and `MATCHES` through the functions of ``PredicateFunctions``,
+/// which run the evaluator's own folding and matching; `AND`, `OR`, `NOT`; key paths through to-one
+/// relationships (`LEFT JOIN`s), a to-one relationship's key, `self`, and `rel.@count` (a correlated subquery);
+/// `ANY`/`ALL`/`NONE` over paths that start with a to-many relationship, `value IN rel.path` and
+/// `rel.path CONTAINS value` (correlated `EXISTS` subqueries, nested for each to-many relationship crossed).
+/// Refused: comparisons between two key paths, anything on decimal attributes (stored as text, compared as
+/// numbers), `[c]`/`[d]` on URI attributes, a to-many relationship reached through a to-one one, a `MATCHES`
+/// pattern that does not compile (the evaluator reports it), and key paths the fetched entity does not have.
 ///
 /// Semantics kept: SQL's NULL is mapped to "false" everywhere (and wrapped under `NOT`); numbers compare exactly
 /// across integer and floating types (as SQLite does); dates compare with dates and ISO 8601 strings, UUIDs with
@@ -22,9 +26,18 @@ struct QueryTranslator {
     /// `LEFT JOIN` clauses, in order (no parameters).
     private(set) var joins: [String] = []
     private var joinAliases: [String: String] = [:]
+    /// Prefixed to every alias this translator makes, so a subquery's aliases never shadow its outer query's.
+    private let aliasPrefix: String
+    /// `EXISTS` subqueries made so far (each gets its own alias).
+    private var subqueries = 0
 
     init(layout: SQLiteLayout) {
+        self.init(layout: layout, aliasPrefix: "")
+    }
+
+    private init(layout: SQLiteLayout, aliasPrefix: String) {
         self.layout = layout
+        self.aliasPrefix = aliasPrefix
     }
 
     /// A translated boolean expression and its parameters, in textual order.
@@ -65,6 +78,8 @@ struct QueryTranslator {
         case binary
         case uuid
         case uri
+        /// A string folded by `store_fold` (a blob of UTF-8) for `[c]`/`[d]` comparisons.
+        case folded
 
         init(_ type: AttributeType) {
             switch type {
@@ -115,10 +130,26 @@ struct QueryTranslator {
             let inner = f.mayBeNull ? "IFNULL(\(f.sql), 0)" : f.sql
             return Fragment(sql: "(NOT \(inner))", bindings: f.bindings, mayBeNull: false, depth: f.depth + 2)
         case .comparison(let lhs, let op, let rhs, let options):
+            let this = self
             switch (lhs, rhs) {
+            case (.any(let path), _):
+                return quantified(path, entity: entity, alias: "t") { this.compare($0, op, rhs, options) }
+            case (.all(let path), _):
+                // Every value passes: no value fails.
+                guard let some = quantified(path, entity: entity, alias: "t", { this.compare($0, op, rhs, options).map(Self.negated) })
+                else { return nil }
+                return Self.negated(some)
+            case (.keyPath(let path), .constant) where op == .contains:
+                if let operand = resolve(path, entity: entity, alias: "t") { return compare(operand, op, rhs, options) }
+                // A path across a to-many relationship stands for its values: one of them equals the constant.
+                return quantified(path, entity: entity, alias: "t") { this.compare($0, .equal, rhs, options) }
             case (.keyPath(let path), _):
                 guard let operand = resolve(path, entity: entity, alias: "t") else { return nil }
                 return compare(operand, op, rhs, options)
+            case (.constant, .keyPath(let path)) where op == .in:
+                // `value IN rel.path`: one of the values the path reaches equals the constant (a path that reaches
+                // one value is an error the evaluator reports).
+                return quantified(path, entity: entity, alias: "t") { this.compare($0, .equal, lhs, options) }
             case (.constant(let c), .keyPath(let path)):
                 let flipped: ComparisonOperator
                 switch op {
@@ -137,9 +168,70 @@ struct QueryTranslator {
         }
     }
 
+    /// `NOT f`, with SQL NULL read as false first.
+    static func negated(_ f: Fragment) -> Fragment {
+        let inner = f.mayBeNull ? "IFNULL(\(f.sql), 0)" : f.sql
+        return Fragment(sql: "(NOT \(inner))", bindings: f.bindings, mayBeNull: false, depth: f.depth + 2)
+    }
+
+    /// `EXISTS` over the records of the to-many relationship `path` starts with (of the record at `alias`),
+    /// holding when `test` holds for the value the rest of the path reaches from one of them — the evaluator's
+    /// `ANY`. A rest that crosses another to-many relationship nests another `EXISTS`.
+    private mutating func quantified(
+        _ path: [String], entity: Entity, alias: String, _ test: (Operand) -> Fragment?
+    ) -> Fragment? {
+        guard let first = path.first, let ri = entity.relationshipIndex(first), entity.relationships[ri].isToMany,
+            let el = layout.entities[entity.name], let dest = layout.schema.entity(named: entity.relationships[ri].destination),
+            let destTable = layout.tables[dest.rootName]
+        else { return nil }
+        subqueries += 1
+        let c = "\(aliasPrefix)e\(subqueries)"
+        var sub = QueryTranslator(layout: layout, aliasPrefix: c + "_")
+        let rest = Array(path.dropFirst())
+        var from: String
+        let link: String
+        var key = "\(c)._pk"
+        switch el.relationships[ri] {
+        case .inverseForeignKey(let ifk):
+            from = "\(SQLiteLayout.quote(ifk.table)) AS \(c)"
+            let filter = ifk.entityCodes.map { " AND \(c)._ent IN (\($0.map(String.init).joined(separator: ", ")))" } ?? ""
+            link = "\(c).\(SQLiteLayout.quote(ifk.column)) = \(alias)._pk\(filter)"
+        case .joinTable(let js):
+            from = "\(SQLiteLayout.quote(js.table)) AS \(c)_l"
+            link = "\(c)_l.\(js.ownColumn) = \(alias)._pk"
+            if rest.isEmpty {
+                // The keys themselves, as the evaluator reads them (without looking the records up).
+                key = "\(c)_l.\(js.otherColumn)"
+            } else {
+                // Rows whose related record is missing are skipped, as the evaluator skips keys it cannot resolve.
+                from += " JOIN \(SQLiteLayout.quote(destTable.name)) AS \(c) ON \(c)._pk = \(c)_l.\(js.otherColumn)"
+            }
+        case .foreignKey:
+            return nil
+        }
+        let inner: Fragment?
+        if rest.isEmpty {
+            inner = test(Operand(sql: key, kind: .integer))
+        } else if let operand = sub.resolve(rest, entity: dest, alias: c) {
+            inner = test(operand)
+        } else {
+            inner = sub.quantified(rest, entity: dest, alias: c, test)
+        }
+        guard let inner else { return nil }
+        let condition = inner.sql == "1" ? "" : " AND \(inner.sql)"
+        return Fragment(
+            sql: "(EXISTS (SELECT 1 FROM \(from) \(sub.joins.joined(separator: " ")) WHERE \(link)\(condition)))",
+            bindings: inner.bindings, mayBeNull: false, depth: inner.depth + 3)
+    }
+
     private func compare(_ x: Operand, _ op: ComparisonOperator, _ rhs: FetchExpression, _ options: ComparisonOptions)
         -> Fragment?
     {
+        var x = x
+        if !options.isEmpty, x.kind == .string, ![.beginsWith, .endsWith, .contains, .like, .matches].contains(op) {
+            // Equality and order on the folded text; the constants are folded alike in `bindable`.
+            x = Operand(sql: "\(PredicateFunctions.fold)(\(x.sql), \(options.rawValue))", kind: .folded)
+        }
         switch (op, rhs) {
         case (.in, .list(let values)):
             // `x IN (…)` over the comparable constants, plus `x IS NULL` when the list holds nil (nil equals nil).
@@ -185,11 +277,24 @@ struct QueryTranslator {
         let isOrdering = [.less, .lessOrEqual, .greater, .greaterOrEqual].contains(op)
         switch op {
         case .beginsWith, .endsWith, .contains, .like, .matches:
-            guard x.kind == .string, case .string(let needle) = c else { return .alwaysFalse }
-            guard options.isEmpty, op != .like, op != .matches else { return nil }
-            if needle.isEmpty { return Fragment(sql: "(\(x.sql) IS NOT NULL)", bindings: [], mayBeNull: false) }
+            guard x.kind == .string, case .string(let raw) = c else { return .alwaysFalse }
+            if op == .matches {
+                // A pattern that does not compile is the evaluator's error to report.
+                guard (try? PredicateEvaluator.regularExpression(raw, options)) != nil else { return nil }
+                return Fragment(
+                    sql: "(\(PredicateFunctions.matches)(\(x.sql), ?, \(options.rawValue)) = 1)", bindings: [.text(raw)],
+                    mayBeNull: true)
+            }
+            let needle = PredicateEvaluator.fold(raw, options)
             let bytes = Data(needle.utf8)
-            let hay = "CAST(\(x.sql) AS BLOB)"
+            if op == .like {
+                return Fragment(
+                    sql: "(\(PredicateFunctions.like)(\(x.sql), ?, \(options.rawValue)) = 1)", bindings: [.blob(bytes)],
+                    mayBeNull: true)
+            }
+            if needle.isEmpty { return Fragment(sql: "(\(x.sql) IS NOT NULL)", bindings: [], mayBeNull: false) }
+            let hay = options.isEmpty
+                ? "CAST(\(x.sql) AS BLOB)" : "\(PredicateFunctions.fold)(\(x.sql), \(options.rawValue))"
             switch op {
             case .beginsWith:
                 return Fragment(sql: "(substr(\(hay), 1, \(bytes.count)) = ?)", bindings: [.blob(bytes)], mayBeNull: true)
@@ -273,8 +378,12 @@ struct QueryTranslator {
             return .value(.text(s))
         case (.uri, .uri(let u)), (.string, .uri(let u)):
             return .value(.text(u.absoluteString))
-        case (.string, .uuid), (.string, .date):
+        case (.string, .uuid), (.string, .date), (.folded, .uuid), (.folded, .date):
             return .refuse  // the evaluator parses each stored string
+        case (.folded, .string(let s)):
+            return .value(.blob(Data(PredicateEvaluator.fold(s, options).utf8)))
+        case (.folded, .uri(let u)):
+            return .value(.blob(Data(PredicateEvaluator.fold(u.absoluteString, options).utf8)))
         case (.binary, .binary(let d)):
             return .value(.blob(d))
         case (.uuid, .uuid(let u)):
@@ -360,7 +469,7 @@ struct QueryTranslator {
             if let existing = joinAliases[key] {
                 joined = existing
             } else {
-                joined = "j\(joins.count + 1)"
+                joined = "\(aliasPrefix)j\(joins.count + 1)"
                 joinAliases[key] = joined
                 joins.append("LEFT JOIN \(SQLiteLayout.quote(destTable.name)) AS \(joined) ON \(joined)._pk = \(fk)")
             }

@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import Logging
 @_spi(BackendKit) import StoreAPI
 import Synchronization
 
@@ -243,6 +244,7 @@ final class SQLitePersistentStore: PersistentStore, PageScanningStore, PageInser
         let select = "SELECT \(table.selectList) FROM \(SQLiteLayout.quote(table.name)) AS t"
         guard let fragment else {
             // Not translatable: load the candidates and let the reference evaluator do everything.
+            Self.logInMemory(request)
             let (whereSQL, bindings) = whereClause(entity: entity, request: request, table: table, .alwaysTrue)
             let candidates = try reader.records("\(select) \(whereSQL) ORDER BY t._pk", bindings: bindings, table: table)
             return try evaluator(reader).execute(request, candidates: candidates)
@@ -264,6 +266,15 @@ final class SQLitePersistentStore: PersistentStore, PageScanningStore, PageInser
                 "\(base) ORDER BY \(orderSQL) LIMIT ? OFFSET ?", bindings: bindings + limitBindings(request), table: table)
         }
         return try reader.records("\(base) ORDER BY \(orderSQL)", bindings: bindings, table: table)
+    }
+
+    /// Says that a predicate runs in memory over every candidate record — what to look for when a fetch is slow
+    /// (see the "Which predicates run in the engine" article).
+    static func logInMemory(_ request: FetchRequest) {
+        guard let predicate = request.predicate else { return }
+        Logger.current.debug("predicate evaluated in memory", metadata: [
+            "entity": "\(request.entity)", "predicate": "\(predicate)",
+        ])
     }
 
     /// `WHERE <entity filter> AND <predicate>` and its parameters.

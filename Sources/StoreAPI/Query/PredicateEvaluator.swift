@@ -271,14 +271,7 @@ import Foundation
         }
 
         private static func compile(_ pattern: String, _ options: ComparisonOptions) throws -> NSRegularExpression {
-            // Only diacritics are folded in the pattern: case-folding it would turn `\D` into `\d`.
-            let folded = PredicateEvaluator.fold(pattern, options.subtracting(.caseInsensitive))
-            do {
-                return try NSRegularExpression(
-                    pattern: "^(?:\(folded))$", options: options.contains(.caseInsensitive) ? [.caseInsensitive] : [])
-            } catch {
-                throw StoreError.invalidPredicate("MATCHES pattern \(String(reflecting: pattern)) is not a regular expression")
-            }
+            try PredicateEvaluator.regularExpression(pattern, options)
         }
     }
 
@@ -334,13 +327,11 @@ import Foundation
             case .beginsWith: return hay.starts(with: needle)
             case .endsWith: return hay.reversed().starts(with: needle.reversed())
             case .contains: return Self.containsScalars(hay, needle)
-            default: return Self.like(hay, needle)
+            default: return Self.likeScalars(hay, needle)
             }
         case .matches:
             guard case .string(let s) = a, case .string(let pattern) = b else { return false }
-            let regex = try m.regexes.regex(pattern, options)
-            let hay = Self.fold(s, options.subtracting(.caseInsensitive))
-            return regex.firstMatch(in: hay, range: NSRange(hay.startIndex..<hay.endIndex, in: hay)) != nil
+            return Self.matches(s, try m.regexes.regex(pattern, options), options)
         case .in, .between:
             throw StoreError.invalidPredicate("\(m.op.rawValue) needs a list on its right side")
         }
@@ -544,8 +535,17 @@ import Foundation
         }
     }
 
-    static func fold(_ s: String, _ options: ComparisonOptions) -> String {
+    /// `s` with case (`[c]`) and diacritics (`[d]`) folded as every comparison with those options folds it: a
+    /// backend that folds in its engine (SQLite registers this as a function) calls this very code, so its
+    /// results cannot differ from the evaluator's.
+    public static func fold(_ s: String, _ options: ComparisonOptions) -> String {
         if options.isEmpty { return s }
+        // ASCII-only text folds character by character (Foundation maps A-Z to a-z for case and leaves ASCII
+        // alone for diacritics; a test checks this against Foundation), without Foundation's per-call cost.
+        if s.utf8.allSatisfy({ $0 < 0x80 }) {
+            guard options.contains(.caseInsensitive), s.utf8.contains(where: { $0 &- 0x41 < 26 }) else { return s }
+            return String(decoding: s.utf8.map { $0 &- 0x41 < 26 ? $0 | 0x20 : $0 }, as: UTF8.self)
+        }
         var fo: String.CompareOptions = []
         if options.contains(.caseInsensitive) { fo.insert(.caseInsensitive) }
         if options.contains(.diacriticInsensitive) { fo.insert(.diacriticInsensitive) }
@@ -574,8 +574,35 @@ import Foundation
         return false
     }
 
+    /// `LIKE` over already folded text: `*` matches any run of Unicode scalars (possibly empty), `?` exactly one,
+    /// every other scalar itself.
+    public static func like(_ s: String, pattern: String) -> Bool {
+        likeScalars(Array(s.unicodeScalars), Array(pattern.unicodeScalars))
+    }
+
+    /// The regular expression `MATCHES` tests with these options: the whole text must match; `[c]` makes it
+    /// case-insensitive and `[d]` folds the pattern's diacritics (see ``matches(_:_:_:)``).
+    ///
+    /// - Throws: ``StoreError/invalidPredicate(_:)`` when the pattern is not a regular expression.
+    public static func regularExpression(_ pattern: String, _ options: ComparisonOptions) throws -> NSRegularExpression {
+        // Only diacritics are folded in the pattern: case-folding it would turn `\D` into `\d`.
+        let folded = fold(pattern, options.subtracting(.caseInsensitive))
+        do {
+            return try NSRegularExpression(
+                pattern: "^(?:\(folded))$", options: options.contains(.caseInsensitive) ? [.caseInsensitive] : [])
+        } catch {
+            throw StoreError.invalidPredicate("MATCHES pattern \(String(reflecting: pattern)) is not a regular expression")
+        }
+    }
+
+    /// Whether `s` matches `regex` (made by ``regularExpression(_:_:)`` with the same options) as `MATCHES` does.
+    public static func matches(_ s: String, _ regex: NSRegularExpression, _ options: ComparisonOptions) -> Bool {
+        let hay = fold(s, options.subtracting(.caseInsensitive))
+        return regex.firstMatch(in: hay, range: NSRange(hay.startIndex..<hay.endIndex, in: hay)) != nil
+    }
+
     /// `LIKE` with `*` (any run, possibly empty) and `?` (exactly one scalar); every other scalar matches itself.
-    private static func like(_ s: [Unicode.Scalar], _ p: [Unicode.Scalar]) -> Bool {
+    private static func likeScalars(_ s: [Unicode.Scalar], _ p: [Unicode.Scalar]) -> Bool {
         var si = 0, pi = 0, star = -1, mark = 0
         while si < s.count {
             if pi < p.count, p[pi] == "*" { star = pi; mark = si; pi += 1 }

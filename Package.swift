@@ -174,7 +174,7 @@ let package = Package(
         // Seeded mutation fuzzing of every reader of untrusted input (a short deterministic run; longer by env var).
         .testTarget(
             name: "FuzzTests",
-            dependencies: ["StoreAPI", "SQLiteBackend", "LMDBBackend", "XMLBackend", "CoreDataBackend", "StoreTestSupport"]
+            dependencies: ["StoreAPI", "SQLiteBackend", "LMDBBackend", "XMLBackend", "CoreDataBackend", "PostgresBackend", "StoreTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,5 +1,6 @@
 import Foundation
 import LMDBBackend
+import PostgresBackend
 import SQLiteBackend
 @_spi(BackendKit) import StoreAPI
 import StoreTestSupport
@@ -7,7 +8,8 @@ import Testing
 import XMLBackend
 
 /// The predicate parser, fed mutated predicates; what parses is printed and parsed again, and run against the
-/// fixture store in every backend, whose answers must agree with the reference evaluator's.
+/// fixture store in every backend (PostgreSQL too when its server binaries are installed), whose answers must agree
+/// with the reference evaluator's — whether a backend runs the predicate in SQL or in memory.
 @Suite struct PredicateFuzzTests {
     /// Seeds as `Entity|predicate`, over the fixture schema (every attribute type and relationship kind).
     static let seeds = [
@@ -28,6 +30,9 @@ import XMLBackend
         "Person|spouse.spouse.name == 'P'", "Person|ANY pets.name BEGINSWITH 'R'",
         "Animal|owner.name == 'P' AND name != 'x'", "Dog|barks == TRUE", "Cat|lives BETWEEN {1, 9}",
         "Tag|books.@count == 0", "Tag|label MATCHES[c] '[XY]'", "Item|FALSEPREDICATE OR SELF == 2",
+        "Item|str ==[c] 'PLAIN'", "Item|str LIKE[cd] '*É*'", "Item|str BEGINSWITH[c] 'STRASSE' OR code ==[cd] 'a-1'",
+        "Item|str LIKE '%_*'", "Book|ANY tags.label LIKE[c] 'Y*'", "Book|ALL tags.label MATCHES '[a-z]'",
+        "Author|NONE books.title ==[cd] 'ONE'", "Book|tags.label CONTAINS[c] 'X'", "Author|ANY books.tags.@count > 1",
     ]
 
     /// The fixture store in memory (the reference) and in every persistent backend.
@@ -35,6 +40,8 @@ import XMLBackend
         let dir: TemporaryDirectory
         let reference: MemoryStore
         let others: [(String, any PersistentStore)]
+        /// The PostgreSQL store's URL, to drop its schema at the end.
+        let postgres: URL?
 
         init() throws {
             dir = try TemporaryDirectory("fuzz-predicate")
@@ -48,10 +55,22 @@ import XMLBackend
                 try FuzzFixture.write(backend, at: url)
                 others.append((backend.typeIdentifier, try backend.open(at: url, options: StoreProbe.readOnly, creating: nil)))
             }
+            if PostgresTestServer.isAvailable {
+                let url = try PostgresTestServer.shared().storeURL("fuzz")
+                let backend = PostgresStoreBackend()
+                try FuzzFixture.write(backend, at: url)
+                others.append((backend.typeIdentifier, try backend.open(at: url, options: StoreOptions(), creating: nil)))
+                postgres = url
+            } else {
+                postgres = nil
+            }
             self.others = others
         }
 
-        deinit { for (_, s) in others { try? s.close() } }
+        deinit {
+            for (_, s) in others { try? s.close() }
+            if let postgres { try? PostgresStoreBackend().destroyStore(at: postgres) }
+        }
     }
 
     /// Arguments for the placeholders in `format`: key names for `%K`, values of the right kind for the others.

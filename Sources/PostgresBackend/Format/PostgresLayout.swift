@@ -7,8 +7,8 @@ import Foundation
 /// ## Names
 /// Identifiers are always double-quoted and keep their case; names PostgreSQL would truncate (over 63 bytes) are
 /// replaced by short numbered ones, so two long names can never end up as one. Framework tables start with
-/// `_storeapi_`, hierarchy tables with `E_`, join tables with `J_`, indexes with `X_` and `U_`, so a user entity
-/// never collides with the framework:
+/// `_storeapi_`, hierarchy tables with `E_`, join tables with `J_`, indexes with `X_`, `U_` and `F_` (fetch
+/// indexes), so a user entity never collides with the framework:
 /// - `_storeapi_metadata(id = 1, json)` — the ``StoreMetadata`` JSON;
 /// - `_storeapi_keys(root, next)` — each hierarchy's next primary key, a row locked by every allocation, so two
 ///   processes never get the same key;
@@ -161,6 +161,38 @@ struct PostgresLayout: Sendable {
         ]
         s += tableStatements
         s += indexStatements
+        s += fetchIndexStatements
+        return s
+    }
+
+    /// An index per fetch index of each entity (`EntityDescription.allFetchIndexes`: Xcode's fetch indexes and
+    /// `indexed` attributes) over the hierarchy table's columns of its properties, descending where the element
+    /// says so — as the SQLite backend makes them. An index with an R-tree element, or over a property without a
+    /// column (a to-many or derived one), is not made. Fetch indexes only speed fetches up: they are not part of
+    /// ``fingerprint``, so schemas that differ in them alone share the tables.
+    var fetchIndexStatements: [String] {
+        var s: [String] = []
+        for (n, e) in schema.entities.enumerated() {
+            guard let pe = entities[e.name] else { continue }
+            let table = pe.table
+            for (k, index) in e.definition.allFetchIndexes.enumerated() {
+                var terms: [String] = []
+                for element in index.elements {
+                    guard element.kind == .binary else { break }
+                    var column = -1
+                    if let ai = e.attributeIndex(element.property) {
+                        column = pe.attributeColumns[ai]
+                    } else if let ri = e.relationshipIndex(element.property), case .foreignKey(let c) = pe.relationships[ri] {
+                        column = c
+                    }
+                    guard column >= 0, column < table.columns.count else { break }
+                    terms.append(Self.quote(table.columns[column].name) + (element.isAscending ? "" : " DESC"))
+                }
+                guard !terms.isEmpty, terms.count == index.elements.count else { continue }
+                let name = Self.fit("F_\(table.name).\(e.name).\(index.name)", fallback: "F\(n + 1)_\(k)_")
+                s.append("CREATE INDEX \(Self.quote(name)) ON \(Self.quote(table.name)) (\(terms.joined(separator: ", ")))")
+            }
+        }
         return s
     }
 

@@ -6,7 +6,8 @@ import Foundation
 /// evaluator's exact semantics: each calls the very ``PredicateEvaluator`` code the in-memory path runs, so the
 /// two paths cannot disagree (SQLite's own `LIKE`, `NOCASE` and `lower()` fold ASCII only, or not as Foundation
 /// does). They are registered on every connection the backend opens and are deterministic, so SQLite may
-/// evaluate them once per row and value.
+/// evaluate them once per row and value. ASCII-only text is folded and matched on its bytes (as the evaluator
+/// folds it: A-Z to a-z for `[c]`), without making a string per row.
 ///
 /// - `store_fold(text, options)`: the text folded by ``PredicateEvaluator/fold(_:_:)`` as a blob of UTF-8 (so
 ///   comparisons with it are bytewise — Unicode scalar order — and NUL characters survive); `NULL` for `NULL`.
@@ -40,6 +41,37 @@ enum PredicateFunctions {
     fileprivate static func options(_ value: OpaquePointer?) -> ComparisonOptions {
         ComparisonOptions(rawValue: Int(sqlite3_value_int(value)))
     }
+
+    /// Runs `body` with the argument's bytes folded as ``PredicateEvaluator/fold(_:_:)`` folds ASCII-only text
+    /// (A-Z to a-z for `[c]`, nothing else), without making a string; `nil` when the text is not ASCII-only.
+    /// Most text is ASCII, and making a `String` per row would cost more than the comparison.
+    fileprivate static func withFoldedASCII<T>(
+        _ value: OpaquePointer?, _ options: ComparisonOptions, _ body: (UnsafeRawBufferPointer) -> T
+    ) -> T? {
+        // The pointer first, then the length, as SQLite asks.
+        let base = sqlite3_value_blob(value)
+        let count = Int(sqlite3_value_bytes(value))
+        guard let base, count > 0 else { return body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        let bytes = UnsafeRawBufferPointer(start: base, count: count)
+        var hasUpper = false
+        for b in bytes {
+            if b >= 0x80 { return nil }
+            if b &- 0x41 < 26 { hasUpper = true }
+        }
+        guard hasUpper, options.contains(.caseInsensitive) else { return body(bytes) }
+        return withUnsafeTemporaryAllocation(byteCount: count, alignment: 1) { buffer in
+            for (i, b) in bytes.enumerated() { buffer[i] = b &- 0x41 < 26 ? b | 0x20 : b }
+            return body(UnsafeRawBufferPointer(buffer))
+        }
+    }
+
+    /// Whether every byte of the argument is ASCII.
+    fileprivate static func isASCII(_ value: OpaquePointer?) -> Bool {
+        let base = sqlite3_value_blob(value)
+        let count = Int(sqlite3_value_bytes(value))
+        guard let base, count > 0 else { return true }
+        return UnsafeRawBufferPointer(start: base, count: count).allSatisfy { $0 < 0x80 }
+    }
 }
 
 /// A compiled `MATCHES` pattern kept by SQLite between rows of one statement (`sqlite3_set_auxdata`).
@@ -50,8 +82,17 @@ private final class CompiledPattern {
 
 private let foldFunction: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void = {
     context, _, args in
-    guard let args, let text = PredicateFunctions.string(args[0]) else { return sqlite3_result_null(context) }
-    var folded = PredicateEvaluator.fold(text, PredicateFunctions.options(args[1]))
+    guard let args, sqlite3_value_type(args[0]) != SQLITE_NULL else { return sqlite3_result_null(context) }
+    let options = PredicateFunctions.options(args[1])
+    let done: Void? = PredicateFunctions.withFoldedASCII(args[0], options) { bytes in
+        if let base = bytes.baseAddress, !bytes.isEmpty {
+            sqlite3_result_blob(context, base, Int32(bytes.count), sqliteTransient)
+        } else {
+            sqlite3_result_zeroblob(context, 0)
+        }
+    }
+    guard done == nil, let text = PredicateFunctions.string(args[0]) else { return }
+    var folded = PredicateEvaluator.fold(text, options)
     folded.withUTF8 { bytes in
         if let base = bytes.baseAddress, !bytes.isEmpty {
             sqlite3_result_blob(context, base, Int32(bytes.count), sqliteTransient)
@@ -63,10 +104,20 @@ private let foldFunction: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePo
 
 private let likeFunction: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void = {
     context, _, args in
-    guard let args, let text = PredicateFunctions.string(args[0]), let pattern = PredicateFunctions.string(args[1]) else {
+    guard let args, sqlite3_value_type(args[0]) != SQLITE_NULL, sqlite3_value_type(args[1]) != SQLITE_NULL else {
         return sqlite3_result_null(context)
     }
-    let folded = PredicateEvaluator.fold(text, PredicateFunctions.options(args[2]))
+    let options = PredicateFunctions.options(args[2])
+    if PredicateFunctions.isASCII(args[1]) {
+        let base = sqlite3_value_blob(args[1])
+        let pattern = UnsafeRawBufferPointer(start: base, count: base == nil ? 0 : Int(sqlite3_value_bytes(args[1])))
+        let matched = PredicateFunctions.withFoldedASCII(args[0], options) { PredicateEvaluator.likeASCII($0, pattern: pattern) }
+        if let matched { return sqlite3_result_int(context, matched ? 1 : 0) }
+    }
+    guard let text = PredicateFunctions.string(args[0]), let pattern = PredicateFunctions.string(args[1]) else {
+        return sqlite3_result_null(context)
+    }
+    let folded = PredicateEvaluator.fold(text, options)
     sqlite3_result_int(context, PredicateEvaluator.like(folded, pattern: pattern) ? 1 : 0)
 }
 

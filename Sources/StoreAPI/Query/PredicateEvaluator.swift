@@ -603,15 +603,26 @@ import Foundation
 
     /// `LIKE` with `*` (any run, possibly empty) and `?` (exactly one scalar); every other scalar matches itself.
     private static func likeScalars(_ s: [Unicode.Scalar], _ p: [Unicode.Scalar]) -> Bool {
-        var si = 0, pi = 0, star = -1, mark = 0
-        while si < s.count {
-            if pi < p.count, p[pi] == "*" { star = pi; mark = si; pi += 1 }
-            else if pi < p.count, p[pi] == "?" || p[pi] == s[si] { si += 1; pi += 1 }
+        likeElements(s, p, star: "*", one: "?")
+    }
+
+    /// `LIKE` over ASCII-only text and pattern given as bytes (there each byte is one Unicode scalar, so this is
+    /// ``like(_:pattern:)`` without making strings): for a backend that matches row by row in its engine.
+    public static func likeASCII(_ s: UnsafeRawBufferPointer, pattern p: UnsafeRawBufferPointer) -> Bool {
+        likeElements(s, p, star: UInt8(ascii: "*"), one: UInt8(ascii: "?"))
+    }
+
+    private static func likeElements<C: RandomAccessCollection>(_ s: C, _ p: C, star wildcard: C.Element, one: C.Element) -> Bool
+    where C.Element: Equatable, C.Index == Int {
+        var si = s.startIndex, pi = p.startIndex, star = -1, mark = 0
+        while si < s.endIndex {
+            if pi < p.endIndex, p[pi] == wildcard { star = pi; mark = si; pi += 1 }
+            else if pi < p.endIndex, p[pi] == one || p[pi] == s[si] { si += 1; pi += 1 }
             else if star >= 0 { pi = star + 1; mark += 1; si = mark }
             else { return false }
         }
-        while pi < p.count, p[pi] == "*" { pi += 1 }
-        return pi == p.count
+        while pi < p.endIndex, p[pi] == wildcard { pi += 1 }
+        return pi == p.endIndex
     }
 }
 

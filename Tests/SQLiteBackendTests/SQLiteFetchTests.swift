@@ -334,7 +334,11 @@ import Testing
         let book = try #require(schema.entity(named: "Book"))
         var q = QueryTranslator(layout: layout)
         #expect(q.translateWithinLimits(wide, entity: book) != nil, "a long IN list is one SQL IN")
-        for p in [huge, deep, wide, .and([deep, .not(huge)])] {
+        // NOT (… OR NOT (… OR ANY …)), 11 deep: within the expression depth, beyond SQLite's parser stack.
+        var nested: FetchPredicate = .comparison(.any(["tags", "name"]), .equal, .constant("x"), [])
+        for _ in 0..<11 { nested = .not(.or([Self.cmp("title", .equal, "x"), nested])) }
+        #expect(q.translateWithinLimits(nested, entity: book) != nil, "translated, then found too deep to prepare")
+        for p in [huge, deep, wide, .and([deep, .not(huge)]), nested] {
             let request = FetchRequest(entity: "Book", predicate: p, sortDescriptors: [SortKey("title")])
             let a = try store.fetch(request)
             let b = try reference.fetch(request)

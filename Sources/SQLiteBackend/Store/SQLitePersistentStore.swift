@@ -121,12 +121,10 @@ final class SQLitePersistentStore: PersistentStore, PageScanningStore, PageInser
                 let entity = try schema.requireEntity(request.entity)
                 try evaluator(reader(c)).validate(request)
                 guard let table = layout.tables[entity.rootName] else { throw missingTable(entity.rootName) }
-                let (q, fragment) = translate(request, entity: entity)
-                guard let fragment else {
-                    var unsorted = request
-                    unsorted.sortDescriptors = []
-                    return try fetchLocked(unsorted, c).count
-                }
+                let (q, translated) = translate(request, entity: entity)
+                var unsorted = request
+                unsorted.sortDescriptors = []
+                guard let fragment = translated else { return try fetchLocked(unsorted, c).count }
                 let (whereSQL, bindings) = whereClause(entity: entity, request: request, table: table, fragment)
                 let from = "FROM \(SQLiteLayout.quote(table.name)) AS t \(q.joins.joined(separator: " ")) \(whereSQL)"
                 let sql: String
@@ -137,6 +135,7 @@ final class SQLitePersistentStore: PersistentStore, PageScanningStore, PageInser
                 } else {
                     sql = "SELECT COUNT(*) \(from)"
                 }
+                guard Self.prepares(sql, fragment, c) else { return try fetchLocked(unsorted, c).count }
                 return try c.withStatement(sql) { s in
                     try s.bind(all)
                     guard try s.step() else { return 0 }
@@ -242,13 +241,14 @@ final class SQLitePersistentStore: PersistentStore, PageScanningStore, PageInser
         let (translator, fragment) = translate(request, entity: entity)
         var q = translator
         let select = "SELECT \(table.selectList) FROM \(SQLiteLayout.quote(table.name)) AS t"
-        guard let fragment else {
+        func inMemory() throws -> [Record] {
             // Not translatable: load the candidates and let the reference evaluator do everything.
             Self.logInMemory(request)
             let (whereSQL, bindings) = whereClause(entity: entity, request: request, table: table, .alwaysTrue)
             let candidates = try reader.records("\(select) \(whereSQL) ORDER BY t._pk", bindings: bindings, table: table)
             return try evaluator(reader).execute(request, candidates: candidates)
         }
+        guard let fragment else { return try inMemory() }
         var sorted = q
         let order = sorted.orderBy(request.sortDescriptors, entity: entity)
         if order != nil { q = sorted }
@@ -256,16 +256,31 @@ final class SQLitePersistentStore: PersistentStore, PageScanningStore, PageInser
         let base = "\(select) \(q.joins.joined(separator: " ")) \(whereSQL)"
         guard let order else {
             // Filter in SQL, sort and slice with the evaluator (a sort key it cannot translate, such as a decimal).
+            guard Self.prepares("\(base) ORDER BY t._pk", fragment, c) else { return try inMemory() }
             var matched = try reader.records("\(base) ORDER BY t._pk", bindings: bindings, table: table)
             try evaluator(reader).sort(&matched, by: request.sortDescriptors)
             return PredicateEvaluator.slice(matched, offset: request.offset, limit: request.limit)
         }
         let orderSQL = (order + ["t._pk ASC"]).joined(separator: ", ")
         if request.offset > 0 || request.limit != nil {
-            return try reader.records(
-                "\(base) ORDER BY \(orderSQL) LIMIT ? OFFSET ?", bindings: bindings + limitBindings(request), table: table)
+            let sql = "\(base) ORDER BY \(orderSQL) LIMIT ? OFFSET ?"
+            guard Self.prepares(sql, fragment, c) else { return try inMemory() }
+            return try reader.records(sql, bindings: bindings + limitBindings(request), table: table)
         }
+        guard Self.prepares("\(base) ORDER BY \(orderSQL)", fragment, c) else { return try inMemory() }
         return try reader.records("\(base) ORDER BY \(orderSQL)", bindings: bindings, table: table)
+    }
+
+    /// Fragments nested at most this deep always fit SQLite's parser stack; deeper ones are prepared first.
+    static let shallowDepth = 24
+
+    /// Whether SQLite prepares `sql` (which stays in the statement cache for the fetch that follows). A deeply
+    /// nested translation — `NOT (… OR NOT (… OR ANY …))`, where each `EXISTS` subquery takes more of the parser's
+    /// stack — can overflow SQLite's parser stack, whose use depends on the tokens rather than on the expression
+    /// depth the translator limits; such a predicate is evaluated in memory instead of failing.
+    static func prepares(_ sql: String, _ fragment: QueryTranslator.Fragment, _ c: SQLiteConnection) -> Bool {
+        guard fragment.depth > shallowDepth else { return true }
+        return (try? c.withStatement(sql) { _ in }) != nil
     }
 
     /// Says that a predicate runs in memory over every candidate record — what to look for when a fetch is slow

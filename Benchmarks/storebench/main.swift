@@ -145,6 +145,10 @@ func runBenchmarks(_ options: Options) throws -> [String] {
            !(try SyncSection.run(count: options.smoke ? size : 100_000, smoke: options.smoke)) {
             failures.append("sync check")
         }
+        if options.wants("folding"), size == options.sizes.first,
+           !(try FoldingSection.run(count: options.smoke ? size : 100_000, runs: options.smoke ? 1 : 3)) {
+            failures.append("folding section check")
+        }
     }
 
     if options.wants("coredata") {

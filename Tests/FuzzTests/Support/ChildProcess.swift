@@ -6,8 +6,14 @@ import Glibc
 #endif
 
 /// Runs a program as a child process and measures what a test cannot measure in process: its peak memory
-/// (`ru_maxrss` from `wait4`) and whether it finished in time (it is killed after the timeout, and a kill counts
-/// as a hang). Foundation's `Process` reaps its children itself, so the child is spawned with `posix_spawn`.
+/// and whether it finished in time (it is killed after the timeout, and a kill counts as a hang). Foundation's
+/// `Process` reaps its children itself, so the child is spawned with `posix_spawn`.
+///
+/// The peak is the child's `ru_maxrss` from `wait4` when that exceeds this process's own peak; otherwise the highest
+/// `VmHWM` read from `/proc` every millisecond while it ran (so what it allocates in its last millisecond may be
+/// missed). Linux carries the spawning process's high-water mark into a child spawned sharing its memory (as
+/// `posix_spawn` does), so a child's `ru_maxrss` is never below the test process's own — which, with many tests
+/// running in it, can exceed a bound the child itself stays far below.
 enum ChildProcess {
     struct Result: CustomStringConvertible {
         var exitStatus: Int32?
@@ -50,7 +56,9 @@ enum ChildProcess {
         var status: Int32 = 0
         var usage = rusage()
         var timedOut = false
+        var sampledPeak = 0
         while true {
+            sampledPeak = max(sampledPeak, Self.highWaterMark(of: pid) ?? 0)
             let r = wait4(pid, &status, WNOHANG, &usage)
             if r == pid { break }
             if r < 0, errno != EINTR { break }
@@ -60,14 +68,39 @@ enum ChildProcess {
                 while wait4(pid, &status, 0, &usage) < 0, errno == EINTR {}
                 break
             }
-            usleep(5_000)
+            usleep(1_000)
         }
         let seconds = Date().timeIntervalSince(began)
+        var own = rusage()
+        #if os(Linux)
+        getrusage(RUSAGE_SELF.rawValue, &own)
+        #else
+        getrusage(RUSAGE_SELF, &own)
+        #endif
+        let reported = usage.ru_maxrss * 1024
+        let peak = reported > own.ru_maxrss * 1024 ? reported : sampledPeak
         let signaled = (status & 0x7F) != 0 && (status & 0x7F) != 0x7F
         return Result(
             exitStatus: signaled ? nil : (status >> 8) & 0xFF, signal: signaled ? status & 0x7F : nil, timedOut: timedOut,
-            peakMemoryBytes: usage.ru_maxrss * 1024, seconds: seconds,
+            peakMemoryBytes: peak, seconds: seconds,
             stdout: (try? String(contentsOf: out, encoding: .utf8)) ?? "",
             stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
+    }
+
+    /// The `VmHWM` of process `pid` in bytes, or `nil` when it cannot be read (the process is gone, or not Linux).
+    static func highWaterMark(of pid: pid_t) -> Int? {
+        // Read with read(2): /proc files report a size of 0, which Foundation's whole-file readers trust.
+        let fd = open("/proc/\(pid)/status", O_RDONLY)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: 4096)
+        let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard n > 0 else { return nil }
+        let status = String(decoding: bytes[..<n], as: UTF8.self)
+        for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+            let kilobytes = line.dropFirst("VmHWM:".count).split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) }
+            return kilobytes.map { $0 * 1024 }
+        }
+        return nil
     }
 }

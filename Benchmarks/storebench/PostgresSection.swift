@@ -63,6 +63,8 @@ enum PostgresSection {
         table.add(.timed("COPY FROM: binary vs text format", records: count, ours: Timing.median(binary), reference: Timing.median(text),
                          referenceName: "text (the backend's format)"))
 
+        failures += try upgradeRows(server, converted, count: count, runs: runs, table: table)
+
         // postgres → lmdb: pages of the store read with one query each; reference: COPY TO + raw mdb_put of each row.
         ours = []
         var reference: [Timing] = []
@@ -147,6 +149,44 @@ enum PostgresSection {
                          referenceName: "the same SQL through libpq, every value read", maxRatio: 1.5))
 
         failures += try concurrentSaves(server, saves: smoke ? 20 : 200, table: table)
+        return failures
+    }
+
+    /// Schema evolution on the server: a copy of `converted` upgraded to a schema with one more optional attribute,
+    /// in place (`ALTER TABLE`, no row rewritten), beside a streamed same-type copy of the same store — what an
+    /// upgrade that rewrote the store would at least do. The upgraded copy must have the new version hashes and
+    /// every item.
+    static func upgradeRows(_ server: BenchPostgresServer, _ converted: URL, count: Int, runs: Int,
+                            table: ResultsTable) throws -> [String] {
+        var definitions = try schema().definitions
+        if let i = definitions.firstIndex(where: { $0.name == "Item" }) {
+            definitions[i].attributes.append(AttributeDescription(name: "note", type: .string))
+        }
+        let next = try Schema(entities: definitions)
+        var failures: [String] = []
+        var upgrades: [Timing] = [], streamed: [Timing] = []
+        for run in 0..<runs {
+            let copy = server.url(schema: "upgraded\(run)")
+            _ = try StoreOperations().copyStore(from: converted, sourceType: "postgres", to: copy, type: "postgres")
+            upgrades.append(try server.timing { try StoreOperations().upgradeStore(at: copy, type: "postgres", to: next) }.1)
+            let store = try PostgresStoreBackend().open(at: copy, options: StoreOptions(isReadOnly: true, createIfMissing: false),
+                                                        creating: nil)
+            if store.metadata.versionHashes != next.versionHashes {
+                failures.append("postgres: the upgraded store does not have the new version hashes")
+            }
+            let n = try store.count(FetchRequest(entity: "Item"))
+            if n != count { failures.append("postgres: the upgraded store holds \(n) items, expected \(count)") }
+            try store.close()
+            try PostgresStoreBackend().destroyStore(at: copy)
+            let target = server.url(schema: "streamed\(run)")
+            streamed.append(try server.timing {
+                _ = try StoreOperations().copyStore(from: converted, sourceType: "postgres", to: target, type: "postgres",
+                                                    options: .init(allowFastCopy: false))
+            }.1)
+            try PostgresStoreBackend().destroyStore(at: target)
+        }
+        table.add(.timed("upgrade: + optional attribute, in place", records: count, ours: Timing.median(upgrades),
+                         reference: Timing.median(streamed), referenceName: "streamed same-type copy (ALTER TABLE rewrites no row)"))
         return failures
     }
 

@@ -1,6 +1,6 @@
 import Foundation
 
-/// A private PostgreSQL server for the `postgres` section: a cluster in a temporary directory (`initdb -A trust`),
+/// A private PostgreSQL server for the `postgres` and `sync` sections: a cluster in a temporary directory (`initdb -A trust`),
 /// on a Unix socket there and a free loopback port, as root run as the `postgres` user (PostgreSQL refuses root),
 /// under a shell watchdog that stops it and deletes the cluster when storebench is gone, however it ended.
 ///
@@ -81,6 +81,15 @@ final class BenchPostgresServer {
     /// A URL for a store in schema `schema`, over the loopback port.
     func url(schema: String) -> URL {
         URL(string: "postgres://postgres@127.0.0.1:\(port)/postgres?schema=\(schema)") ?? directory
+    }
+
+    /// Runs `psql` with one command against the server's database (as this user: `\copy` files are this
+    /// process's); returns its output.
+    @discardableResult
+    func psql(_ command: String) throws -> String {
+        guard let bin = Self.binDirectory else { throw Failure(description: "PostgreSQL binaries not found") }
+        return try Self.run([bin.appendingPathComponent("psql").path, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1",
+                             "-p", String(port), "-U", "postgres", "-d", "postgres", "-c", command], asPostgres: false)
     }
 
     /// libpq connection parameters for the same server and database.

@@ -59,10 +59,11 @@ enum SyncSection {
     }
 
     static func run(count: Int, smoke: Bool) throws -> Bool {
-        guard let server = try BenchPostgres.start() else {
+        guard BenchPostgresServer.binDirectory != nil else {
             print("\n# sync: skipped — no PostgreSQL server binaries (install postgresql, or set STOREAPI_PG_BINDIR)")
             return true
         }
+        let server = try BenchPostgresServer()
         defer { server.stop() }
         let dir = try Measure.temporaryDirectory("sync")
         defer { try? FileManager.default.removeItem(at: dir) }

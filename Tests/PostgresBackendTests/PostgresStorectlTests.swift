@@ -52,6 +52,39 @@ struct PostgresStorectlTests {
         #expect(gone.stderr.contains("no store there"), "\(gone.stderr)")
     }
 
+    /// `storectl create` makes a store on the server from a model and an import, all or nothing, and refuses a
+    /// second create of the same store.
+    @Test func createsAStoreOnTheServer() throws {
+        let server = try PostgresTestServer.shared()
+        let dir = try TemporaryDirectory("pg-storectl-create")
+        defer { dir.remove() }
+        let pg = server.storeURL("created").absoluteString
+        let create = try Child.storectl(["create", pg, "--model", PackagePaths.libraryModel.path,
+                                         "--import", PackagePaths.libraryData.path], in: dir)
+        try #require(create.status == 0, "\(create.stderr)")
+        #expect(create.stderr.contains("(postgres,"), "\(create.stderr)")
+        let export = try Child.storectl(["export", pg, "-o", "server.ndjson"], in: dir)
+        #expect(export.status == 0, "\(export.stderr)")
+        let exported = try String(contentsOf: dir.path("server.ndjson"), encoding: .utf8).split(separator: "\n")
+        let imported = try String(contentsOf: PackagePaths.libraryData, encoding: .utf8).split(separator: "\n")
+        #expect(exported.count == imported.count)
+        // Every record the import names by its global ID is there under it (the others get new ones).
+        func globalID(_ line: Substring) -> String? {
+            line.range(of: #""id":"[0-9A-Fa-f-]{36}""#, options: .regularExpression).map { line[$0].uppercased() }
+        }
+        let stored = Set(exported.compactMap(globalID))
+        let named = imported.compactMap(globalID)
+        #expect(!named.isEmpty && named.allSatisfy(stored.contains))
+        let verify = try Child.storectl(["verify", pg], in: dir)
+        #expect(verify.status == 0, "\(verify.stdout) \(verify.stderr)")
+
+        let again = try Child.storectl(["create", pg, "--model", PackagePaths.libraryModel.path], in: dir)
+        #expect(again.status == 2)
+        #expect(again.stderr.contains("already exists"), "\(again.stderr)")
+        let destroy = try Child.storectl(["destroy", pg], in: dir)
+        #expect(destroy.status == 0, "\(destroy.stderr)")
+    }
+
     /// A password in the URL reaches libpq and nothing else: not the error of a refused connection, not the
     /// output of a failed command.
     @Test func passwordsNeverAppearInOutput() throws {

@@ -57,19 +57,21 @@ struct CreateCommand: ParsableCommand {
             if let configuration { _ = try schema.entities(inConfiguration: configuration) }
             let backend = try Backends.forNewStore(at: url, type: type, option: "--type")
             let custom = try MetadataArguments.parse(metadata)
-            if !force, FileManager.default.fileExists(atPath: url.path) || (try? Backends.registry.detectBackend(at: url)) != nil {
+            let local = url.isFileURL
+            if !force, (local && FileManager.default.fileExists(atPath: url.path)) || (try? Backends.registry.detectBackend(at: url)) != nil {
                 throw StoreError.storeExists(url)
             }
-            try Backends.operations.checkDestinationFolder(of: url)
-            let meta = StoreMetadata(storeType: backend.typeIdentifier, schema: schema, configuration: configuration, custom: custom)
-
+            if local { try Backends.operations.checkDestinationFolder(of: url) }
             // Build the store in a work directory beside the destination (under the store's own name, so the
-            // backend treats it as any store), then place it with the operations' staged, atomic copy.
-            let workspace = try Self.workspace(for: url)
-            let staged = workspace.appendingPathComponent(url.lastPathComponent)
+            // backend treats it as any store), then place it with the operations' staged, atomic copy. A store on a
+            // server is built as an SQLite store in a temporary directory, and converted onto the server the same way.
+            let workBackend = local ? backend : try Backends.registry.backend(for: "sqlite")
+            let meta = StoreMetadata(storeType: workBackend.typeIdentifier, schema: schema, configuration: configuration, custom: custom)
+            let workspace = try local ? Self.workspace(for: url) : Self.temporaryWorkspace()
+            let staged = workspace.appendingPathComponent(local ? url.lastPathComponent : "staged.sqlite")
             var summary: NDJSONImporter.Summary?
             defer { try? FileManager.default.removeItem(at: workspace) }
-            let store = try backend.open(at: staged, options: StoreOptions(), creating: meta)
+            let store = try workBackend.open(at: staged, options: StoreOptions(), creating: meta)
             do {
                 if let importFile {
                     let bar = ProgressBar("importing", quiet: common.quiet)
@@ -81,7 +83,7 @@ struct CreateCommand: ParsableCommand {
                 try? store.close()
                 throw error
             }
-            try Backends.operations.copyStore(from: staged, sourceType: backend.typeIdentifier, to: url, type: backend.typeIdentifier,
+            try Backends.operations.copyStore(from: staged, sourceType: workBackend.typeIdentifier, to: url, type: backend.typeIdentifier,
                                               options: .init(replacingExisting: force))
             var line = "created \(url.displayName) (\(backend.typeIdentifier), \(schema.entities.count) entities, store UUID \(meta.storeUUID.uuidString))"
             if let summary { line += " with \(Console.count(summary.inserted)) records" }
@@ -90,6 +92,20 @@ struct CreateCommand: ParsableCommand {
     }
 
     static let workspacePrefix = ".storectl-create-"
+
+    /// A fresh work directory in the temporary directory, for a store built here and placed on a server. (Nothing
+    /// names it after the store, so one that an interrupted `create` left is not found again: the system's
+    /// temporary-file cleanup removes it.)
+    static func temporaryWorkspace() throws -> URL {
+        let workspace = FileManager.default.temporaryDirectory
+            .appendingPathComponent(workspacePrefix + UUID().uuidString + ".d", isDirectory: true)
+        do {
+            try FileManager.default.createDirectory(at: workspace, withIntermediateDirectories: false)
+        } catch {
+            throw StoreError.io(workspace, operation: "creating a work directory", reason: error.localizedDescription)
+        }
+        return workspace
+    }
 
     /// A fresh work directory beside `url`, after removing those an interrupted `create` of the same path left.
     static func workspace(for url: URL) throws -> URL {

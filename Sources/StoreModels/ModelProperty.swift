@@ -23,11 +23,18 @@ public struct ModelProperty: Sendable {
     }
 
     /// An attribute of a ``ModelValue`` type.
+    ///
+    /// `defaultValue` is the schema's default: what records written before the attribute existed read after a
+    /// schema upgrade, so that a required attribute can be added to a model with existing stores. ``Model(_:)``
+    /// passes a property's initial value when it is a constant (a literal or an enum case), never an expression
+    /// evaluated per instance such as `Date()`.
     public static func attribute<T: ModelValue>(
-        _ name: String, _ type: T.Type, indexed: Bool = false, unique: Bool = false
+        _ name: String, _ type: T.Type, indexed: Bool = false, unique: Bool = false, default defaultValue: T? = nil
     ) -> ModelProperty {
-        ModelProperty(kind: .attribute(
-            AttributeDescription(name: name, type: T.attributeType, isOptional: T.isOptionalValue, isIndexed: indexed),
+        let stored = defaultValue.flatMap { try? $0.storeValue }
+        return ModelProperty(kind: .attribute(
+            AttributeDescription(name: name, type: T.attributeType, isOptional: T.isOptionalValue,
+                                 defaultValue: stored?.isNull == true ? nil : stored, isIndexed: indexed),
             unique: unique))
     }
 

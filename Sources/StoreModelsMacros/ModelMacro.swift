@@ -44,7 +44,9 @@ public struct ModelMacro: MemberMacro, ExtensionMacro {
             keyPaths.append("if keyPath == \\\(typeName).\(p.name) { return \(name) }")
             switch p.kind {
             case .attribute:
-                describe.append(".attribute(\(name), (\(p.type)).self, indexed: \(p.indexed), unique: \(p.unique))")
+                // `as` gives the constant the property's type, as the declaration's initializer did.
+                let defaultArgument = p.constantDefault.map { ", default: (\($0) as \(p.type))" } ?? ""
+                describe.append(".attribute(\(name), (\(p.type)).self, indexed: \(p.indexed), unique: \(p.unique)\(defaultArgument))")
                 decode.append("self.\(p.name) = try row.attribute(\(i))")
                 encode.append("row.attribute(self.\(p.name))")
             case .toOne(let destination, let optional):
@@ -147,9 +149,33 @@ public struct ModelMacro: MemberMacro, ExtensionMacro {
                 storedName: stringArgument(options, "name") ?? name,
                 inverse: inverseArgument(relationship), deleteRule: argument(relationship, "deleteRule"),
                 ordered: argument(relationship, "ordered") == "true",
-                indexed: argument(attr, "indexed") == "true", unique: argument(attr, "unique") == "true"))
+                indexed: argument(attr, "indexed") == "true", unique: argument(attr, "unique") == "true",
+                constantDefault: type.is(ImplicitlyUnwrappedOptionalTypeSyntax.self)
+                    ? nil : binding.initializer.flatMap { constantExpression($0.value) }))
         }
         return out
+    }
+
+    /// The initial value as written when it is a constant the schema can hold as a default: a number, string
+    /// (without interpolation) or Boolean literal, a negated number, or an enum case (`.draft`). Anything else
+    /// (`Date()`, `UUID()`, a function call) is evaluated per instance and is not a schema default.
+    private static func constantExpression(_ expression: ExprSyntax) -> String? {
+        if expression.is(IntegerLiteralExprSyntax.self) || expression.is(FloatLiteralExprSyntax.self)
+            || expression.is(BooleanLiteralExprSyntax.self) {
+            return expression.trimmedDescription
+        }
+        if let string = expression.as(StringLiteralExprSyntax.self) {
+            let plain = string.segments.allSatisfy { $0.is(StringSegmentSyntax.self) }
+            return plain ? string.trimmedDescription : nil
+        }
+        if let prefix = expression.as(PrefixOperatorExprSyntax.self), prefix.operator.text == "-",
+           prefix.expression.is(IntegerLiteralExprSyntax.self) || prefix.expression.is(FloatLiteralExprSyntax.self) {
+            return expression.trimmedDescription
+        }
+        if let member = expression.as(MemberAccessExprSyntax.self), member.base == nil {
+            return expression.trimmedDescription
+        }
+        return nil
     }
 
     private static func argument(_ attribute: AttributeSyntax?, _ label: String) -> String? {

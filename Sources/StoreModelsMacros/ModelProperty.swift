@@ -21,6 +21,8 @@ struct ModelPropertySyntax {
     let ordered: Bool
     let indexed: Bool
     let unique: Bool
+    /// The initial value, as written, when it is a constant the schema can hold as the attribute's default.
+    let constantDefault: String?
 
     /// Reads the property's kind from its type's spelling: relationships are the ones holding `ModelRef`s.
     static func kind(of type: TypeSyntax) -> Kind {

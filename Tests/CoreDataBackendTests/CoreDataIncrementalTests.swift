@@ -387,6 +387,7 @@ import Testing
             at: url, options: StoreOptions(), creating: StoreMetadata(storeType: "coredata", storeUUID: UUID(), schema: schema))
         defer { try? destination.close() }
         let store = try #require(destination as? CoreDataStore)
+        store.pendingPositionKeyLimit = 0
         store.pendingPositionLimit = 5
         try StoreTransfer(batchSize: 37).copy(from: source, to: destination)
         let authors = records.filter { $0.entity == "Author" }

@@ -62,7 +62,7 @@ import Testing
     }
 
     /// Pages whose rows are inserted as they are read (no link into their own table) leave the tables records leave,
-    /// with the entity columns of to-ones into a hierarchy, ordered positions held in memory and spilled to the
+    /// with the entity columns of to-ones into a hierarchy, ordered positions held by key, in a map and spilled to the
     /// temporary table, and both sides of a many-to-many, whether owners come before their members or after them.
     @Test(arguments: [["Person", "Author", "Tag", "Book", "Review"], ["Review", "Book", "Tag", "Author", "Person"]])
     func independentRowsLoadLikeRecords(order: [String]) throws {
@@ -79,8 +79,13 @@ import Testing
             defer { try? store.close() }
             let bulk = try #require(store as? any BulkLoadingStore)
             let sink = try #require(store as? any PageInsertingStore)
-            // Few positions in memory: the pages' members read theirs back from the temporary table.
-            if asPages { try #require(store as? CoreDataStore).pendingPositionLimit = 7 }
+            // Waiting positions in all three places: by key for reviews 1-45, then 7 in the map, the rest in the
+            // temporary table.
+            if asPages {
+                let coreData = try #require(store as? CoreDataStore)
+                coreData.pendingPositionKeyLimit = 45
+                coreData.pendingPositionLimit = 7
+            }
             #expect(try bulk.beginBulkLoad())
             for name in order {
                 let all = records.filter { $0.entity == name }.sorted { $0.primaryKey < $1.primaryKey }

@@ -50,8 +50,26 @@ struct CoreDataPendingLinks {
         }
     }
 
+    /// Keeps `position` for `key` by the member's key (``CoreDataWaitingPositions``) when it fits there, in a bulk
+    /// load; `false` when it does not.
+    mutating func keepByKey(_ position: Int64, for key: Key) -> Bool {
+        guard waiting.set(position, member: key.primaryKey, table: key.table, order: key.column) else { return false }
+        // One place holds a member's position, so that the last one given wins.
+        _ = takeMappedPosition(key)
+        return true
+    }
+
     /// The position kept for `key`, removed.
     mutating func takePosition(_ key: Key) -> Int64? {
+        if !waiting.isEmpty, let position = waiting.take(member: key.primaryKey, table: key.table, order: key.column) {
+            return position
+        }
+        return takeMappedPosition(key)
+    }
+
+    /// The position kept for `key` in the map, removed; a position given later for the same member went by key
+    /// (``keepByKey(_:for:)``) and was taken first.
+    private mutating func takeMappedPosition(_ key: Key) -> Int64? {
         guard positionCount > 0,
             let position = positions[Column(table: key.table, column: key.column)]?.removeValue(forKey: key.primaryKey)
         else { return nil }
@@ -81,6 +99,8 @@ struct CoreDataPendingLinks {
     var spilled = CoreDataSpilledPositions()
     /// In a bulk load: the entity numbers of rows that entity columns may point at.
     var loadedEntities = CoreDataLoadedEntities()
+    /// In a bulk load: the waiting positions kept by member key, before the map and the temporary table.
+    var waiting = CoreDataWaitingPositions()
 }
 
 /// Writes one save into a Core Data store's tables, inside the caller's transaction, touching only the rows the
@@ -384,9 +404,12 @@ struct CoreDataRowWriter {
                 // Not stored yet (a transfer writes owners before members): kept until the member's row is inserted.
                 if link.hasInverse, let order = link.order {
                     let key = Key(table: link.table, column: order, primaryKey: m)
+                    if isBulkLoad, pending.keepByKey(position, for: key) {
+                        continue
+                    }
+                    // One place holds a member's position, so that the last one given wins.
+                    _ = pending.takePosition(key)
                     if isBulkLoad, pending.positionCount >= pending.positionLimit {
-                        // One place holds a member's position, so that the last one given wins.
-                        _ = pending.takePosition(key)
                         try pending.spilled.add(position, member: m, table: link.table, order: order, db)
                     } else {
                         pending.setPosition(position, for: key)

@@ -362,10 +362,17 @@ final class CoreDataStore: PersistentStore, PageScanningStore, PageInsertingStor
         set { lock.withLock { pending.positionLimit = newValue } }
     }
 
+    /// The highest member key whose waiting position a bulk load keeps by key (tests lower it).
+    var pendingPositionKeyLimit: Int64 {
+        get { lock.withLock { pending.waiting.keyLimit } }
+        set { lock.withLock { pending.waiting.keyLimit = newValue } }
+    }
+
     /// Drops what a bulk load kept for the rows it inserted: the ordered-list positions it spilled, each read when
     /// its member was inserted, and the entity numbers of its rows (the caller holds the lock, inside a transaction).
     func finishSpilledPositions(_ c: CoreDataConnection) throws {
         try pending.spilled.finish(c)
+        pending.waiting.removeAll()
         pending.loadedEntities.removeAll()
     }
 

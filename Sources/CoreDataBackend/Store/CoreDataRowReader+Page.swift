@@ -110,10 +110,39 @@ extension CoreDataRowReader {
     /// third column, each member's position, is appended there.
     private func runs(owners: [Int64], positions: UnsafeMutablePointer<[Int64]>? = nil,
                       _ sql: (_ keys: Int) -> String?) throws -> Runs {
-        var runs = Runs(starts: [Int](repeating: 0, count: owners.count + 1))
-        runs.members.reserveCapacity(owners.count)
+        var builder = RunsBuilder(owners: owners, positions: positions)
+        guard let first = owners.first, let last = owners.last else { return builder.runs }
+        // The rows go to the builder from closures written out here, not a local function passed on: a local
+        // function's captured state is checked for exclusive access at run time, on every row.
+        // The page's owners are usually dense in their table (a page is consecutive keys of its entity): one range
+        // from the first to the last is then cheaper than lists of keys, and reads few rows of other owners.
+        if last &- first < 4 * Int64(owners.count), let sql = sql(0) {
+            try connection.query(sql, [.integer(first), .integer(last)]) { builder.add($0) }
+        } else {
+            for chunk in CoreDataSQL.chunks(owners) {
+                guard let sql = sql(chunk.count) else { break }
+                try connection.query(sql, chunk) { builder.add($0) }
+            }
+        }
+        return builder.finish()
+    }
+
+    /// Gathers (owner, member[, position]) rows, which come ordered by owner, into ``Runs``.
+    private struct RunsBuilder {
+        let owners: [Int64]
+        let positions: UnsafeMutablePointer<[Int64]>?
+        var runs: Runs
+        /// The owner the rows have reached.
         var at = 0
-        func row(_ s: OpaquePointer) {
+
+        init(owners: [Int64], positions: UnsafeMutablePointer<[Int64]>?) {
+            self.owners = owners
+            self.positions = positions
+            runs = Runs(starts: [Int](repeating: 0, count: owners.count + 1))
+            runs.members.reserveCapacity(owners.count)
+        }
+
+        mutating func add(_ s: OpaquePointer) {
             guard sqlite3_column_type(s, 0) == SQLITE_INTEGER, sqlite3_column_type(s, 1) == SQLITE_INTEGER else { return }
             let owner = sqlite3_column_int64(s, 0)
             while at < owners.count, owners[at] < owner {
@@ -126,22 +155,14 @@ extension CoreDataRowReader {
             // A position that is not an integer compares as SQL compares it: the caller then asks SQL to sort.
             positions?.pointee.append(sqlite3_column_type(s, 2) == SQLITE_INTEGER ? sqlite3_column_int64(s, 2) : .max)
         }
-        guard let first = owners.first, let last = owners.last else { return runs }
-        // The page's owners are usually dense in their table (a page is consecutive keys of its entity): one range
-        // from the first to the last is then cheaper than lists of keys, and reads few rows of other owners.
-        if last &- first < 4 * Int64(owners.count), let sql = sql(0) {
-            try connection.query(sql, [.integer(first), .integer(last)], row: row)
-        } else {
-            for chunk in CoreDataSQL.chunks(owners) {
-                guard let sql = sql(chunk.count) else { break }
-                try connection.query(sql, chunk, row: row)
+
+        mutating func finish() -> Runs {
+            while at < owners.count {
+                at += 1
+                runs.starts[at] = runs.members.count
             }
+            return runs
         }
-        while at < owners.count {
-            at += 1
-            runs.starts[at] = runs.members.count
-        }
-        return runs
     }
 
     /// The runs of an ordered to-many read by ``positionedSQL(_:)``, each put in list order (position, then key,

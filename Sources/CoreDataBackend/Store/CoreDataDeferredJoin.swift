@@ -6,7 +6,8 @@ import Foundation
 /// order-independent checksum and checked against the join table when the load finishes.
 ///
 /// A transfer delivers both sides of every many-to-many, each pair twice; the second copy would cost a statement
-/// that only finds the row there already. The side that writes is the first the load meets; the other must list
+/// that only finds the row there already. The side that writes is the one leading the table's primary key
+/// (``CoreDataWritePlan/bulkJoinWriters``), else the first the load meets; the other must list
 /// exactly the rows it wrote (compared as a `PairSetChecksum`), or the load fails naming the relationship.
 struct CoreDataDeferredJoin {
     let table: String

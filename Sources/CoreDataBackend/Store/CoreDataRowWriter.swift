@@ -431,13 +431,14 @@ struct CoreDataRowWriter {
                 }
             }
             if isBulkLoad, isInsert, link.myOrder == nil {
-                // The first side of a join table a bulk load meets writes its rows; the other, unordered, only
-                // adds its pairs to a checksum that must match the table when the load finishes.
+                // One side of a join table writes its rows (the side leading its primary key, else the first a
+                // bulk load meets); the other, unordered, only adds its pairs to a checksum that must match the
+                // table when the load finishes.
                 let writer: String
                 if let known = pending.joinWriters[link.table] {
                     writer = known
                 } else {
-                    writer = link.mine
+                    writer = plan.bulkJoinWriters[link.table] ?? link.mine
                     pending.joinWriters[link.table] = writer
                 }
                 if writer != link.mine {

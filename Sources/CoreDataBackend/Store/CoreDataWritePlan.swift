@@ -154,6 +154,11 @@ struct CoreDataWritePlan {
     let rootNumbers: [String: Int64]
     /// The many-to-many join tables.
     var joinTables: Set<String> { Set(joinColumns.values.flatMap { $0.map(\.table) }) }
+    /// For each join table, the column whose side writes the rows in a bulk load (the other side's pairs are
+    /// checked at the end, see ``CoreDataDeferredJoin``): the column that leads the table's primary key, when a side
+    /// keeps its keys there. A transfer sends each side's records in key order, so that side's rows come in the
+    /// primary key's order and are appended to its index; the other side's would land all over it.
+    let bulkJoinWriters: [String: String]
 
     init(url: URL, layout: CoreDataLayout, schema: Schema) throws(StoreError) {
         var tables: [String: Table] = [:]
@@ -307,6 +312,16 @@ struct CoreDataWritePlan {
                 incoming[root, default: []].append((p.table.name, fk, ent, order))
             }
         }
+        var sides: [String: Set<String>] = [:]
+        for p in plans.values {
+            for case .join(let link) in p.links { sides[link.table, default: []].insert(link.mine) }
+        }
+        var writers: [String: String] = [:]
+        for t in layout.tables {
+            guard case .join = t.kind, let first = t.columns.first?.name, sides[t.name]?.contains(first) == true else { continue }
+            writers[t.name] = first
+        }
+        bulkJoinWriters = writers
         entities = plans
         self.tables = tables
         self.incoming = incoming

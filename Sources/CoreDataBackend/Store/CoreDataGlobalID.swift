@@ -71,53 +71,241 @@ enum CoreDataGlobalID {
                 byte(h.2, 3), byte(h.3, 0), byte(h.3, 1), byte(h.3, 2), byte(h.3, 3)))
         }
 
-        /// SHA-1 of one padded block (big-endian words, overwritten with the message schedule): the first four words
-        /// of the digest (a UUID takes 16 bytes).
+        /// SHA-1 of one padded block (big-endian words): the first four words of the digest (a UUID takes 16 bytes).
+        ///
+        /// Written out round by round, the schedule in sixteen locals: with every word's index a constant, the
+        /// compiler keeps the state in registers and computes no index per word.
         private static func compress(_ m: UnsafeMutableBufferPointer<UInt32>) -> (UInt32, UInt32, UInt32, UInt32) {
             @inline(__always) func rotl(_ x: UInt32, _ n: UInt32) -> UInt32 { (x << n) | (x >> (32 - n)) }
-            /// Word `i` of the message schedule; from 16 on, computed and kept in place of word `i - 16`.
-            @inline(__always) func w(_ i: Int) -> UInt32 {
-                guard i >= 16 else { return m[i] }
-                let x = rotl(m[(i &- 3) & 15] ^ m[(i &- 8) & 15] ^ m[(i &- 14) & 15] ^ m[i & 15], 1)
-                m[i & 15] = x
-                return x
-            }
-            // One step per round function, each changing only `b` and `e`: five steps with the variables renamed
-            // in turn leave them where they started, so no step moves all five.
-            @inline(__always) func ch(_ a: UInt32, _ b: inout UInt32, _ c: UInt32, _ d: UInt32, _ e: inout UInt32, _ w: UInt32) {
-                e = e &+ rotl(a, 5) &+ ((b & c) | (~b & d)) &+ 0x5A827999 &+ w
-                b = rotl(b, 30)
-            }
-            @inline(__always) func parity1(_ a: UInt32, _ b: inout UInt32, _ c: UInt32, _ d: UInt32, _ e: inout UInt32, _ w: UInt32) {
-                e = e &+ rotl(a, 5) &+ (b ^ c ^ d) &+ 0x6ED9EBA1 &+ w
-                b = rotl(b, 30)
-            }
-            @inline(__always) func maj(_ a: UInt32, _ b: inout UInt32, _ c: UInt32, _ d: UInt32, _ e: inout UInt32, _ w: UInt32) {
-                e = e &+ rotl(a, 5) &+ ((b & c) | (b & d) | (c & d)) &+ 0x8F1BBCDC &+ w
-                b = rotl(b, 30)
-            }
-            @inline(__always) func parity2(_ a: UInt32, _ b: inout UInt32, _ c: UInt32, _ d: UInt32, _ e: inout UInt32, _ w: UInt32) {
-                e = e &+ rotl(a, 5) &+ (b ^ c ^ d) &+ 0xCA62C1D6 &+ w
-                b = rotl(b, 30)
-            }
-            var (a, b, c, d, e): (UInt32, UInt32, UInt32, UInt32, UInt32) =
-                (0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0)
-            for i in stride(from: 0, to: 20, by: 5) {
-                ch(a, &b, c, d, &e, w(i)); ch(e, &a, b, c, &d, w(i + 1)); ch(d, &e, a, b, &c, w(i + 2))
-                ch(c, &d, e, a, &b, w(i + 3)); ch(b, &c, d, e, &a, w(i + 4))
-            }
-            for i in stride(from: 20, to: 40, by: 5) {
-                parity1(a, &b, c, d, &e, w(i)); parity1(e, &a, b, c, &d, w(i + 1)); parity1(d, &e, a, b, &c, w(i + 2))
-                parity1(c, &d, e, a, &b, w(i + 3)); parity1(b, &c, d, e, &a, w(i + 4))
-            }
-            for i in stride(from: 40, to: 60, by: 5) {
-                maj(a, &b, c, d, &e, w(i)); maj(e, &a, b, c, &d, w(i + 1)); maj(d, &e, a, b, &c, w(i + 2))
-                maj(c, &d, e, a, &b, w(i + 3)); maj(b, &c, d, e, &a, w(i + 4))
-            }
-            for i in stride(from: 60, to: 80, by: 5) {
-                parity2(a, &b, c, d, &e, w(i)); parity2(e, &a, b, c, &d, w(i + 1)); parity2(d, &e, a, b, &c, w(i + 2))
-                parity2(c, &d, e, a, &b, w(i + 3)); parity2(b, &c, d, e, &a, w(i + 4))
-            }
+            let k1: UInt32 = 0x5A82_7999, k2: UInt32 = 0x6ED9_EBA1, k3: UInt32 = 0x8F1B_BCDC, k4: UInt32 = 0xCA62_C1D6
+            var w0 = m[0], w1 = m[1], w2 = m[2], w3 = m[3], w4 = m[4], w5 = m[5], w6 = m[6], w7 = m[7]
+            var w8 = m[8], w9 = m[9], w10 = m[10], w11 = m[11], w12 = m[12], w13 = m[13], w14 = m[14], w15 = m[15]
+            var a: UInt32 = 0x6745_2301, b: UInt32 = 0xEFCD_AB89, c: UInt32 = 0x98BA_DCFE, d: UInt32 = 0x1032_5476
+            var e: UInt32 = 0xC3D2_E1F0
+            e = e &+ rotl(a, 5) &+ (d ^ (b & (c ^ d))) &+ k1 &+ w0
+            b = rotl(b, 30)
+            d = d &+ rotl(e, 5) &+ (c ^ (a & (b ^ c))) &+ k1 &+ w1
+            a = rotl(a, 30)
+            c = c &+ rotl(d, 5) &+ (b ^ (e & (a ^ b))) &+ k1 &+ w2
+            e = rotl(e, 30)
+            b = b &+ rotl(c, 5) &+ (a ^ (d & (e ^ a))) &+ k1 &+ w3
+            d = rotl(d, 30)
+            a = a &+ rotl(b, 5) &+ (e ^ (c & (d ^ e))) &+ k1 &+ w4
+            c = rotl(c, 30)
+            e = e &+ rotl(a, 5) &+ (d ^ (b & (c ^ d))) &+ k1 &+ w5
+            b = rotl(b, 30)
+            d = d &+ rotl(e, 5) &+ (c ^ (a & (b ^ c))) &+ k1 &+ w6
+            a = rotl(a, 30)
+            c = c &+ rotl(d, 5) &+ (b ^ (e & (a ^ b))) &+ k1 &+ w7
+            e = rotl(e, 30)
+            b = b &+ rotl(c, 5) &+ (a ^ (d & (e ^ a))) &+ k1 &+ w8
+            d = rotl(d, 30)
+            a = a &+ rotl(b, 5) &+ (e ^ (c & (d ^ e))) &+ k1 &+ w9
+            c = rotl(c, 30)
+            e = e &+ rotl(a, 5) &+ (d ^ (b & (c ^ d))) &+ k1 &+ w10
+            b = rotl(b, 30)
+            d = d &+ rotl(e, 5) &+ (c ^ (a & (b ^ c))) &+ k1 &+ w11
+            a = rotl(a, 30)
+            c = c &+ rotl(d, 5) &+ (b ^ (e & (a ^ b))) &+ k1 &+ w12
+            e = rotl(e, 30)
+            b = b &+ rotl(c, 5) &+ (a ^ (d & (e ^ a))) &+ k1 &+ w13
+            d = rotl(d, 30)
+            a = a &+ rotl(b, 5) &+ (e ^ (c & (d ^ e))) &+ k1 &+ w14
+            c = rotl(c, 30)
+            e = e &+ rotl(a, 5) &+ (d ^ (b & (c ^ d))) &+ k1 &+ w15
+            b = rotl(b, 30)
+            w0 = rotl(w13 ^ w8 ^ w2 ^ w0, 1)
+            d = d &+ rotl(e, 5) &+ (c ^ (a & (b ^ c))) &+ k1 &+ w0
+            a = rotl(a, 30)
+            w1 = rotl(w14 ^ w9 ^ w3 ^ w1, 1)
+            c = c &+ rotl(d, 5) &+ (b ^ (e & (a ^ b))) &+ k1 &+ w1
+            e = rotl(e, 30)
+            w2 = rotl(w15 ^ w10 ^ w4 ^ w2, 1)
+            b = b &+ rotl(c, 5) &+ (a ^ (d & (e ^ a))) &+ k1 &+ w2
+            d = rotl(d, 30)
+            w3 = rotl(w0 ^ w11 ^ w5 ^ w3, 1)
+            a = a &+ rotl(b, 5) &+ (e ^ (c & (d ^ e))) &+ k1 &+ w3
+            c = rotl(c, 30)
+            w4 = rotl(w1 ^ w12 ^ w6 ^ w4, 1)
+            e = e &+ rotl(a, 5) &+ (b ^ c ^ d) &+ k2 &+ w4
+            b = rotl(b, 30)
+            w5 = rotl(w2 ^ w13 ^ w7 ^ w5, 1)
+            d = d &+ rotl(e, 5) &+ (a ^ b ^ c) &+ k2 &+ w5
+            a = rotl(a, 30)
+            w6 = rotl(w3 ^ w14 ^ w8 ^ w6, 1)
+            c = c &+ rotl(d, 5) &+ (e ^ a ^ b) &+ k2 &+ w6
+            e = rotl(e, 30)
+            w7 = rotl(w4 ^ w15 ^ w9 ^ w7, 1)
+            b = b &+ rotl(c, 5) &+ (d ^ e ^ a) &+ k2 &+ w7
+            d = rotl(d, 30)
+            w8 = rotl(w5 ^ w0 ^ w10 ^ w8, 1)
+            a = a &+ rotl(b, 5) &+ (c ^ d ^ e) &+ k2 &+ w8
+            c = rotl(c, 30)
+            w9 = rotl(w6 ^ w1 ^ w11 ^ w9, 1)
+            e = e &+ rotl(a, 5) &+ (b ^ c ^ d) &+ k2 &+ w9
+            b = rotl(b, 30)
+            w10 = rotl(w7 ^ w2 ^ w12 ^ w10, 1)
+            d = d &+ rotl(e, 5) &+ (a ^ b ^ c) &+ k2 &+ w10
+            a = rotl(a, 30)
+            w11 = rotl(w8 ^ w3 ^ w13 ^ w11, 1)
+            c = c &+ rotl(d, 5) &+ (e ^ a ^ b) &+ k2 &+ w11
+            e = rotl(e, 30)
+            w12 = rotl(w9 ^ w4 ^ w14 ^ w12, 1)
+            b = b &+ rotl(c, 5) &+ (d ^ e ^ a) &+ k2 &+ w12
+            d = rotl(d, 30)
+            w13 = rotl(w10 ^ w5 ^ w15 ^ w13, 1)
+            a = a &+ rotl(b, 5) &+ (c ^ d ^ e) &+ k2 &+ w13
+            c = rotl(c, 30)
+            w14 = rotl(w11 ^ w6 ^ w0 ^ w14, 1)
+            e = e &+ rotl(a, 5) &+ (b ^ c ^ d) &+ k2 &+ w14
+            b = rotl(b, 30)
+            w15 = rotl(w12 ^ w7 ^ w1 ^ w15, 1)
+            d = d &+ rotl(e, 5) &+ (a ^ b ^ c) &+ k2 &+ w15
+            a = rotl(a, 30)
+            w0 = rotl(w13 ^ w8 ^ w2 ^ w0, 1)
+            c = c &+ rotl(d, 5) &+ (e ^ a ^ b) &+ k2 &+ w0
+            e = rotl(e, 30)
+            w1 = rotl(w14 ^ w9 ^ w3 ^ w1, 1)
+            b = b &+ rotl(c, 5) &+ (d ^ e ^ a) &+ k2 &+ w1
+            d = rotl(d, 30)
+            w2 = rotl(w15 ^ w10 ^ w4 ^ w2, 1)
+            a = a &+ rotl(b, 5) &+ (c ^ d ^ e) &+ k2 &+ w2
+            c = rotl(c, 30)
+            w3 = rotl(w0 ^ w11 ^ w5 ^ w3, 1)
+            e = e &+ rotl(a, 5) &+ (b ^ c ^ d) &+ k2 &+ w3
+            b = rotl(b, 30)
+            w4 = rotl(w1 ^ w12 ^ w6 ^ w4, 1)
+            d = d &+ rotl(e, 5) &+ (a ^ b ^ c) &+ k2 &+ w4
+            a = rotl(a, 30)
+            w5 = rotl(w2 ^ w13 ^ w7 ^ w5, 1)
+            c = c &+ rotl(d, 5) &+ (e ^ a ^ b) &+ k2 &+ w5
+            e = rotl(e, 30)
+            w6 = rotl(w3 ^ w14 ^ w8 ^ w6, 1)
+            b = b &+ rotl(c, 5) &+ (d ^ e ^ a) &+ k2 &+ w6
+            d = rotl(d, 30)
+            w7 = rotl(w4 ^ w15 ^ w9 ^ w7, 1)
+            a = a &+ rotl(b, 5) &+ (c ^ d ^ e) &+ k2 &+ w7
+            c = rotl(c, 30)
+            w8 = rotl(w5 ^ w0 ^ w10 ^ w8, 1)
+            e = e &+ rotl(a, 5) &+ ((b & c) | (d & (b | c))) &+ k3 &+ w8
+            b = rotl(b, 30)
+            w9 = rotl(w6 ^ w1 ^ w11 ^ w9, 1)
+            d = d &+ rotl(e, 5) &+ ((a & b) | (c & (a | b))) &+ k3 &+ w9
+            a = rotl(a, 30)
+            w10 = rotl(w7 ^ w2 ^ w12 ^ w10, 1)
+            c = c &+ rotl(d, 5) &+ ((e & a) | (b & (e | a))) &+ k3 &+ w10
+            e = rotl(e, 30)
+            w11 = rotl(w8 ^ w3 ^ w13 ^ w11, 1)
+            b = b &+ rotl(c, 5) &+ ((d & e) | (a & (d | e))) &+ k3 &+ w11
+            d = rotl(d, 30)
+            w12 = rotl(w9 ^ w4 ^ w14 ^ w12, 1)
+            a = a &+ rotl(b, 5) &+ ((c & d) | (e & (c | d))) &+ k3 &+ w12
+            c = rotl(c, 30)
+            w13 = rotl(w10 ^ w5 ^ w15 ^ w13, 1)
+            e = e &+ rotl(a, 5) &+ ((b & c) | (d & (b | c))) &+ k3 &+ w13
+            b = rotl(b, 30)
+            w14 = rotl(w11 ^ w6 ^ w0 ^ w14, 1)
+            d = d &+ rotl(e, 5) &+ ((a & b) | (c & (a | b))) &+ k3 &+ w14
+            a = rotl(a, 30)
+            w15 = rotl(w12 ^ w7 ^ w1 ^ w15, 1)
+            c = c &+ rotl(d, 5) &+ ((e & a) | (b & (e | a))) &+ k3 &+ w15
+            e = rotl(e, 30)
+            w0 = rotl(w13 ^ w8 ^ w2 ^ w0, 1)
+            b = b &+ rotl(c, 5) &+ ((d & e) | (a & (d | e))) &+ k3 &+ w0
+            d = rotl(d, 30)
+            w1 = rotl(w14 ^ w9 ^ w3 ^ w1, 1)
+            a = a &+ rotl(b, 5) &+ ((c & d) | (e & (c | d))) &+ k3 &+ w1
+            c = rotl(c, 30)
+            w2 = rotl(w15 ^ w10 ^ w4 ^ w2, 1)
+            e = e &+ rotl(a, 5) &+ ((b & c) | (d & (b | c))) &+ k3 &+ w2
+            b = rotl(b, 30)
+            w3 = rotl(w0 ^ w11 ^ w5 ^ w3, 1)
+            d = d &+ rotl(e, 5) &+ ((a & b) | (c & (a | b))) &+ k3 &+ w3
+            a = rotl(a, 30)
+            w4 = rotl(w1 ^ w12 ^ w6 ^ w4, 1)
+            c = c &+ rotl(d, 5) &+ ((e & a) | (b & (e | a))) &+ k3 &+ w4
+            e = rotl(e, 30)
+            w5 = rotl(w2 ^ w13 ^ w7 ^ w5, 1)
+            b = b &+ rotl(c, 5) &+ ((d & e) | (a & (d | e))) &+ k3 &+ w5
+            d = rotl(d, 30)
+            w6 = rotl(w3 ^ w14 ^ w8 ^ w6, 1)
+            a = a &+ rotl(b, 5) &+ ((c & d) | (e & (c | d))) &+ k3 &+ w6
+            c = rotl(c, 30)
+            w7 = rotl(w4 ^ w15 ^ w9 ^ w7, 1)
+            e = e &+ rotl(a, 5) &+ ((b & c) | (d & (b | c))) &+ k3 &+ w7
+            b = rotl(b, 30)
+            w8 = rotl(w5 ^ w0 ^ w10 ^ w8, 1)
+            d = d &+ rotl(e, 5) &+ ((a & b) | (c & (a | b))) &+ k3 &+ w8
+            a = rotl(a, 30)
+            w9 = rotl(w6 ^ w1 ^ w11 ^ w9, 1)
+            c = c &+ rotl(d, 5) &+ ((e & a) | (b & (e | a))) &+ k3 &+ w9
+            e = rotl(e, 30)
+            w10 = rotl(w7 ^ w2 ^ w12 ^ w10, 1)
+            b = b &+ rotl(c, 5) &+ ((d & e) | (a & (d | e))) &+ k3 &+ w10
+            d = rotl(d, 30)
+            w11 = rotl(w8 ^ w3 ^ w13 ^ w11, 1)
+            a = a &+ rotl(b, 5) &+ ((c & d) | (e & (c | d))) &+ k3 &+ w11
+            c = rotl(c, 30)
+            w12 = rotl(w9 ^ w4 ^ w14 ^ w12, 1)
+            e = e &+ rotl(a, 5) &+ (b ^ c ^ d) &+ k4 &+ w12
+            b = rotl(b, 30)
+            w13 = rotl(w10 ^ w5 ^ w15 ^ w13, 1)
+            d = d &+ rotl(e, 5) &+ (a ^ b ^ c) &+ k4 &+ w13
+            a = rotl(a, 30)
+            w14 = rotl(w11 ^ w6 ^ w0 ^ w14, 1)
+            c = c &+ rotl(d, 5) &+ (e ^ a ^ b) &+ k4 &+ w14
+            e = rotl(e, 30)
+            w15 = rotl(w12 ^ w7 ^ w1 ^ w15, 1)
+            b = b &+ rotl(c, 5) &+ (d ^ e ^ a) &+ k4 &+ w15
+            d = rotl(d, 30)
+            w0 = rotl(w13 ^ w8 ^ w2 ^ w0, 1)
+            a = a &+ rotl(b, 5) &+ (c ^ d ^ e) &+ k4 &+ w0
+            c = rotl(c, 30)
+            w1 = rotl(w14 ^ w9 ^ w3 ^ w1, 1)
+            e = e &+ rotl(a, 5) &+ (b ^ c ^ d) &+ k4 &+ w1
+            b = rotl(b, 30)
+            w2 = rotl(w15 ^ w10 ^ w4 ^ w2, 1)
+            d = d &+ rotl(e, 5) &+ (a ^ b ^ c) &+ k4 &+ w2
+            a = rotl(a, 30)
+            w3 = rotl(w0 ^ w11 ^ w5 ^ w3, 1)
+            c = c &+ rotl(d, 5) &+ (e ^ a ^ b) &+ k4 &+ w3
+            e = rotl(e, 30)
+            w4 = rotl(w1 ^ w12 ^ w6 ^ w4, 1)
+            b = b &+ rotl(c, 5) &+ (d ^ e ^ a) &+ k4 &+ w4
+            d = rotl(d, 30)
+            w5 = rotl(w2 ^ w13 ^ w7 ^ w5, 1)
+            a = a &+ rotl(b, 5) &+ (c ^ d ^ e) &+ k4 &+ w5
+            c = rotl(c, 30)
+            w6 = rotl(w3 ^ w14 ^ w8 ^ w6, 1)
+            e = e &+ rotl(a, 5) &+ (b ^ c ^ d) &+ k4 &+ w6
+            b = rotl(b, 30)
+            w7 = rotl(w4 ^ w15 ^ w9 ^ w7, 1)
+            d = d &+ rotl(e, 5) &+ (a ^ b ^ c) &+ k4 &+ w7
+            a = rotl(a, 30)
+            w8 = rotl(w5 ^ w0 ^ w10 ^ w8, 1)
+            c = c &+ rotl(d, 5) &+ (e ^ a ^ b) &+ k4 &+ w8
+            e = rotl(e, 30)
+            w9 = rotl(w6 ^ w1 ^ w11 ^ w9, 1)
+            b = b &+ rotl(c, 5) &+ (d ^ e ^ a) &+ k4 &+ w9
+            d = rotl(d, 30)
+            w10 = rotl(w7 ^ w2 ^ w12 ^ w10, 1)
+            a = a &+ rotl(b, 5) &+ (c ^ d ^ e) &+ k4 &+ w10
+            c = rotl(c, 30)
+            w11 = rotl(w8 ^ w3 ^ w13 ^ w11, 1)
+            e = e &+ rotl(a, 5) &+ (b ^ c ^ d) &+ k4 &+ w11
+            b = rotl(b, 30)
+            w12 = rotl(w9 ^ w4 ^ w14 ^ w12, 1)
+            d = d &+ rotl(e, 5) &+ (a ^ b ^ c) &+ k4 &+ w12
+            a = rotl(a, 30)
+            w13 = rotl(w10 ^ w5 ^ w15 ^ w13, 1)
+            c = c &+ rotl(d, 5) &+ (e ^ a ^ b) &+ k4 &+ w13
+            e = rotl(e, 30)
+            w14 = rotl(w11 ^ w6 ^ w0 ^ w14, 1)
+            b = b &+ rotl(c, 5) &+ (d ^ e ^ a) &+ k4 &+ w14
+            d = rotl(d, 30)
+            w15 = rotl(w12 ^ w7 ^ w1 ^ w15, 1)
+            a = a &+ rotl(b, 5) &+ (c ^ d ^ e) &+ k4 &+ w15
+            c = rotl(c, 30)
             return (0x67452301 &+ a, 0xEFCDAB89 &+ b, 0x98BADCFE &+ c, 0x10325476 &+ d)
         }
     }

@@ -19,7 +19,17 @@ extension RecordCodec {
             throw ByteReader.Malformed(reason: "\(attributeCount) attribute values for \(entity.name), which has \(entity.attributes.count)")
         }
         page.beginRecord(primaryKey: primaryKey, globalID: globalID)
-        for _ in 0..<entity.attributes.count { try appendValue(&r, to: &page) }
+        // The values are copied in runs as long as they stand (usually all of a record's at once): appending each
+        // value's few bytes on its own cost more than checking it.
+        var run = r.offset
+        for _ in 0..<entity.attributes.count {
+            let start = r.offset
+            guard let rewritten = try checkValue(&r) else { continue }
+            if start > run { page.appendEncodedValue(UnsafeRawBufferPointer(rebasing: r.buffer[run..<start])) }
+            page.append(rewritten)
+            run = r.offset
+        }
+        if r.offset > run { page.appendEncodedValue(UnsafeRawBufferPointer(rebasing: r.buffer[run..<r.offset])) }
         page.endValues()
         let relationshipCount = try r.varint()
         guard relationshipCount == UInt64(entity.relationships.count) else {
@@ -42,9 +52,10 @@ extension RecordCodec {
         page.endLinks()
     }
 
-    /// Checks one stored value as ``LMDBValueCodec/decode(from:)`` does and appends it.
-    private static func appendValue(_ r: inout ByteReader, to page: inout RecordPage) throws {
-        let start = r.offset
+    /// Checks one stored value as ``LMDBValueCodec/decode(from:)`` does and reads past it; returns the value to
+    /// append instead of its bytes when those are not the page form a decoded value would have (a decimal whose
+    /// text is not the canonical one, a URI that is not plain text), `nil` when its bytes stand.
+    private static func checkValue(_ r: inout ByteReader) throws -> StoreValue? {
         let raw = try r.byte()
         guard let tag = LMDBValueCodec.Tag(rawValue: raw) else { throw ByteReader.Malformed(reason: "unknown value tag \(raw)") }
         switch tag {
@@ -70,7 +81,7 @@ extension RecordCodec {
             guard let (d, isCanonical) = DecimalText.decimal(utf8: text) else {
                 throw ByteReader.Malformed(reason: "unreadable decimal \(String(reflecting: String(decoding: text, as: UTF8.self)))")
             }
-            if !isCanonical { return page.append(.decimal(d)) }
+            if !isCanonical { return .decimal(d) }
         case .uri:
             let text = try r.lengthPrefixed()
             if !PlainURIText.isPlain(text) {
@@ -78,9 +89,9 @@ extension RecordCodec {
                 guard Array(s.utf8).elementsEqual(text), let u = URL(string: s) else {
                     throw ByteReader.Malformed(reason: "unreadable URI \(String(reflecting: s))")
                 }
-                return page.append(.uri(u))
+                return .uri(u)
             }
         }
-        page.appendEncodedValue(UnsafeRawBufferPointer(rebasing: r.buffer[start..<r.offset]))
+        return nil
     }
 }

@@ -254,3 +254,29 @@ import Testing
             .compactMap { $0.first?.text }
     }
 }
+
+/// A page reads a REAL decimal column as the record path does: the decimal the double's shortest text spells, in
+/// its canonical text — the fast path for plain text gives exactly what parsing and writing it again gives.
+@Suite struct CoreDataDecimalColumnTextTests {
+    @Test func plainTextMatchesTheGeneralPath() {
+        var rng = SystemRandomNumberGenerator()
+        var values: [Double] = [0, -0.0, 1, -1, 5, 10, 100, 0.5, 0.1, 0.001, 19.99, -19.99, 1234.5, 1e15, 1e16, 1e17,
+                                123_456_789_012.0, 9_007_199_254_740_993, 1e-4, 1e-5, 0.000123, 1.5e300, -2.5e-300,
+                                .leastNonzeroMagnitude, .greatestFiniteMagnitude, .pi, 1.0 / 3.0]
+        for _ in 0..<5_000 {
+            let cents = Double(Int64.random(in: -10_000_000...10_000_000, using: &rng)) / 100
+            let scale = Double(sign: .plus, exponent: Int.random(in: -60...60, using: &rng), significand: 1)
+            values += [cents, Double.random(in: -1...1, using: &rng) * scale, Double(Int32.random(in: .min ... .max, using: &rng))]
+        }
+        for d in values {
+            let general = DecimalText.decimal(from: "\(d)").map(DecimalText.string(for:))
+            #expect(CoreDataRowReader.decimalText(of: d) == general, "\(d)")
+        }
+        #expect(CoreDataRowReader.decimalText(of: .nan) == nil)
+        #expect(CoreDataRowReader.decimalText(of: .infinity) == nil)
+        #expect(CoreDataRowReader.plainDecimalText("1e-05") == nil)
+        #expect(CoreDataRowReader.plainDecimalText("100.0") == "100")
+        #expect(CoreDataRowReader.plainDecimalText("-0.0") == "0")
+        #expect(CoreDataRowReader.plainDecimalText("0.250") == "0.25")
+    }
+}

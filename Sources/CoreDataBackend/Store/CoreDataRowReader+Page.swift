@@ -196,6 +196,43 @@ extension CoreDataRowReader {
         }
     }
 
+    /// The canonical text (``DecimalText/string(for:)``) of the decimal that `d`'s shortest text spells, as the record
+    /// path reads a REAL decimal column; `nil` for a value that is not finite.
+    static func decimalText(of d: Double) -> String? {
+        guard d.isFinite else { return nil }
+        let shortest = "\(d)"
+        // Plain digits with a point (most values): canonical once the fraction's trailing zeros, and a point left
+        // with nothing after it, are gone. Parsing the text into a decimal and writing it again costs more than the
+        // rest of the value's reading.
+        if let plain = Self.plainDecimalText(shortest) { return plain }
+        return DecimalText.decimal(from: shortest).map(DecimalText.string(for:))
+    }
+
+    /// `text` (`[-]digits.digits`) without the fraction's trailing zeros and a bare point, `"0"` for a zero;
+    /// `nil` for any other form (exponent notation).
+    static func plainDecimalText(_ text: String) -> String? {
+        var text = text
+        return text.withUTF8 { b -> String? in
+            let sign = b.first == UInt8(ascii: "-") ? 1 : 0
+            var point = -1
+            for i in sign..<b.count {
+                let c = b[i]
+                if c == UInt8(ascii: ".") {
+                    guard point < 0 else { return nil }
+                    point = i
+                } else if c < UInt8(ascii: "0") || c > UInt8(ascii: "9") {
+                    return nil
+                }
+            }
+            guard point > sign, point < b.count - 1 else { return nil }
+            var end = b.count
+            while b[end - 1] == UInt8(ascii: "0") { end -= 1 }
+            if end == point + 1 { end = point }
+            guard b[sign..<end].contains(where: { $0 != UInt8(ascii: "0") && $0 != UInt8(ascii: ".") }) else { return "0" }
+            return String(decoding: UnsafeBufferPointer(rebasing: b[0..<end]), as: UTF8.self)
+        }
+    }
+
     /// Appends column `c` as attribute `a`'s value when it has the SQL type the attribute is normally stored as and
     /// needs no conversion; `false` (nothing appended) otherwise.
     private static func appendDirectly(
@@ -254,8 +291,7 @@ extension CoreDataRowReader {
             // A REAL as the record path reads it (the double's shortest text as a decimal), in its canonical text.
             guard type == SQLITE_FLOAT else { return false }
             let d = sqlite3_column_double(s, c)
-            guard d.isFinite, let value = DecimalText.decimal(from: "\(d)") else { return false }
-            var text = DecimalText.string(for: value)
+            guard var text = Self.decimalText(of: d) else { return false }
             text.withUTF8 { page.appendBytes(UnsafeRawBufferPointer($0), tag: .decimal) }
             return true
         case .uri:

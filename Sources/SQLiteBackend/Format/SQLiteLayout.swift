@@ -18,10 +18,15 @@ import Foundation
 ///   constraint) and `F_<table>.<Entity>.<name>` (the entity's fetch index `name`).
 ///
 /// ## Entity tables
-/// `_pk INTEGER PRIMARY KEY` (the record's primary key), `_ent INTEGER NOT NULL` (the concrete entity's code:
-/// its 1-based position in the schema's entity list), `_gid BLOB NOT NULL` (the 16-byte global ID, unique index),
-/// then one column per stored attribute and per to-one relationship of every entity in the hierarchy (NULL for
-/// records of entities that lack it). A column is named after its property; names beginning with `_` get one more
+/// `_pk INTEGER PRIMARY KEY` (the record's primary key), one column per stored attribute and per to-one
+/// relationship of every entity in the hierarchy (NULL for records of entities that lack it), then
+/// `_ent INTEGER NOT NULL` (the concrete entity's code: its 1-based position in the schema's entity list) and
+/// `_gid BLOB NOT NULL` (the 16-byte global ID, unique index). The framework's two columns come last because
+/// SQLite reads a row's values by walking its header from the first column: a scan that tests an attribute
+/// then walks past no column it does not need. Every statement names its columns, so stores made with these
+/// two columns first (as before) read and write the same.
+///
+/// A column is named after its property; names beginning with `_` get one more
 /// `_` (so `_pk`, `_ent` and `_gid`, which begin with a single `_`, stay the framework's), and when two
 /// entities of a hierarchy declare the same name, the later one (parents first, then schema order) is named
 /// `<name>.<Entity>`.
@@ -152,8 +157,10 @@ struct SQLiteLayout: Sendable {
 
     /// `CREATE TABLE` of one hierarchy's table, and its always-present indexes.
     static func creationStatements(of t: TableLayout) -> [String] {
-        let cols = ["_pk INTEGER PRIMARY KEY", "_ent INTEGER NOT NULL", "_gid BLOB NOT NULL"]
+        // The framework's columns after the properties' (see the type's documentation).
+        let cols = ["_pk INTEGER PRIMARY KEY"]
             + t.columns.map { $0.declaredType.isEmpty ? quote($0.name) : "\(quote($0.name)) \($0.declaredType)" }
+            + ["_ent INTEGER NOT NULL", "_gid BLOB NOT NULL"]
         var s = ["CREATE TABLE \(quote(t.name)) (\(cols.joined(separator: ", ")))",
                  "CREATE UNIQUE INDEX \(quote("X_\(t.name)._gid")) ON \(quote(t.name)) (_gid)"]
         if t.hasSubentities { s.append(entityIndexStatement(of: t)) }

@@ -143,7 +143,7 @@ enum TypedSection {
             return (ours, theirs)
         }
         rows.append(BenchRow(name: "observation round trip (write → seen)", count: trips, ours: oursTrip, reference: theirsTrip,
-                             referenceName: "GRDB ValueObservation", note: "wall seconds; each refetch scans every record"))
+                             referenceName: "GRDB ValueObservation", note: "wall seconds; GRDB re-fetches (a scan of every record), ours reads back what the write names"))
         try db.close()
         try pool.close()
         Report.print(rows, title: "typed models (StoreModels) beside GRDB \(grdbVersion), sqlite")

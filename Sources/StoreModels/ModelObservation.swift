@@ -56,7 +56,7 @@ extension ModelStore {
             // Notes where each store stands before the first fetch: another process's save after it is reported.
             _ = try? coordinator.checkForExternalChanges()
         }
-        observer.refresh()
+        observer.refresh(after: nil)
         return stream
     }
 
@@ -114,8 +114,9 @@ struct ObserverList: Sendable {
 protocol ObservationRefreshing: Sendable {
     /// The entities whose changes may change the results.
     var entities: Set<String> { get }
-    /// Fetches again and emits when the results differ from the last emission.
-    func refresh()
+    /// Brings the results up to date after `change` (`nil`: any change, fetched again in full) and emits when
+    /// they differ from the last emission.
+    func refresh(after change: SavedChanges?)
     /// Ends the sequence.
     func finish()
 }
@@ -125,9 +126,12 @@ final class Observer<M: PersistentModel>: ObservationRefreshing {
     let entities: Set<String>
     let coordinator: StoreCoordinator
     let continuation: AsyncThrowingStream<ModelChanges<M>, any Error>.Continuation
-    /// The last emission's records in order; `nil` before the first. Held while fetching, so that two refreshes
-    /// (a write's and the first one) never emit out of order.
-    private let last = Mutex<[(ObjectID, Record)]?>(nil)
+    /// How a save of this process is applied to the results without fetching them again; `nil` when the request
+    /// does not allow it.
+    private let patch: ObservationPatch<M>?
+    /// The last emission's results; `nil` before the first. Held while fetching, so that two refreshes (a write's
+    /// and the first one) never emit out of order.
+    private let last = Mutex<ObservedResults<M>?>(nil)
 
     init(
         request: FetchRequest, entities: Set<String>, coordinator: StoreCoordinator,
@@ -137,21 +141,29 @@ final class Observer<M: PersistentModel>: ObservationRefreshing {
         self.entities = entities
         self.coordinator = coordinator
         self.continuation = continuation
+        self.patch = ObservationPatch(request: request, watched: entities, schema: coordinator.schema)
     }
 
-    func refresh() {
+    func refresh(after change: SavedChanges?) {
         last.withLock { last in
-            let fetched: (models: [M], ids: [ObjectID], records: [Record])
+            let fetched: ObservedResults<M>
             do {
-                fetched = try ModelFetch.committed(M.self, request, coordinator)
+                // A patch that cannot be applied, or fails, leaves it to a full fetch (which reports any error).
+                if let change, let previous = last, let patch,
+                   let patched = try? patch.apply(change, to: previous, coordinator: coordinator) {
+                    fetched = patched
+                } else {
+                    let full = try ModelFetch.committed(M.self, request, coordinator)
+                    fetched = ObservedResults(ids: full.ids, records: full.records, models: full.models)
+                }
             } catch {
                 continuation.finish(throwing: error)
                 return
             }
             let now = Array(zip(fetched.ids, fetched.records))
-            let before = last ?? []
+            let before = last.map { Array(zip($0.ids, $0.records)) } ?? []
             let old = Dictionary(before.map { ($0.0, $0.1) }, uniquingKeysWith: { a, _ in a })
-            let current = Set(now.map(\.0))
+            let current = Set(fetched.ids)
             var inserted: [M] = []
             var updated: [M] = []
             for (i, (id, record)) in now.enumerated() {
@@ -164,7 +176,7 @@ final class Observer<M: PersistentModel>: ObservationRefreshing {
             let deleted = before.filter { !current.contains($0.0) }.map { PersistentID(objectID: $0.0, snapshot: $0.1) }
             let moved = Self.moved(from: before.map(\.0), to: now)
             let first = last == nil
-            last = now
+            last = fetched
             guard first || !inserted.isEmpty || !updated.isEmpty || !deleted.isEmpty || !moved.isEmpty else { return }
             continuation.yield(ModelChanges(results: fetched.models, inserted: inserted, updated: updated,
                                             deleted: deleted, moved: moved))

@@ -109,12 +109,12 @@ public final class ModelStore: Sendable {
     /// other processes' saves refresh them on their own; call it after changing a store behind the coordinator's
     /// back (an import straight into a ``PersistentStore``).
     public func refreshObservations() {
-        for o in observers.withLock({ $0.all }) { o.refresh() }
+        for o in observers.withLock({ $0.all }) { o.refresh(after: nil) }
     }
 
     func refreshObservations(after changes: SavedChanges) {
         for o in observers.withLock({ $0.all }) where changes.mayTouch(o.entities) {
-            o.refresh()
+            o.refresh(after: changes)
         }
     }
 

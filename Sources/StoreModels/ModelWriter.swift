@@ -5,13 +5,17 @@ import StoreAPI
 /// made so far.
 public final class ModelWriter {
     let context: StoreContext
+    // The buffers below are touched only by this writer's own methods, which its write closure calls one at a time
+    // and which never reenter each other: the runtime's check that two accesses do not overlap, paid on every
+    // access to a class's stored property, is off for them (the compiler's static checks still apply).
+
     /// Each model type's layout, resolved on its first use in this write (not per record).
-    private var layouts: [ObjectIdentifier: ModelLayout] = [:]
+    @exclusivity(unchecked) private var layouts: [ObjectIdentifier: ModelLayout] = [:]
     /// The fields of the model being inserted, kept from one insert to the next: a write that inserts many
     /// records grows the buffer once instead of once per record.
-    private var row = ModelRowWriter()
+    @exclusivity(unchecked) private var row = ModelRowWriter()
     /// The attribute values of the model being inserted, by position; reused the same way.
-    private var positional: [StoreValue?] = []
+    @exclusivity(unchecked) private var positional: [StoreValue?] = []
 
     init(context: StoreContext) {
         self.context = context
@@ -65,21 +69,26 @@ public final class ModelWriter {
         } else {
             positional = [StoreValue?](repeating: nil, count: count)
         }
+        var hasRelationships = false
         for (i, field) in writer.fields.enumerated() {
             switch field {
             case .value(let v):
                 if case .attribute(let position, _) = layout.slots[i] { positional[position] = v }
             case .unencodable(let why): throw unencodable(layout, i, why)
-            case .toOne, .toMany: break
+            case .toOne(nil, isSet: false): break
+            case .toMany(let ids) where ids.isEmpty: break
+            case .toOne, .toMany: hasRelationships = true
             }
         }
         let object = try context.insert(M.entityName, attributeValues: positional)
-        for (i, field) in writer.fields.enumerated() {
-            switch field {
-            case .toOne(nil, isSet: false): break
-            case .toMany(let ids) where ids.isEmpty: break
-            case .toOne, .toMany: try setRelationship(object, layout, i, field)
-            case .value, .unencodable: break
+        if hasRelationships {
+            for (i, field) in writer.fields.enumerated() {
+                switch field {
+                case .toOne(nil, isSet: false): break
+                case .toMany(let ids) where ids.isEmpty: break
+                case .toOne, .toMany: try setRelationship(object, layout, i, field)
+                case .value, .unencodable: break
+                }
             }
         }
         // The values are the model's own: only its identity and the stored form of its values are new.

@@ -1,3 +1,4 @@
+import Foundation
 import StoreAPI
 
 /// Read access to the models of a ``ModelStore``, handed to ``ModelStore/read(_:)``: each fetch sees what was
@@ -11,7 +12,7 @@ public struct ModelReader {
         offset: Int = 0, limit: Int? = nil
     ) throws -> [M] {
         let request = try FetchRequest(M.self, where: predicate, sortedBy: sort, offset: offset, limit: limit)
-        return try ModelFetch.committed(M.self, request, coordinator).models
+        return try ModelFetch.committedModels(M.self, request, coordinator)
     }
 
     /// The number of models of type `M` matching `predicate`.
@@ -33,6 +34,27 @@ public struct ModelReader {
 
 /// Fetches of committed records, decoded straight from the store's records (no managed objects).
 enum ModelFetch {
+    /// The models alone: a plain fetch keeps neither the records nor their IDs (an observation does).
+    static func committedModels<M: PersistentModel>(
+        _ type: M.Type, _ request: FetchRequest, _ coordinator: StoreCoordinator
+    ) throws -> [M] {
+        let stores = coordinator.stores(for: M.entityName)
+        guard stores.count == 1 else { return try committed(M.self, request, coordinator).models }
+        let layout = try ModelLayout(M.self, in: coordinator.schema)
+        return try decode(M.self, try stores[0].store.fetch(request), layout, stores[0].identifier)
+    }
+
+    static func decode<M: PersistentModel>(
+        _ type: M.Type, _ records: [Record], _ layout: ModelLayout, _ storeUUID: UUID
+    ) throws -> [M] {
+        var models: [M] = []
+        models.reserveCapacity(records.count)
+        for r in records {
+            models.append(try M(from: ModelRow(record: r, layout: layout, storeUUID: storeUUID)))
+        }
+        return models
+    }
+
     static func committed<M: PersistentModel>(
         _ type: M.Type, _ request: FetchRequest, _ coordinator: StoreCoordinator
     ) throws -> (models: [M], ids: [ObjectID], records: [Record]) {
@@ -41,11 +63,7 @@ enum ModelFetch {
         if stores.count == 1 {
             let store = stores[0]
             let records = try store.store.fetch(request)
-            var models: [M] = []
-            models.reserveCapacity(records.count)
-            for r in records {
-                models.append(try M(from: ModelRow(record: r, layout: layout, storeUUID: store.identifier)))
-            }
+            let models = try decode(M.self, records, layout, store.identifier)
             return (models, records.map { ObjectID(storeUUID: store.identifier, entity: $0.entity, primaryKey: $0.primaryKey) }, records)
         }
         // Several stores hold the entity: the context merges, sorts and slices their results.

@@ -90,6 +90,7 @@ public struct ConformanceSuite: Sendable {
         case .recordPages: try checkRecordPages(harness)
         case .observation: try checkObservation(harness)
         case .typedModels: try checkTypedModels(harness)
+        case .aggregates: try checkAggregates(harness)
         }
     }
 
@@ -170,6 +171,12 @@ public enum ConformanceGroup: String, CaseIterable, Sendable, CustomStringConver
     /// on a uniqueness conflict, deleted with a cascade; every attribute type round-trips (optionals empty and
     /// set, enums, `Codable` values), and, for a persistent backend, survives reopening.
     case typedModels
+    /// Aggregates and distinct values (``StoreContext/aggregate(_:)``): counts, sums, minimums, maximums and
+    /// averages, grouped by attributes and by paths through to-one relationships, with predicates, match the
+    /// reference ``AggregateEvaluator`` — in the engine where the backend computes them, else by the generic
+    /// fallback — with nil, NaN and empty sets as ``AggregateRequest`` defines them, and a context's unsaved
+    /// changes included.
+    case aggregates
 
     public var description: String { rawValue }
 

@@ -51,7 +51,7 @@ final class PostgresPersistentStore: PersistentStore, Sendable {
         }
     }
 
-    private var schema: Schema { layout.schema }
+    var schema: Schema { layout.schema }
 
     /// The open connection, reconnecting when the last one broke.
     private func connection(_ s: inout State) throws -> PostgresConnection {
@@ -67,11 +67,11 @@ final class PostgresPersistentStore: PersistentStore, Sendable {
         return c
     }
 
-    private func withConnection<T>(_ body: (PostgresConnection, inout State) throws -> T) throws -> T {
+    func withConnection<T>(_ body: (PostgresConnection, inout State) throws -> T) throws -> T {
         try state.withLock { s in try body(try connection(&s), &s) }
     }
 
-    private func reader(_ c: PostgresConnection) -> PostgresRecordReader {
+    func reader(_ c: PostgresConnection) -> PostgresRecordReader {
         PostgresRecordReader(layout: layout, connection: c, url: location.url)
     }
 
@@ -118,7 +118,7 @@ final class PostgresPersistentStore: PersistentStore, Sendable {
     }
 
     /// `WHERE` with the entity filter and the translated predicate.
-    private static func whereClause(_ filter: String, _ fragment: PostgresQueryTranslator.Fragment) -> String {
+    static func whereClause(_ filter: String, _ fragment: PostgresQueryTranslator.Fragment) -> String {
         let predicate = fragment.sql == "TRUE" ? "" : fragment.sql
         switch (filter.isEmpty, predicate.isEmpty) {
         case (true, true): return ""
@@ -136,7 +136,7 @@ final class PostgresPersistentStore: PersistentStore, Sendable {
 
     /// The hierarchy table of `entity` and the condition that keeps the requested entities' rows (empty when the
     /// table holds no other entity), with its parameters.
-    private func candidates(_ entity: Entity, _ includesSubentities: Bool) throws -> (PGTable, String, [String?]) {
+    func candidates(_ entity: Entity, _ includesSubentities: Bool) throws -> (PGTable, String, [String?]) {
         guard let table = layout.tables[entity.rootName] else {
             throw StoreError.corruptStore(location.url, reason: "no table for the \(entity.rootName) hierarchy")
         }
@@ -146,7 +146,7 @@ final class PostgresPersistentStore: PersistentStore, Sendable {
         return (table, "t._ent = ANY($1::integer[])", ["{" + codes.map(String.init).joined(separator: ",") + "}"])
     }
 
-    private func fetchLocked(_ request: FetchRequest, _ c: PostgresConnection) throws -> [(Record, Int64)] {
+    func fetchLocked(_ request: FetchRequest, _ c: PostgresConnection) throws -> [(Record, Int64)] {
         let entity = try schema.requireEntity(request.entity)
         let reader = reader(c)
         // Errors about the request must not depend on which records exist or which path runs.
@@ -186,7 +186,7 @@ final class PostgresPersistentStore: PersistentStore, Sendable {
     }
 
     /// The reference evaluator, following relationships through this connection (the caller holds the lock).
-    private func evaluator(_ reader: PostgresRecordReader) -> PredicateEvaluator {
+    func evaluator(_ reader: PostgresRecordReader) -> PredicateEvaluator {
         PredicateEvaluator(schema: schema) { root, keys in try reader.records(withKeys: keys, root: root).map(\.0) }
     }
 

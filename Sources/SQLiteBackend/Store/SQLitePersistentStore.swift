@@ -72,7 +72,7 @@ final class SQLitePersistentStore: PersistentStore, PageScanningStore, PageInser
         }
     }
 
-    private var schema: Schema { layout.schema }
+    var schema: Schema { layout.schema }
 
     /// Runs `body` with the open connection, under the store's lock.
     func withConnection<T: Sendable>(_ body: (SQLiteConnection, inout State) throws -> T) throws -> T {
@@ -86,7 +86,7 @@ final class SQLitePersistentStore: PersistentStore, PageScanningStore, PageInser
 
     /// Runs a read on the store's connection when it is free (its page cache is the warmest: it wrote last), else
     /// on a reader beside the save that holds it, else — not in WAL mode — on the store's connection once free.
-    private func read<T: Sendable>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+    func read<T: Sendable>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         if let readers {
             let done: Result<T, any Error>? = state.withLockIfAvailable { s in
                 guard let c = s.connection else {
@@ -100,7 +100,7 @@ final class SQLitePersistentStore: PersistentStore, PageScanningStore, PageInser
         return try withConnection { c, _ in try body(c) }
     }
 
-    private func reader(_ c: SQLiteConnection) -> SQLiteRecordReader {
+    func reader(_ c: SQLiteConnection) -> SQLiteRecordReader {
         SQLiteRecordReader(layout: layout, url: fileURL, connection: c)
     }
 
@@ -225,14 +225,14 @@ final class SQLitePersistentStore: PersistentStore, PageScanningStore, PageInser
 
     /// The request's predicate as SQL (`.alwaysTrue` without one; `nil` beyond what translation takes, where the
     /// reference evaluator runs), with the translator that holds the joins it needs.
-    private func translate(_ request: FetchRequest, entity: Entity) -> (QueryTranslator, QueryTranslator.Fragment?) {
+    func translate(_ request: FetchRequest, entity: Entity) -> (QueryTranslator, QueryTranslator.Fragment?) {
         var q = QueryTranslator(layout: layout)
         guard let p = request.predicate else { return (q, .alwaysTrue) }
         let fragment = q.translateWithinLimits(p, entity: entity)
         return (q, fragment)
     }
 
-    private func fetchLocked(_ request: FetchRequest, _ c: SQLiteConnection) throws -> [Record] {
+    func fetchLocked(_ request: FetchRequest, _ c: SQLiteConnection) throws -> [Record] {
         let entity = try schema.requireEntity(request.entity)
         guard let table = layout.tables[entity.rootName] else { throw missingTable(entity.rootName) }
         let reader = reader(c)
@@ -293,7 +293,7 @@ final class SQLitePersistentStore: PersistentStore, PageScanningStore, PageInser
     }
 
     /// `WHERE <entity filter> AND <predicate>` and its parameters.
-    private func whereClause(
+    func whereClause(
         entity: Entity, request: FetchRequest, table: TableLayout, _ fragment: QueryTranslator.Fragment
     ) -> (String, [SQLValue]) {
         let names = request.includesSubentities ? entity.hierarchyNames : [entity.name]
@@ -312,7 +312,7 @@ final class SQLitePersistentStore: PersistentStore, PageScanningStore, PageInser
     }
 
     /// The reference evaluator, following relationships through this connection (the caller holds the lock).
-    private func evaluator(_ reader: SQLiteRecordReader) -> PredicateEvaluator {
+    func evaluator(_ reader: SQLiteRecordReader) -> PredicateEvaluator {
         let memo = ResolverMemo()
         return PredicateEvaluator(schema: schema) { root, keys in
             var found: [Record] = []
@@ -330,7 +330,7 @@ final class SQLitePersistentStore: PersistentStore, PageScanningStore, PageInser
         }
     }
 
-    private func missingTable(_ root: String) -> StoreError {
+    func missingTable(_ root: String) -> StoreError {
         .corruptStore(fileURL, reason: "no table for the \(root) hierarchy")
     }
 

@@ -91,6 +91,7 @@ public struct ConformanceSuite: Sendable {
         case .observation: try checkObservation(harness)
         case .typedModels: try checkTypedModels(harness)
         case .aggregates: try checkAggregates(harness)
+        case .mergePolicies: try checkMergePolicies(harness)
         }
     }
 
@@ -177,6 +178,12 @@ public enum ConformanceGroup: String, CaseIterable, Sendable, CustomStringConver
     /// fallback — with nil, NaN and empty sets as ``AggregateRequest`` defines them, and a context's unsaved
     /// changes included.
     case aggregates
+    /// Merge policies (``MergePolicy``): an insert that collides with a stored record on a uniqueness constraint
+    /// fails the save under ``MergePolicy/error`` and becomes an update of the stored record — which keeps its
+    /// primary key and global ID — under the others, with attributes, to-one and to-many relationships (and their
+    /// inverses) as each policy defines; two inserts of one save that collide are merged alike; a policy set for
+    /// one insert overrides the context's.
+    case mergePolicies
 
     public var description: String { rawValue }
 

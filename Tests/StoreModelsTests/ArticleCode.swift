@@ -48,3 +48,20 @@ actor Importer {
         return book.objectID
     }
 }
+
+// AggregatesAndUpserts.md
+
+func readingStats(of db: ModelStore) async throws {
+    let (pages, longest, genres, perGenre) = try await db.read { tx in
+        (try tx.sum(\Book.pages), try tx.max(\Book.pages), try tx.distinct(\Book.genre),
+         try tx.count(Book.self, groupedBy: \.genre, where: \.pages > 100))
+    }
+    print(pages, longest ?? 0, genres, perGenre.map { "\($0.key): \($0.value)" })
+}
+
+func tag(_ title: String, with label: String, in db: ModelStore) async throws {
+    try await db.write { tx in
+        let tag = try tx.insert(Tag(label: label), onConflict: .mergeByPropertyObjectTrump)
+        try tx.insert(Book(title: title, pages: 100, tags: [tag.ref]))
+    }
+}

@@ -11,7 +11,7 @@ struct ArticleCodeTests {
         .appendingPathComponent("../../Sources/StoreModels/StoreModels.docc").standardizedFileURL
     static let code = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("ArticleCode.swift")
 
-    @Test("Every Swift block of the articles is in ArticleCode.swift", arguments: ["Observation.md", "Concurrency.md"])
+    @Test("Every Swift block of the articles is in ArticleCode.swift", arguments: ["Observation.md", "Concurrency.md", "AggregatesAndUpserts.md"])
     func blocksAreCompiled(article: String) throws {
         let markdown = try String(contentsOf: Self.catalog.appendingPathComponent(article), encoding: .utf8)
         let source = try String(contentsOf: Self.code, encoding: .utf8)

@@ -6,19 +6,23 @@ extension StoreContext {
     /// Before anything is written, every inserted and changed object is checked: required attributes and
     /// relationships have values, to-many relationships respect their min/max counts, and uniqueness constraints
     /// hold against the other objects of the save and the records already stored. A failed check throws and writes
-    /// nothing; the context keeps its changes so they can be fixed and saved again.
+    /// nothing; the context keeps its changes so they can be fixed and saved again. Before the checks, an inserted
+    /// object that collides with another record on a uniqueness constraint becomes an update of that record when
+    /// its merge policy (``mergePolicy``, ``setMergePolicy(_:for:)``) is not ``MergePolicy/error``.
     ///
     /// Each store's changes are written in one transaction (with a history transaction when the store tracks
     /// history). A save spanning several stores is atomic per store, not across stores.
     public func save() throws {
         mergeChanges()
         guard hasChanges else { return }
-        let objects = changes.objects
-        for o in objects {
+        for o in changes.objects {
             if let why = o.loadedStore.invalidationReason {
                 throw StoreError.objectInvalidated(o.objectID, reason: why)
             }
         }
+        // Inserts that collide on a uniqueness constraint become updates, where a merge policy says so.
+        try resolveInsertConflicts()
+        let objects = changes.objects
         let live = objects.filter { $0.state == .inserted || $0.state == .updated }
         for o in live { try validate(o) }
         try checkUniqueness(live, deleted: objects.filter { $0.state == .deleted })
@@ -43,6 +47,7 @@ extension StoreContext {
             // Forget what was written, even when a later store's save failed (its changes stay pending).
             if savedGroups == byStore.count {
                 changes.removeAll()
+                insertMergePolicies.removeAll()
             } else {
                 for group in byStore[..<savedGroups] {
                     for o in group.objects { changes.remove(o) }

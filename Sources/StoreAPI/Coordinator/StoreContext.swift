@@ -20,6 +20,11 @@ public final class StoreContext {
     public let coordinator: StoreCoordinator
     /// Recorded as the author of history transactions this context saves.
     public var author: String?
+    /// What a save does with an inserted object that collides with another record on a uniqueness constraint
+    /// (see ``MergePolicy``); ``MergePolicy/error`` unless set.
+    public var mergePolicy: MergePolicy = .error
+    /// Policies set for single inserted objects (``setMergePolicy(_:for:)``), by object.
+    var insertMergePolicies: [ObjectKey: MergePolicy] = [:]
 
     /// Every live object the context handed out, not retained: an object nobody uses any more (and that has no
     /// unsaved changes) is released and takes itself out (``unregister(_:)``, from its deinit), so a long-lived
@@ -302,6 +307,7 @@ public final class StoreContext {
             }
         }
         changes.removeAll()
+        insertMergePolicies.removeAll()
     }
 
     /// Forgets every object (unsaved changes are discarded); objects handed out before become invalid.

@@ -17,9 +17,9 @@
 /// same record first) are not resolved by a merge policy: the save still fails, and nothing is written. Rows of
 /// ``StoreContext/insertBatch(_:_:globalIDs:into:)`` are not objects and are never merged: a batch that collides fails.
 ///
-/// The policy works the same on every backend: before a save checks anything, each colliding insert is looked up
-/// with a fetch of its constraint's values, which costs one query per constraint of each inserted object while a
-/// policy other than ``error`` is in effect.
+/// The policy works the same on every backend: before a save checks anything, the inserts' constraint values are
+/// looked up with fetches — one query per constraint for every few hundred inserted objects — while a policy other
+/// than ``error`` is in effect.
 public enum MergePolicy: Sendable, Hashable, CaseIterable {
     /// The save fails with ``StoreError/uniquenessViolation(entity:attributes:values:existing:)`` and writes nothing
     /// (`NSErrorMergePolicy`); the default.

@@ -46,29 +46,56 @@ extension StoreContext {
             }
         }
 
-        // Against stored records: one lookup per constraint of each insert that is still one.
+        // Against stored records: each constraint's values looked up together, a chunk at a time, per store.
+        var pending: [String: (store: LoadedStore, owner: Entity, attributes: [String], items: [(ManagedObject, [StoreValue])])] = [:]
         for o in live where o.state == .inserted && mergePolicy(for: o) != .error {
-            constraintLoop: for (owner, attributes) in constraints(of: o.entity) {
+            for (owner, attributes) in constraints(of: o.entity) {
                 guard let values = Self.constraintValues(o, attributes) else { continue }
-                let store = o.loadedStore
-                let predicate: FetchPredicate = .and(zip(attributes, values).map {
-                    .comparison(.keyPath([$0.0]), .equal, .constant($0.1), [])
-                })
-                for hit in try store.store.fetch(FetchRequest(entity: owner.name, predicate: predicate))
-                where hit.primaryKey != o.record.primaryKey && hit.entity == o.entity.name {
-                    let key = ObjectKey(store: store.identifier, root: owner.rootName, primaryKey: hit.primaryKey)
-                    let target: ManagedObject
-                    if let registered = registeredObject(key) {
-                        // A record this context deleted or changed away from the values is no longer in the way
-                        // (one changed to them held them above).
-                        guard registered.state == .clean else { continue }
-                        target = registered
-                    } else {
-                        target = try register(hit, from: store)
-                    }
-                    try merge(o, into: target, mergePolicy(for: o))
-                    break constraintLoop
+                let id = o.loadedStore.identifier.uuidString + "\u{1}" + owner.name + "\u{1}" + attributes.joined(separator: "\u{1}")
+                pending[id, default: (o.loadedStore, owner, attributes, [])].items.append((o, values))
+            }
+        }
+        for (_, group) in pending.sorted(by: { $0.key < $1.key }) {
+            for start in stride(from: 0, to: group.items.count, by: Self.lookupChunk) {
+                let items = group.items[start..<min(start + Self.lookupChunk, group.items.count)]
+                try mergeWithStored(items, store: group.store, owner: group.owner, attributes: group.attributes)
+            }
+        }
+    }
+
+    /// Inserts whose constraint values are looked up in one query (an `IN` list, or an `OR` of conjunctions).
+    private static let lookupChunk = 500
+
+    /// Merges each of `items` (inserted objects and their values of one constraint) that is still an insert into
+    /// the stored record that has the same values, if any.
+    private func mergeWithStored(
+        _ items: ArraySlice<(ManagedObject, [StoreValue])>, store: LoadedStore, owner: Entity, attributes: [String]
+    ) throws {
+        let predicate: FetchPredicate = attributes.count == 1
+            ? .comparison(.keyPath([attributes[0]]), .in, .list(items.map { $0.1[0] }), [])
+            : .or(items.map { item in
+                .and(zip(attributes, item.1).map { .comparison(.keyPath([$0.0]), .equal, .constant($0.1), []) })
+            })
+        var stored: [[StoreValue]: [Record]] = [:]
+        for hit in try store.store.fetch(FetchRequest(entity: owner.name, predicate: predicate)) {
+            guard let e = schema.entity(named: hit.entity) else { continue }
+            let values = attributes.compactMap { a in e.attributeIndex(a).map { hit.attributes[$0] } }
+            stored[values, default: []].append(hit)
+        }
+        for (o, values) in items where o.state == .inserted {
+            for hit in stored[values] ?? [] where hit.primaryKey != o.record.primaryKey && hit.entity == o.entity.name {
+                let key = ObjectKey(store: store.identifier, root: owner.rootName, primaryKey: hit.primaryKey)
+                let target: ManagedObject
+                if let registered = registeredObject(key) {
+                    // A record this context deleted or changed away from the values is no longer in the way (one
+                    // changed to them held them above).
+                    guard registered.state == .clean else { continue }
+                    target = registered
+                } else {
+                    target = try register(hit, from: store)
                 }
+                try merge(o, into: target, mergePolicy(for: o))
+                break
             }
         }
     }

@@ -149,6 +149,10 @@ func runBenchmarks(_ options: Options) throws -> [String] {
            !(try FoldingSection.run(count: options.smoke ? size : 100_000, runs: options.smoke ? 1 : 3)) {
             failures.append("folding section check")
         }
+        if options.wants("aggregate"), size == options.sizes.first,
+           !(try AggregateSection.run(count: options.smoke ? size : 100_000, runs: options.smoke ? 1 : 3)) {
+            failures.append("aggregate section check")
+        }
     }
 
     if options.wants("coredata") {

@@ -31,12 +31,13 @@ func runReadingList() async throws {
     let before = try await longBooks.next()
     print("long books before this run: \(before?.results.count ?? 0)")
 
-    // Insert: the author and tags once, a new book each run.
+    // Insert: the author once, a new book each run. The tag label is unique: inserting "sf" again updates the stored
+    // tag instead of failing the write (an upsert, under Core Data's mergeByPropertyObjectTrump policy).
     let run = try await db.read { try $0.count(Book.self, where: \.pages < 900) } + 1   // notes: 900 pages and more
     try await db.write { tx in
         let author = try tx.fetch(Author.self, where: \.name == "Ursula K. Le Guin").first
             ?? (try tx.insert(Author(name: "Ursula K. Le Guin")))
-        let sf = try tx.fetch(Tag.self, where: \.label == "sf").first ?? (try tx.insert(Tag(label: "sf")))
+        let sf = try tx.insert(Tag(label: "sf"), onConflict: .mergeByPropertyObjectTrump)
         try tx.insert(Book(title: "Volume \(run)", pages: 300 + 20 * run, added: Date(), author: author.ref, tags: [sf.ref]))
     }
 
@@ -62,6 +63,12 @@ func runReadingList() async throws {
         return (books, try books.first?.author.flatMap { try tx.model($0) }?.name)
     }
     print("books: \(books.map { "\($0.title) (\($0.pages) p.)" }.joined(separator: ", ")) by \(authorName ?? "?")")
+
+    // An aggregate, computed by the store (in SQL on SQLite): pages per genre, and the one "sf" tag every run used.
+    let (pagesPerGenre, tags) = try await db.read { tx in
+        (try tx.sum(\Book.pages, groupedBy: \.genre), try tx.count(Tag.self))
+    }
+    print("pages per genre: \(pagesPerGenre.map { "\($0.key.rawValue) \($0.value)" }.joined(separator: ", ")); tags: \(tags)")
 
     // A backup, named by run so that each run keeps its own.
     let store = try db.coordinator.store(for: "Book")

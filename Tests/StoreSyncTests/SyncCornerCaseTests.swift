@@ -154,8 +154,8 @@ struct SyncCornerCaseTests {
         // Replay every file to B as if its cursor were lost.
         let session = SyncSession(loaded: b.loaded, coordinator: b.coordinator, remote: b.remote,
                                   calls: RemoteTimeout(seconds: 10, remoteName: "test"), logger: .init(label: "test"),
-                                  state: try #require(try SyncState.read(from: b.loaded.store.metadata, store: "b")),
-                                  report: SyncReport(peer: UUID(), remote: "test"))
+                                  state: try #require(try await b.engine.currentState()),
+                                  report: SyncReport(peer: UUID(), remote: "test"), index: RecordIndex())
         session.state.cursor = nil
         try await session.pull()
         #expect(session.report.insertedRecords == 0 && session.report.updatedRecords == 0)

@@ -44,9 +44,13 @@ public actor SyncEngine {
     /// ``SyncError/timedOut(_:seconds:)``.
     public nonisolated let timeout: Double
     private let logger: Logger
-    /// The state as last read or written, with its metadata text: a sync with nothing to do compares the text
-    /// instead of decoding a state that grows with the synced records.
+    /// The state as last read or written, with its metadata text: a sync compares the text instead of decoding (and
+    /// reading the log of) a state that grows with the synced records.
     private var cachedState: (text: String, state: SyncState)?
+    /// Where the log beside a file store ends, once read or written here; `nil`: the next write starts a new log.
+    private var logPosition: RecordStateLog.Position?
+    /// Where the store's records are, by global ID, kept between syncs.
+    private let index = RecordIndex()
 
     /// An engine for `store`, whose description (or metadata) has sync options and whose description tracks
     /// history. `remote` defaults to the one the options' URL names (``SyncRemotes/remote(for:)``).
@@ -84,12 +88,12 @@ public actor SyncEngine {
         if let idle = try await idleReport(metadata: metadata, identity: identity, here: here, calls: calls) { return idle }
         var state: SyncState
         let stored = try readState(metadata)
-        // The state grows with the synced records: a step that changed nothing does not rewrite it.
-        var saved = metadata.syncOptions == options ? stored : nil
-        func persist(_ state: SyncState) throws {
-            guard state != saved else { return }
-            try save(state)
-            saved = state
+        // A step that changed nothing does not rewrite the state.
+        var forceWrite = metadata.syncOptions != options
+        func persist(_ state: SyncState, _ touchedIDs: Set<String>, _ touchedMembers: Set<String>) throws -> (UUID?, Int64?)? {
+            guard forceWrite || hasChanges(state, touchedIDs, touchedMembers) else { return nil }
+            defer { forceWrite = false }
+            return try write(state, touchedIDs, touchedMembers)
         }
         if let stored {
             state = stored
@@ -103,7 +107,7 @@ public actor SyncEngine {
         }
         report.peer = state.peer
         let session = SyncSession(loaded: store, coordinator: coordinator, remote: remote, calls: calls,
-                                  logger: logger, state: state, report: report)
+                                  logger: logger, state: state, report: report, index: index)
         if state.location != here || state.storeUUID != metadata.storeUUID {
             if state.storeUUID != metadata.storeUUID || isCopy(of: state.location, storeUUID: metadata.storeUUID) {
                 logger.notice("sync: the store is a copy of another replica; it becomes a new peer",
@@ -115,17 +119,17 @@ public actor SyncEngine {
         }
         if !session.state.baselinePushed {
             try await session.pull()
-            try persist(session.state)
+            session.written(try persist(session.state, session.touchedIDs, session.touchedMembers))
             try await session.pushBaseline()
             try await session.pushHistory()
-            try persist(session.state)
+            session.written(try persist(session.state, session.touchedIDs, session.touchedMembers))
         } else {
             try await session.pushHistory()
-            try persist(session.state)
+            session.written(try persist(session.state, session.touchedIDs, session.touchedMembers))
             try await session.pull()
         }
         if !session.merges.isEmpty {
-            try persist(session.state)
+            session.written(try persist(session.state, session.touchedIDs, session.touchedMembers))
             try await session.pushMerges()
         }
         if session.needsCleanup { try session.apply([]) }
@@ -134,10 +138,10 @@ public actor SyncEngine {
         if remote is any PurgeableSyncRemote, let cursor = session.state.cursor, cursor != session.state.acknowledged {
             acknowledge = cursor
         }
-        if session.state != saved || session.report.pulledFiles > 0 || session.report.pushedFiles > 0 {
+        if hasChanges(session.state, session.touchedIDs, session.touchedMembers) || session.report.pulledFiles > 0 || session.report.pushedFiles > 0 {
             session.state.lastSync = Date()
         }
-        try persist(session.state)
+        session.written(try persist(session.state, session.touchedIDs, session.touchedMembers))
         if let cursor = acknowledge, let purgeable = remote as? any PurgeableSyncRemote {
             // What was pushed and pulled stands either way: a failed acknowledgement only holds purges back, and the
             // next sync sends it again.
@@ -145,7 +149,7 @@ public actor SyncEngine {
             do {
                 try await calls.run { try await purgeable.acknowledge(cursor, peer: peer) }
                 session.state.acknowledged = cursor
-                try persist(session.state)
+                session.written(try persist(session.state, session.touchedIDs, session.touchedMembers))
             } catch {
                 logger.warning("sync: could not acknowledge the cursor; purges wait for the next sync",
                                metadata: ["remote": "\(remote.displayName)", "error": "\(error)"])
@@ -197,10 +201,10 @@ public actor SyncEngine {
               let cursor = state.cursor
         else { return 0 }
         let calls = RemoteTimeout(seconds: timeout, remoteName: remote.displayName)
-        let session = SyncSession(loaded: store, coordinator: coordinator, remote: remote, calls: calls,
-                                  logger: logger, state: state, report: SyncReport(peer: state.peer, remote: remote.displayName))
+        let session = SyncSession(loaded: store, coordinator: coordinator, remote: remote, calls: calls, logger: logger,
+                                  state: state, report: SyncReport(peer: state.peer, remote: remote.displayName), index: index)
         try await session.pushSnapshot()
-        try save(session.state)
+        session.written(try write(session.state, session.touchedIDs, session.touchedMembers))
         let purged = try await calls.run { try await purgeable.purge(upTo: cursor) }
         logger.info("sync: purged history", metadata: ["store": "\(Self.name(of: store))", "remote": "\(remote.displayName)",
                                                       "files": "\(purged)", "baselineRecords": "\(session.report.pushedRecords)"])
@@ -229,6 +233,56 @@ public actor SyncEngine {
         metadata.custom[SyncState.key] = nil
         metadata.syncOptions = nil
         try store.save(StoreChanges(metadata: metadata))
+        // The log is read only when the metadata names it; removing it afterwards is tidiness, not correctness.
+        if let url = store.url, url.isFileURL { try? FileManager.default.removeItem(at: RecordStateLog.url(beside: url)) }
+    }
+
+    /// The whole state as stored (for tests).
+    func currentState() throws -> SyncState? { try readState(store.store.metadata) }
+
+    /// Where the log of this store's per-record state lives: beside a file store; `nil` for other stores, whose
+    /// metadata holds the whole state.
+    private var logURL: URL? {
+        guard let url = store.url, url.isFileURL, FileManager.default.fileExists(atPath: url.path) else { return nil }
+        return RecordStateLog.url(beside: url)
+    }
+
+    /// Whether the session changed the state since it was last written.
+    private func hasChanges(_ state: SyncState, _ touchedIDs: Set<String>, _ touchedMembers: Set<String>) -> Bool {
+        if !touchedIDs.isEmpty || !touchedMembers.isEmpty { return true }
+        guard let cached = cachedState else { return true }
+        guard logURL != nil else { return state != cached.state }
+        guard case .string(let text)? = try? state.encoded() else { return true }
+        return text != cached.text
+    }
+
+    /// Writes the session's state: for a file store, first a frame of what changed to the log beside it, then the
+    /// rest of the state, naming the frame's revision, to the store's metadata (so that a crash between the two
+    /// leaves a frame the metadata does not name, which the next read leaves out); for other stores, the whole
+    /// state to the metadata.
+    /// Returns the log and revision the metadata now names.
+    private func write(_ session: SyncState, _ touchedIDs: Set<String>, _ touchedMembers: Set<String>) throws -> (UUID?, Int64?) {
+        var state = session
+        if let url = logURL {
+            let revision = (state.revision ?? 0) + 1
+            if let position = logPosition, position.id == state.recordLog, position.revision == state.revision {
+                if !touchedIDs.isEmpty || !touchedMembers.isEmpty {
+                    logPosition = try RecordStateLog.append(at: url, position: position, revision: revision,
+                                                            ids: touchedIDs, members: touchedMembers, state: state)
+                    state.revision = revision
+                }
+            } else {
+                let id = UUID()
+                logPosition = try RecordStateLog.writeSnapshot(at: url, id: id, revision: revision, state: state)
+                state.recordLog = id
+                state.revision = revision
+            }
+        } else {
+            state.recordLog = nil
+            state.revision = nil
+        }
+        try save(state)
+        return (state.recordLog, state.revision)
     }
 
     private func save(_ state: SyncState) throws {
@@ -240,15 +294,41 @@ public actor SyncEngine {
         if case .string(let text) = value { cachedState = (text, state) }
     }
 
-    /// The state in `metadata`, decoded only when it differs from the one last read or written.
+    /// The whole state: decoded from the metadata, with the per-record maps from the log it names, unless the
+    /// metadata is what this engine last read or wrote. A log that cannot give the revision the metadata names
+    /// (the store was moved or copied without it, or it was lost) is looked for where the state was made; when it
+    /// is not there either, the state forgets what it knew of records and the remote (``SyncState/forgetRecords()``)
+    /// and the next sync reads the remote from the start, pushing only what it does not have.
     private func readState(_ metadata: StoreMetadata) throws -> SyncState? {
         guard case .string(let text) = metadata.custom[SyncState.key] else {
             return try SyncState.read(from: metadata, store: Self.name(of: store))
         }
         if let cached = cachedState, cached.text == text { return cached.state }
-        let state = try SyncState.read(from: metadata, store: Self.name(of: store))
-        if let state { cachedState = (text, state) }
+        guard var state = try SyncState.read(from: metadata, store: Self.name(of: store)) else { return nil }
+        logPosition = nil
+        if let id = state.recordLog {
+            let revision = state.revision ?? 0
+            if let url = logURL, let position = RecordStateLog.read(at: url, id: id, revision: revision, into: &state) {
+                logPosition = position
+            } else if let old = Self.logURL(whereStateWasMade: state.location), old != logURL,
+                      RecordStateLog.read(at: old, id: id, revision: revision, into: &state) != nil {
+                // Read where the state was made (a moved, converted or copied store); written here from now on.
+            } else {
+                logger.notice("sync: the store's per-record sync state is missing; reading the remote from its start",
+                              metadata: ["store": "\(Self.name(of: store))"])
+                state.forgetRecords()
+            }
+        }
+        cachedState = (text, state)
         return state
+    }
+
+    /// The log beside the store a location (`host|path`) names, on this host.
+    private static func logURL(whereStateWasMade location: String) -> URL? {
+        guard let bar = location.firstIndex(of: "|"), String(location[..<bar]) == hostName else { return nil }
+        let path = String(location[location.index(after: bar)...])
+        guard path.hasPrefix("/") else { return nil }
+        return RecordStateLog.url(beside: URL(fileURLWithPath: path))
     }
 
     /// Whether the replica the state was made for is still where it was: a store with the same UUID at the old path

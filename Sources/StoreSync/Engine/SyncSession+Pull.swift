@@ -85,6 +85,7 @@ extension SyncSession {
             state.tombstones[id] = d
             state.clocks[id] = nil
             state.orderHints[id] = nil
+            touchedIDs.insert(id)
             needsCleanup = true
             return
         }
@@ -95,6 +96,7 @@ extension SyncSession {
             guard v.clock > (state.clocks[id]?[key] ?? .zero) else { continue }
             state.clocks[id, default: [:]][key] = v.clock
             if shapes.shapes[c.entity]?.isOrderHint(key) == true { state.orderHints[id, default: [:]][key] = v.text }
+            touchedIDs.insert(id)
             w.values[key] = v
         }
         for (rel, members) in c.members {
@@ -102,7 +104,7 @@ extension SyncSession {
                 state.clock = state.clock.receiving(m.clock)
                 let key = "\(rel)→\(m.target.uuidString)"
                 // Add-wins: a removal takes away only the adds its peer had seen.
-                guard let present = state.mergeMember(id, key, m) else { continue }
+                guard let present = mergeMember(id, key, m) else { continue }
                 w.members[rel, default: [:]][m.target] = MemberChange(target: m.target, present: present, clock: m.clock)
             }
         }
@@ -112,22 +114,47 @@ extension SyncSession {
     private func applyWinners(_ winners: [UUID: Winner], order: [UUID]) throws {
         let context = coordinator.newContext()
         context.author = SyncEngine.historyAuthor
-        var index: [UUID: ObjectID] = [:]
-        try forEachRecord { r in
-            index[r.globalID] = ObjectID(storeUUID: loaded.identifier, entity: r.entity, primaryKey: r.primaryKey)
+        try index.refresh(self)
+        // An entry that does not name its record any more (the store changed without history): the index is built
+        // again before anything is changed in the context.
+        func matches(_ ids: [UUID]) -> Bool {
+            for id in ids {
+                guard let oid = index[id] else { continue }
+                if (try? context.object(with: oid))?.globalID != id { return false }
+            }
+            return true
+        }
+        func gone(_ id: UUID) -> Bool { state.tombstones[id.uuidString] != nil || state.redirects[id.uuidString] != nil }
+        // Deleted and merged-away records go, wherever the deletion came from: a global ID never comes back.
+        func leavingRecords() -> [UUID] {
+            guard needsCleanup else { return [] }
+            if state.tombstones.count + state.redirects.count < index.objects.count {
+                let named = state.tombstones.keys.compactMap(UUID.init(uuidString:)) + state.redirects.keys.compactMap(UUID.init(uuidString:))
+                return Array(Set(named.filter { index[$0] != nil }))
+            }
+            return index.objects.keys.filter(gone)
+        }
+        var leaving = leavingRecords()
+        if !matches(order) || !matches(leaving) {
+            logger.notice("sync: the record index does not match the store; scanning the store again",
+                          metadata: ["store": "\(SyncEngine.name(of: loaded))"])
+            try index.rebuild(self)
+            leaving = leavingRecords()
         }
         var objects: [UUID: ManagedObject] = [:]
         func object(_ id: UUID) throws -> ManagedObject? {
             if let o = objects[id] { return o.isDeleted ? nil : o }
-            guard let oid = index[id] else { return nil }
+            guard var oid = index[id] else { return nil }
+            if (try? context.object(with: oid))?.globalID != id {
+                try index.rebuild(self)
+                guard let fresh = index[id] else { return nil }
+                oid = fresh
+            }
             let o = try context.object(with: oid)
             objects[id] = o
             return o
         }
-        func gone(_ id: UUID) -> Bool { state.tombstones[id.uuidString] != nil || state.redirects[id.uuidString] != nil }
-
-        // Deleted and merged-away records go, wherever the deletion came from: a global ID never comes back.
-        for (id, _) in index where gone(id) {
+        for id in leaving {
             if let o = try object(id) {
                 try context.delete(o)
                 report.deletedRecords += 1

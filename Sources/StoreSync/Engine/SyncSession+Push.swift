@@ -247,6 +247,7 @@ extension SyncSession {
     private func record(_ batch: ChangeBatch) {
         for c in batch.changes {
             let id = c.id.uuidString
+            touchedIDs.insert(id)
             if let d = c.deleted {
                 state.tombstones[id] = d
                 state.clocks[id] = nil
@@ -258,7 +259,7 @@ extension SyncSession {
                 if shapes.shapes[c.entity]?.isOrderHint(key) == true { state.orderHints[id, default: [:]][key] = v.text }
             }
             for (rel, members) in c.members {
-                for m in members { _ = state.mergeMember(id, "\(rel)→\(m.target.uuidString)", m) }
+                for m in members { _ = mergeMember(id, "\(rel)→\(m.target.uuidString)", m) }
             }
         }
     }

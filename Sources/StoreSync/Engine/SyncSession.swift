@@ -19,6 +19,12 @@ final class SyncSession {
     var needsCleanup = false
     /// What deduplication changed in the last pull, pushed after it like local changes.
     var merges: [MergeChange] = []
+    /// Where the store's records are, by global ID (the engine's, kept between runs).
+    let index: RecordIndex
+    /// Global IDs whose per-record state (clocks, tombstone, order hints) changed since the state was last written.
+    var touchedIDs: Set<String> = []
+    /// Memberships (`<global ID> <relationship>→<target>`) whose state changed since the state was last written.
+    var touchedMembers: Set<String> = []
 
     /// A record a merge deleted or relinked.
     struct MergeChange {
@@ -35,7 +41,8 @@ final class SyncSession {
     static let recordsPerFile = 2_000
 
     init(loaded: LoadedStore, coordinator: StoreCoordinator, remote: any SyncRemote, calls: RemoteTimeout, logger: Logger,
-         state: SyncState, report: SyncReport) {
+         state: SyncState, report: SyncReport, index: RecordIndex) {
+        self.index = index
         self.loaded = loaded
         self.coordinator = coordinator
         self.remote = remote
@@ -47,6 +54,24 @@ final class SyncSession {
     }
 
     var store: any PersistentStore { loaded.store }
+
+    /// Notes that the state was written, naming the log and revision given (nothing when `nil`: nothing was).
+    func written(_ log: (UUID?, Int64?)?) {
+        guard let log else { return }
+        (state.recordLog, state.revision) = log
+        touchedIDs = []
+        touchedMembers = []
+    }
+
+    /// Merges one membership change into the state (``SyncState/mergeMember(_:_:_:)``), noting it for the next write.
+    func mergeMember(_ id: String, _ key: String, _ m: MemberChange) -> Bool? {
+        let present = state.mergeMember(id, key, m)
+        if present != nil {
+            touchedIDs.insert(id)
+            touchedMembers.insert("\(id) \(key)")
+        }
+        return present
+    }
 
     /// Global IDs of records by hierarchy root and primary key, read a batch at a time.
     func globalIDs(root: String, keys: Set<Int64>, cache: inout [String: [Int64: UUID]]) throws -> [Int64: UUID] {

@@ -47,6 +47,11 @@ struct SyncState: Sendable, Hashable, Codable {
     var dangling: [String: RecordChange] = [:]
     /// When the last sync that pushed, pulled or changed this state finished.
     var lastSync: Date?
+    /// For a file store: the log beside it that holds the per-record maps (``clocks``, ``tombstones``,
+    /// ``orderHints``, ``removed``, ``covers``), which the metadata then leaves out (see ``RecordStateLog``).
+    var recordLog: UUID?
+    /// The log's revision this state goes with.
+    var revision: Int64?
 
     init(peer: UUID, location: String, storeUUID: UUID) {
         self.peer = peer
@@ -93,12 +98,34 @@ struct SyncState: Sendable, Hashable, Codable {
         }
     }
 
-    /// The metadata value.
+    /// The metadata value: the whole state, or without the per-record maps when a ``RecordStateLog`` holds them.
     func encoded() throws -> MetadataValue {
+        var head = self
+        if recordLog != nil { head.clearRecords() }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         encoder.dateEncodingStrategy = .millisecondsSince1970
-        return .string(String(decoding: try encoder.encode(self), as: UTF8.self))
+        return .string(String(decoding: try encoder.encode(head), as: UTF8.self))
+    }
+
+    /// Empties the per-record maps.
+    mutating func clearRecords() {
+        clocks = [:]
+        tombstones = [:]
+        orderHints = [:]
+        removed = []
+        covers = nil
+    }
+
+    /// Forgets what this replica knew of every record and of the remote's files, keeping its identity: the next
+    /// sync reads the remote from its start and pushes only what it does not have, as when attaching a store with
+    /// records (used when the per-record state is lost).
+    mutating func forgetRecords() {
+        clearRecords()
+        cursor = nil
+        acknowledged = nil
+        baselinePushed = false
+        recordLog = nil
     }
 
     /// Whether the membership `key` (`relationship→target`) of `id` is present: it has an add that no removal saw.

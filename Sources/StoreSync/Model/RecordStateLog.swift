@@ -1,0 +1,267 @@
+import Foundation
+@_spi(BackendKit) import StoreAPI
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The per-record part of a file store's sync state (clocks, tombstones, order hints, memberships), kept in a log
+/// file beside the store (`<store>.storesync`) so that a sync writes what it changed instead of the whole state.
+///
+/// The log is a snapshot frame followed by delta frames, each numbered with the revision it brings the state to and
+/// protected by its length and a checksum. The store's metadata names the log (``SyncState/recordLog``) and the
+/// revision the rest of its state goes with (``SyncState/revision``): a frame is appended *before* the metadata
+/// names its revision, and a reader applies only the frames up to the revision the metadata names. A crash between
+/// the two steps, or a store restored from a backup beside a newer log, therefore reads exactly the state its
+/// metadata was written with; the frames after it are cut off before the next append. A log that cannot give that
+/// revision (missing, another log, compacted past it, damaged) is not used, and the engine rebuilds the state from
+/// the remote (see ``SyncEngine``).
+struct RecordStateLog {
+    /// The log file.
+    let url: URL
+
+    /// Where the log of the store at `storeURL` lives.
+    static func url(beside storeURL: URL) -> URL {
+        URL(fileURLWithPath: storeURL.standardizedFileURL.path + ".storesync")
+    }
+
+    private static let magic = "storesync-records\t1\t"
+
+    /// What reading the log found, for appending to it later.
+    struct Position: Sendable, Hashable {
+        /// The log's identity, as the metadata names it.
+        var id: UUID
+        /// The revision of the last frame applied.
+        var revision: Int64
+        /// The bytes up to the end of that frame: what follows is cut off before the next append.
+        var length: Int
+        /// The bytes of the snapshot frame: the log is compacted when its deltas outgrow it.
+        var snapshotBytes: Int
+    }
+
+    /// Reads the log into `state`'s per-record maps, applying frames up to `revision`. Returns `nil`, leaving `state`
+    /// as it was, when there is no log, it is another one than `id`, or it cannot give `revision`. Never writes.
+    static func read(at url: URL, id: UUID, revision: Int64, into state: inout SyncState) -> Position? {
+        guard let data = FileManager.default.contents(atPath: url.path) else { return nil }
+        let bytes = [UInt8](data)
+        guard let headerEnd = bytes.firstIndex(of: 0x0A),
+              String(decoding: bytes[..<headerEnd], as: UTF8.self) == magic + id.uuidString
+        else { return nil }
+        var maps = RecordMaps()
+        var offset = headerEnd + 1
+        var applied: Int64?
+        var length = offset
+        var snapshotBytes = 0
+        while offset < bytes.count {
+            guard let lineEnd = bytes[offset...].firstIndex(of: 0x0A) else { break }
+            let fields = String(decoding: bytes[offset..<lineEnd], as: UTF8.self).split(separator: "\t", omittingEmptySubsequences: false)
+            guard fields.count == 5, fields[0] == "F", let rev = Int64(fields[1]), let size = Int(fields[3]), size >= 0,
+                  lineEnd + 1 + size <= bytes.count
+            else { break }
+            let body = bytes[(lineEnd + 1)..<(lineEnd + 1 + size)]
+            guard String(checksum(body), radix: 16) == fields[4] else { break }
+            if rev > revision { break }
+            let isSnapshot = fields[2] == "S"
+            // The first frame must be the snapshot; a later one is a delta on what came before.
+            if applied == nil, !isSnapshot { return nil }
+            if isSnapshot {
+                maps = RecordMaps()
+                snapshotBytes = size
+            }
+            guard maps.apply(body) else { return nil }
+            applied = rev
+            offset = lineEnd + 1 + size
+            length = offset
+        }
+        guard applied == revision else { return nil }
+        maps.store(into: &state)
+        return Position(id: id, revision: revision, length: length, snapshotBytes: snapshotBytes)
+    }
+
+    /// Writes a new log holding every record's state at `revision`, atomically (a staging file renamed over it).
+    static func writeSnapshot(at url: URL, id: UUID, revision: Int64, state: SyncState) throws -> Position {
+        let body = RecordMaps.encodeAll(state)
+        var bytes = Array((magic + id.uuidString + "\n").utf8)
+        let header = frameHeader(revision: revision, kind: "S", body: body)
+        bytes += header
+        bytes += body
+        try AtomicFile.write(to: url) { staging in try writeAll(bytes, to: staging, create: true, truncateTo: nil) }
+        return Position(id: id, revision: revision, length: bytes.count, snapshotBytes: body.count)
+    }
+
+    /// Appends a frame with the state of the records `ids` and the memberships `members` at `revision`, after
+    /// cutting off frames beyond `position`; fsynced before it returns. Compacts into a new snapshot instead when
+    /// the deltas have outgrown it.
+    static func append(at url: URL, position: Position, revision: Int64, ids: Set<String>, members: Set<String>,
+                       state: SyncState) throws -> Position {
+        let body = RecordMaps.encode(ids: ids, members: members, of: state)
+        let deltaBytes = position.length - position.snapshotBytes
+        if deltaBytes + body.count > max(position.snapshotBytes * 2, 1 << 20) {
+            return try writeSnapshot(at: url, id: position.id, revision: revision, state: state)
+        }
+        let frame = frameHeader(revision: revision, kind: "D", body: body) + body
+        try writeAll(frame, to: url, create: false, truncateTo: position.length)
+        return Position(id: position.id, revision: revision, length: position.length + frame.count,
+                        snapshotBytes: position.snapshotBytes)
+    }
+
+    private static func frameHeader(revision: Int64, kind: String, body: [UInt8]) -> [UInt8] {
+        Array("F\t\(revision)\t\(kind)\t\(body.count)\t\(String(checksum(body[...]), radix: 16))\n".utf8)
+    }
+
+    /// FNV-1a over the frame body: it finds a torn or damaged frame, which is all it is for.
+    private static func checksum(_ bytes: ArraySlice<UInt8>) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in bytes {
+            hash ^= UInt64(b)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        return hash
+    }
+
+    /// Writes `bytes` at the end of the file (after cutting it to `truncateTo`) and fsyncs it. A failed write (a
+    /// full disk, a file-size limit) is an error naming the file; what was written of the frame is cut off by the
+    /// next reader, which stops at a frame whose checksum does not match.
+    private static func writeAll(_ bytes: [UInt8], to url: URL, create: Bool, truncateTo: Int?) throws {
+        let fd = open(url.path, O_WRONLY | O_CLOEXEC | (create ? O_CREAT | O_TRUNC : 0), 0o644)
+        guard fd >= 0 else { throw StoreError.io(url, operation: "opening the sync state log", reason: errorText()) }
+        defer { close(fd) }
+        var at = off_t(0)
+        if let truncateTo {
+            guard ftruncate(fd, off_t(truncateTo)) == 0 else {
+                throw StoreError.io(url, operation: "cutting off unused sync state frames", reason: errorText())
+            }
+            at = off_t(truncateTo)
+        }
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeBytes { raw in pwrite(fd, raw.baseAddress.map { $0 + done }, bytes.count - done, at + off_t(done)) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { throw StoreError.io(url, operation: "writing the sync state log", reason: errorText()) }
+            done += n
+        }
+        guard fsync(fd) == 0 else { throw StoreError.io(url, operation: "syncing the sync state log", reason: errorText()) }
+    }
+
+    private static func errorText() -> String { String(cString: strerror(errno)) }
+}
+
+/// The per-record maps of a ``SyncState`` as the log's frames carry them.
+///
+/// A frame body is lines of tab-separated fields (names and texts escaped): `G id` starts a record's whole state
+/// (tombstone `T stamp`, clocks `C key stamp`, order hints `O key text`), replacing what an earlier frame said of it;
+/// `M member cover removed` is one membership's state.
+private struct RecordMaps {
+    var clocks: [String: [String: HybridLogicalClock]] = [:]
+    var tombstones: [String: HybridLogicalClock] = [:]
+    var orderHints: [String: [String: String]] = [:]
+    var removed: Set<String> = []
+    var covers: [String: HybridLogicalClock] = [:]
+
+    func store(into state: inout SyncState) {
+        state.clocks = clocks
+        state.tombstones = tombstones
+        state.orderHints = orderHints
+        state.removed = removed
+        state.covers = covers.isEmpty ? nil : covers
+    }
+
+    /// Applies one frame body; `false` when it does not read.
+    mutating func apply(_ body: ArraySlice<UInt8>) -> Bool {
+        var current: String?
+        var start = body.startIndex
+        while start < body.endIndex {
+            let end = body[start...].firstIndex(of: 0x0A) ?? body.endIndex
+            let fields = String(decoding: body[start..<end], as: UTF8.self)
+                .split(separator: "\t", omittingEmptySubsequences: false).map { Self.unescape($0) }
+            start = end < body.endIndex ? end + 1 : end
+            guard let kind = fields.first else { return false }
+            switch (kind, fields.count) {
+            case ("G", 2):
+                current = fields[1]
+                clocks[fields[1]] = nil
+                tombstones[fields[1]] = nil
+                orderHints[fields[1]] = nil
+            case ("T", 2):
+                guard let id = current, let stamp = HybridLogicalClock(text: fields[1]) else { return false }
+                tombstones[id] = stamp
+            case ("C", 3):
+                guard let id = current, let stamp = HybridLogicalClock(text: fields[2]) else { return false }
+                clocks[id, default: [:]][fields[1]] = stamp
+            case ("O", 3):
+                guard let id = current else { return false }
+                orderHints[id, default: [:]][fields[1]] = fields[2]
+            case ("M", 4):
+                let member = fields[1]
+                if fields[2].isEmpty { covers[member] = nil } else {
+                    guard let cover = HybridLogicalClock(text: fields[2]) else { return false }
+                    covers[member] = cover
+                }
+                if fields[3] == "1" { removed.insert(member) } else { removed.remove(member) }
+            default:
+                return false
+            }
+        }
+        return true
+    }
+
+    static func encodeAll(_ state: SyncState) -> [UInt8] {
+        var ids = Set(state.clocks.keys)
+        ids.formUnion(state.tombstones.keys)
+        ids.formUnion(state.orderHints.keys)
+        var members = state.removed
+        if let covers = state.covers { members.formUnion(covers.keys) }
+        return encode(ids: ids, members: members, of: state)
+    }
+
+    static func encode(ids: Set<String>, members: Set<String>, of state: SyncState) -> [UInt8] {
+        var out = ""
+        out.reserveCapacity(ids.count * 160 + members.count * 120)
+        for id in ids.sorted() {
+            out += "G\t\(escape(id))\n"
+            if let t = state.tombstones[id] { out += "T\t\(t.description)\n" }
+            for (key, stamp) in (state.clocks[id] ?? [:]).sorted(by: { $0.key < $1.key }) {
+                out += "C\t\(escape(key))\t\(stamp.description)\n"
+            }
+            for (key, text) in (state.orderHints[id] ?? [:]).sorted(by: { $0.key < $1.key }) {
+                out += "O\t\(escape(key))\t\(escape(text))\n"
+            }
+        }
+        for member in members.sorted() {
+            out += "M\t\(escape(member))\t\(state.covers?[member]?.description ?? "")\t\(state.removed.contains(member) ? "1" : "0")\n"
+        }
+        return Array(out.utf8)
+    }
+
+    private static func escape(_ s: String) -> String {
+        guard s.contains(where: { $0 == "\t" || $0 == "\n" || $0 == "\\" }) else { return s }
+        var out = ""
+        for c in s {
+            switch c {
+            case "\\": out += "\\\\"
+            case "\t": out += "\\t"
+            case "\n": out += "\\n"
+            default: out.append(c)
+            }
+        }
+        return out
+    }
+
+    private static func unescape(_ s: Substring) -> String {
+        guard s.contains("\\") else { return String(s) }
+        var out = ""
+        var escaping = false
+        for c in s {
+            if escaping {
+                out.append(c == "t" ? "\t" : c == "n" ? "\n" : c)
+                escaping = false
+            } else if c == "\\" {
+                escaping = true
+            } else {
+                out.append(c)
+            }
+        }
+        return out
+    }
+}

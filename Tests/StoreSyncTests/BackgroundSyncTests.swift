@@ -55,4 +55,76 @@ struct BackgroundSyncTests {
         #expect(try b.value(id, "name") == .string("travels alone"))
         #expect(bb.status.lastError == nil)
     }
+
+    /// A remote whose calls block the thread they run on, as a synchronous client stuck on a dead connection does,
+    /// until the test releases them: with calls on the shared pool, a few of them would stall every task of the
+    /// process.
+    @Test func savesStayFastWhileRemoteCallsBlockTheirThreads() async throws {
+        let dir = try TemporaryDirectory("sync-blocking-remote")
+        let remote = BlockingRemote()
+        let a = try Replica(dir.path("a.sqlite"), type: "sqlite", remote: remote, timeout: 600)
+        // Each save runs in a task of the pool, as an app's would. The replica is used by one task at a time.
+        let shared = UncheckedBox(a)
+        func timedSaves(_ label: String) async throws -> Duration {
+            let start = ContinuousClock.now
+            for i in 0..<20 {
+                try await Task.detached { try shared.value.insert("Author", ["name": .string("\(label) \(i)")]) }.value
+            }
+            return ContinuousClock.now - start
+        }
+        let quiet = try await timedSaves("quiet")
+        // More blocked calls than the pool has threads.
+        let blocked = ProcessInfo.processInfo.activeProcessorCount * 2 + 2
+        let engine = a.engine
+        let syncs = (0..<blocked).map { _ in Task { _ = try? await engine.sync() } }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while remote.waiting < blocked, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(remote.waiting == blocked, "the blocking calls did not all start")
+        let hung = try await timedSaves("hung")
+        remote.release()
+        for s in syncs { await s.value }
+        #expect(try a.count("Author") == 40)
+        // Generous: a parallel test run keeps the machine busy; a stalled pool waits for the release instead.
+        #expect(hung < quiet * 20 + .seconds(5), "saves took \(hung) with blocked remote calls, \(quiet) without")
+    }
+}
+
+/// A value handed to another task by a test that uses it from one task at a time.
+final class UncheckedBox<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}
+
+/// A remote whose every call blocks its thread until ``release()`` (or 30 seconds), then fails.
+final class BlockingRemote: SyncRemote, @unchecked Sendable {
+    private var released = false
+    private var count = 0
+    private let gate = NSCondition()
+
+    var displayName: String { "blocking" }
+
+    /// Calls blocked now.
+    var waiting: Int { gate.withLock { count } }
+
+    func release() {
+        gate.withLock {
+            released = true
+            gate.broadcast()
+        }
+    }
+
+    private func block<T>() throws -> T {
+        gate.withLock {
+            count += 1
+            let until = Date().addingTimeInterval(30)
+            while !released, gate.wait(until: until) {}
+            count -= 1
+        }
+        throw SyncError.remote(displayName, reason: "released")
+    }
+
+    func identity() async throws -> String { try block() }
+    func list(after cursor: SyncCursor?) async throws -> RemoteListing { try block() }
+    func fetch(_ name: ChangeFileName) async throws -> Data { try block() }
+    func put(_ data: Data, as name: ChangeFileName) async throws -> PutOutcome { try block() }
 }

@@ -211,7 +211,17 @@ struct SyncScenarioTests {
         let b = try Replica(nil, type: "memory", remote: remote, logger: capture.logger(level: .trace))
         try await b.sync()
         let lines = capture.all
-        #expect(lines.contains { $0.message == "sync finished" && $0.metadata["pushedRecords"] == "1" })
+        #expect(lines.contains { $0.message == "sync finished" && $0.level == .info && $0.metadata["pushedRecords"] == "1" })
+        #expect(lines.contains { $0.message == "sync finished" && $0.level == .info && $0.metadata["inserted"] == "1" })
+        // Routine syncs with nothing to do log only at debug; the push and the pull of the new book at info.
+        let before = capture.all.count
+        try await a.sync()
+        try await b.sync()
+        _ = try a.insert("Book", ["title": "pushed"])
+        try await a.sync()
+        try await b.sync()
+        let routine = capture.all.dropFirst(before)
+        #expect(routine.filter { $0.level >= .info }.count == 2, "\(routine.map { "\($0.level) \($0.message)" })")
         for line in lines {
             let text = line.message + " " + line.metadata.values.joined(separator: " ")
             #expect(!text.contains("Secret title") && !text.contains("4242424"), "\(text)")

@@ -6,7 +6,9 @@ import Synchronization
 /// doubles with each failure in a row, up to ``maxBackoff``.
 ///
 /// Nothing else waits on it: saves never touch the remote, so an unreachable, slow or gone remote costs them
-/// nothing, and the loop's failures show in ``status`` (and the engine's log) instead of anywhere else.
+/// nothing, and the loop's failures show in ``status`` (and the engine's log) instead of anywhere else. Every call to
+/// the remote, and every wait for its notifications, runs on a thread of its own, so a remote that hangs holds no
+/// thread of the cooperative pool the app's tasks run on.
 public final class BackgroundSync: Sendable {
     /// Where the loop stands.
     public struct Status: Sendable {
@@ -60,7 +62,8 @@ public final class BackgroundSync: Sendable {
                 if let notifying = engine.remote as? any NotifyingSyncRemote, shared.status.withLock({ $0.consecutiveFailures == 0 }) {
                     // Woken by another peer's push, or after the interval; a failed wait falls back to sleeping.
                     let seconds = Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18
-                    if (try? await notifying.waitForChanges(timeout: seconds)) != nil { continue }
+                    // On a thread of its own: a remote whose wait blocks must not hold a thread of the pool.
+                    if (try? await RemoteTimeout.onOwnThread({ try await notifying.waitForChanges(timeout: seconds) })) != nil { continue }
                 }
                 try? await Task.sleep(for: wait)
             }

@@ -4,6 +4,10 @@ import Synchronization
 /// Runs each remote call with a time limit, so that a sync returns even when a remote hangs without ever throwing:
 /// the call is left running on its own and its answer, if it ever comes, is dropped.
 ///
+/// Each call runs on a thread of its own (``CallThread``), never on the cooperative pool: a remote that blocks
+/// instead of suspending ties up that thread alone, and every other task of the process — the app's saves among them
+/// — keeps the pool's threads. The time limit itself is a sleeping task, which holds no thread.
+///
 /// The limit counts from when the call starts running, not from when it was asked for: on a machine whose threads
 /// are all busy, a call that has not started yet is not the remote's fault.
 struct RemoteTimeout: Sendable {
@@ -15,8 +19,9 @@ struct RemoteTimeout: Sendable {
         let timeoutError = SyncError.timedOut(remoteName, seconds: seconds)
         return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             let once = ResumeOnce(continuation)
-            Task {
-                let timer = Task {
+            let thread = CallThread(name: "storesync.remote-call")
+            Task(executorPreference: thread) {
+                let timer = Task(executorPreference: globalConcurrentExecutor) {
                     // Cancelled: the call answered in time.
                     do { try await Task.sleep(for: limit) } catch { return }
                     once.resume(.failure(timeoutError))
@@ -26,8 +31,16 @@ struct RemoteTimeout: Sendable {
                 // The timer is not needed any more: it must not sleep on for every call made.
                 timer.cancel()
                 once.resume(result)
+                thread.finish()
             }
         }
+    }
+
+    /// Runs `body` on a thread of its own, without a time limit (for waits that have their own).
+    static func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        let thread = CallThread(name: "storesync.remote-wait")
+        defer { thread.finish() }
+        return try await Task(executorPreference: thread) { try await body() }.value
     }
 }
 

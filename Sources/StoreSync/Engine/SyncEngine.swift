@@ -157,7 +157,10 @@ public actor SyncEngine {
         }
         session.report.peer = session.state.peer
         let done = session.report
-        logger.info("sync finished", metadata: [
+        // Every sync that moved something is logged at info; a routine one with nothing to do only at debug.
+        let level: Logger.Level = done.pushedFiles + done.pulledFiles + done.mergedDuplicates + done.deletedRecords > 0
+            || done.attached || done.becameNewPeer || done.rebaselined ? .info : .debug
+        logger.log(level: level, "sync finished", metadata: [
             "store": "\(Self.name(of: store))", "remote": "\(remote.displayName)", "peer": "\(done.peer)",
             "pushedRecords": "\(done.pushedRecords)", "pulledFiles": "\(done.pulledFiles)",
             "inserted": "\(done.insertedRecords)", "updated": "\(done.updatedRecords)", "deleted": "\(done.deletedRecords)",

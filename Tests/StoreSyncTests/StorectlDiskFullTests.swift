@@ -1,0 +1,82 @@
+import Foundation
+import StoreAPI
+import StoreTestSupport
+import Testing
+
+/// A disk that fills up during a pull, through the real `storectl`: the child runs under a file-size limit
+/// (`ulimit -f`, with SIGXFSZ ignored so that writes past it fail with EFBIG as on a full disk).
+@Suite("storectl sync, disk full")
+struct StorectlDiskFullTests {
+    @Test func diskFullDuringPullLeavesTheStoreUnchangedAndTheNextSyncCompletes() throws {
+        let dir = try TemporaryDirectory("sync-disk-full")
+        let remote = "file://\(try dir.directory("share").path)"
+        let model = PackagePaths.libraryModel.path
+        for s in ["a.sqlite", "b.sqlite"] {
+            try ok(["create", s, "--model", model, "--quiet"], in: dir)
+            try ok(["sync", s, "--remote", remote, "--container", "full", "--quiet"], in: dir)
+        }
+        let own = UUID().uuidString
+        let ownFile = try dir.write(#"{"entity":"Author","id":"\#(own)","attributes":{"name":"b's own"}}"#, to: "own.ndjson")
+        try ok(["import", "b.sqlite", ownFile.path, "--upsert", "--quiet"], in: dir)
+        try ok(["sync", "b.sqlite", "--quiet"], in: dir)
+        let before = try authors("b.sqlite", in: dir)
+        #expect(before == [own: 1])
+        // Far more than the limit leaves room for.
+        var lines: [String] = []
+        var ids = Set<String>()
+        for i in 0..<8_000 {
+            let id = UUID().uuidString
+            ids.insert(id)
+            lines.append(#"{"entity":"Author","id":"\#(id)","attributes":{"name":"author \#(i) \#(String(repeating: "n", count: 80))"}}"#)
+        }
+        let file = try dir.write(lines.joined(separator: "\n"), to: "authors.ndjson")
+        try ok(["import", "a.sqlite", file.path, "--upsert", "--quiet"], in: dir)
+        try ok(["sync", "a.sqlite", "--quiet"], in: dir)
+
+        // Room for what b's files hold now and a little more, not for the pull.
+        let sizes = try FileManager.default.contentsOfDirectory(atPath: dir.url.path)
+            .filter { $0.hasPrefix("b.sqlite") }
+            .map { (try FileManager.default.attributesOfItem(atPath: dir.path($0).path)[.size] as? Int) ?? 0 }
+        let blocks = ((sizes.max() ?? 0) + 32_768) / 512
+        let storectl = try BuiltTools.require(BuiltTools.storectl, "storectl")
+        let limited = try Child(URL(fileURLWithPath: "/bin/sh"),
+                                ["-c", "trap '' XFSZ; ulimit -f \(blocks); exec \"$0\" sync b.sqlite", storectl.path],
+                                directory: dir.url)
+        limited.wait()
+        #expect(!limited.killedBySignal, "storectl was killed by a signal: \(limited.stderr)")
+        #expect(limited.status != 0, "the pull fit under the limit; the test proved nothing: \(limited.stdout)")
+        #expect(limited.stderr.contains("b.sqlite"), "the error does not name the store: \(limited.stderr)")
+        #expect(!limited.stderr.contains("Fatal error"), "\(limited.stderr)")
+        // Nothing of the pull is in the store, and the store is sound.
+        let unchanged = try authors("b.sqlite", in: dir)
+        #expect(unchanged.count == 1 && unchanged == before, "\(unchanged.count) authors after the failed pull")
+        try ok(["verify", "b.sqlite", "--quiet"], in: dir)
+
+        // Without the limit the next sync completes: every record once.
+        try ok(["sync", "b.sqlite", "--quiet"], in: dir)
+        try ok(["sync", "a.sqlite", "--quiet"], in: dir)
+        let after = try authors("b.sqlite", in: dir)
+        #expect(after.count == ids.count + 1 && after.values.allSatisfy { $0 == 1 }, "\(after.count) authors")
+        #expect(Set(after.keys) == ids.union([own]), "records were lost")
+        let diff = try Child.storectl(["diff", "a.sqlite", "b.sqlite", "--records-only"], in: dir)
+        #expect(diff.status == 0, "\(diff.stdout)\(diff.stderr)")
+    }
+
+    /// How many times each author's global ID is in the store.
+    private func authors(_ store: String, in dir: TemporaryDirectory) throws -> [String: Int] {
+        let exported = try Child.storectl(["export", store, "--entity", "Author", "--quiet"], in: dir)
+        try #require(exported.status == 0, "\(exported.stderr)")
+        var seen: [String: Int] = [:]
+        for line in exported.stdout.split(separator: "\n") {
+            guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  object["entity"] as? String == "Author", let id = object["id"] as? String else { continue }
+            seen[id, default: 0] += 1
+        }
+        return seen
+    }
+
+    private func ok(_ arguments: [String], in dir: TemporaryDirectory, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let child = try Child.storectl(arguments, in: dir)
+        try #require(child.status == 0, "storectl \(arguments.joined(separator: " ")): \(child.stderr)", sourceLocation: sourceLocation)
+    }
+}

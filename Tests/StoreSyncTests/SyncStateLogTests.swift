@@ -1,0 +1,114 @@
+import Foundation
+import StoreAPI
+@testable import StoreSync
+import StoreTestSupport
+import Testing
+
+/// The per-record sync state of a file store lives in a log beside it, written a frame of changes at a time, and
+/// the store's metadata names the revision it goes with.
+@Suite("Sync state log")
+struct SyncStateLogTests {
+    private func stateText(_ r: Replica) throws -> String {
+        guard case .string(let text)? = r.loaded.store.metadata.custom[SyncState.key] else {
+            Issue.record("no sync state in the metadata")
+            return ""
+        }
+        return text
+    }
+
+    @Test func theMetadataKeepsASmallStateWhateverTheNumberOfRecords() async throws {
+        let dir = try TemporaryDirectory("sync-log-size")
+        let remote = InMemoryRemote()
+        let a = try Replica(dir.path("a.sqlite"), type: "sqlite", remote: remote)
+        let c = a.context()
+        for i in 0..<300 { try c.insert("Book", ["title": .string("book \(i)"), "pages": .integer64(Int64(i))]) }
+        try c.save()
+        try await a.sync()
+        let small = try stateText(a).utf8.count
+        let log = RecordStateLog.url(beside: dir.path("a.sqlite"))
+        #expect(FileManager.default.fileExists(atPath: log.path))
+        let logSize = try #require(try FileManager.default.attributesOfItem(atPath: log.path)[.size] as? Int)
+        let c2 = a.context()
+        for i in 0..<300 { try c2.insert("Book", ["title": .string("more \(i)")]) }
+        try c2.save()
+        try await a.sync()
+        // The metadata does not grow with the records; the log grows by a frame of the new ones.
+        #expect(try stateText(a).utf8.count < small + 100 && small < 2_000, "\(small) bytes")
+        let grown = try #require(try FileManager.default.attributesOfItem(atPath: log.path)[.size] as? Int)
+        #expect(grown > logSize)
+        let state = try #require(try await a.engine.currentState())
+        #expect(state.clocks.count == 600 && state.recordLog != nil)
+        // A new engine (another process) reads the same state back from the log.
+        let b = try Replica(dir.path("a.sqlite"), type: "sqlite", remote: remote)
+        let reread = try #require(try await b.engine.currentState())
+        #expect(reread.clocks == state.clocks && reread.revision == state.revision)
+    }
+
+    @Test func framesTheMetadataDoesNotNameAreLeftOutAndCutOff() throws {
+        let dir = try TemporaryDirectory("sync-log-frames")
+        let url = dir.path("x.storesync")
+        let peer = UUID()
+        var state = SyncState(peer: peer, location: "here", storeUUID: UUID())
+        let id = UUID().uuidString
+        func stamp(_ wall: Int64) -> HybridLogicalClock { HybridLogicalClock(wall: wall, counter: 0, peer: peer) }
+        state.clocks[id] = ["title": stamp(1)]
+        let log = UUID()
+        let first = try RecordStateLog.writeSnapshot(at: url, id: log, revision: 1, state: state)
+        state.clocks[id] = ["title": stamp(2), "pages\t\n\\": stamp(2)]
+        state.tombstones["gone"] = stamp(3)
+        state.removed.insert("\(id) tags→x")
+        let second = try RecordStateLog.append(at: url, position: first, revision: 2, ids: [id, "gone"],
+                                               members: ["\(id) tags→x"], state: state)
+        var read1 = SyncState(peer: peer, location: "here", storeUUID: UUID())
+        #expect(RecordStateLog.read(at: url, id: log, revision: 1, into: &read1) == first)
+        #expect(read1.clocks[id] == ["title": stamp(1)] && read1.tombstones.isEmpty)
+        var read2 = SyncState(peer: peer, location: "here", storeUUID: UUID())
+        #expect(RecordStateLog.read(at: url, id: log, revision: 2, into: &read2) == second)
+        #expect(read2.clocks == state.clocks && read2.tombstones == state.tombstones && read2.removed == state.removed)
+        // Another log, or a revision it never reached: not used.
+        var other = SyncState(peer: peer, location: "here", storeUUID: UUID())
+        #expect(RecordStateLog.read(at: url, id: UUID(), revision: 2, into: &other) == nil)
+        #expect(RecordStateLog.read(at: url, id: log, revision: 3, into: &other) == nil && other.clocks.isEmpty)
+        // Metadata written at revision 1 (a crash before it named 2): the next frame replaces frame 2.
+        var again = read1
+        again.clocks[id] = ["title": stamp(5)]
+        _ = try RecordStateLog.append(at: url, position: first, revision: 2, ids: [id], members: [], state: again)
+        var read3 = SyncState(peer: peer, location: "here", storeUUID: UUID())
+        #expect(RecordStateLog.read(at: url, id: log, revision: 2, into: &read3) != nil)
+        #expect(read3.clocks[id] == ["title": stamp(5)] && read3.tombstones.isEmpty)
+        // A torn frame at the end (a write that failed half-way) is not read.
+        let handle = try FileHandle(forWritingTo: url)
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data("F\t3\tD\t999\t0\nG\tpartial".utf8))
+        try handle.close()
+        var read4 = SyncState(peer: peer, location: "here", storeUUID: UUID())
+        #expect(RecordStateLog.read(at: url, id: log, revision: 2, into: &read4) != nil && read4.clocks == read3.clocks)
+        #expect(RecordStateLog.read(at: url, id: log, revision: 3, into: &read4) == nil)
+    }
+
+    @Test func aLostLogIsRebuiltFromTheRemoteWithoutDuplicates() async throws {
+        let dir = try TemporaryDirectory("sync-log-lost")
+        let remote = InMemoryRemote()
+        let a = try Replica(dir.path("a.sqlite"), type: "sqlite", remote: remote)
+        let b = try Replica(dir.path("b.lmdb"), type: "lmdb", remote: remote)
+        for i in 0..<20 { try a.insert("Author", ["name": .string("a \(i)")]) }
+        let bookID = try b.insert("Book", ["title": "b's"])
+        try await a.sync()
+        try await b.sync()
+        try await a.sync()
+        try FileManager.default.removeItem(at: RecordStateLog.url(beside: dir.path("b.lmdb")))
+        // Another process opens b: its state names a log that is gone.
+        try b.coordinator.removeStore(b.loaded)
+        let b2 = try Replica(dir.path("b.lmdb"), type: "lmdb", remote: remote)
+        try b2.update(bookID) { o, _ in try o.setValue(.integer64(300), forKey: "pages") }
+        try await b2.sync()
+        try a.update(bookID) { o, _ in try o.setValue(.string("renamed by a"), forKey: "title") }
+        try await a.sync()
+        try await b2.sync()
+        try await a.sync()
+        #expect(try b2.count("Author") == 20 && b2.count("Book") == 1 && a.count("Book") == 1)
+        #expect(try a.value(bookID, "pages") == .integer64(300) && b2.value(bookID, "title") == .string("renamed by a"))
+        #expect(try a.differences(from: b2).isIdentical)
+        #expect(FileManager.default.fileExists(atPath: RecordStateLog.url(beside: dir.path("b.lmdb")).path))
+    }
+}

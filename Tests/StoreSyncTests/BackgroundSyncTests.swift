@@ -68,7 +68,7 @@ struct BackgroundSyncTests {
         func timedSaves(_ label: String) async throws -> Duration {
             let start = ContinuousClock.now
             for i in 0..<20 {
-                try await Task.detached { try shared.value.insert("Author", ["name": .string("\(label) \(i)")]) }.value
+                try await Task.detached { _ = try shared.value.insert("Author", ["name": .string("\(label) \(i)")]) }.value
             }
             return ContinuousClock.now - start
         }

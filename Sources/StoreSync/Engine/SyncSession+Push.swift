@@ -227,7 +227,7 @@ extension SyncSession {
     private func write(_ changes: [RecordChange]) async throws {
         while true {
             let batch = ChangeBatch(peer: state.peer, sequence: state.sequence + 1, changes: changes)
-            let data = try batch.encoded()
+            let data = batch.encoded()
             let remote = self.remote
             let outcome = try await calls.run { try await remote.put(data, as: batch.name) }
             if outcome == .created {

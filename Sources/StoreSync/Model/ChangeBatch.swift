@@ -21,20 +21,6 @@ struct ChangeBatch: Sendable, Hashable, Codable {
     }
 
     var name: ChangeFileName { ChangeFileName(peer: peer, sequence: sequence) }
-
-    func encoded() throws -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return try encoder.encode(self)
-    }
-
-    /// Decodes a fetched file; `nil` when it is not a change file of this layout (a foreign or damaged file).
-    static func decode(_ data: Data) -> ChangeBatch? {
-        guard let batch = try? JSONDecoder().decode(ChangeBatch.self, from: data), batch.format == currentFormat else {
-            return nil
-        }
-        return batch
-    }
 }
 
 /// What one record's change says: a tombstone, stamped values of attributes and single-valued relationships, and

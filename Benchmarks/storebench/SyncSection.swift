@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import StoreAPI
 import StoreSync
 import StoreSyncPostgres
@@ -43,7 +44,10 @@ enum SyncSection {
             let remote = try remoteURL.map { try PostgresRemote(url: $0, container: "bench") }
             self.loaded = loaded
             self.remote = remote
-            engine = try remote.map { try SyncEngine(store: loaded, coordinator: coordinator, remote: $0) }
+            // Every sync that moves something logs at info: the timed loops would print hundreds of lines.
+            var logger = Logger(label: "storebench.sync")
+            logger.logLevel = .warning
+            engine = try remote.map { try SyncEngine(store: loaded, coordinator: coordinator, remote: $0, logger: logger) }
         }
 
         func sync() async throws -> SyncReport {

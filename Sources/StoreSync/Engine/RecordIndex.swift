@@ -48,10 +48,11 @@ final class RecordIndex: Sendable {
     }
 
     /// Scans the store. The history token is read first: a save between the two is applied again by the next
-    /// ``refresh(_:)``, which changes nothing.
+    /// ``refresh(_:)``, which changes nothing. Any token at or below the latest will do as a start, so history is
+    /// read from the last one this index or the last push reached, not from the beginning.
     func rebuild(_ session: SyncSession) throws {
-        let token = contents.withLock { $0.token }
-        let start = try session.store.history(after: token).last?.token ?? token
+        let known = contents.withLock { $0.token } ?? session.state.pushedToken
+        let start = try session.store.history(after: known).last?.token ?? known
         var found: [UUID: ObjectID] = [:]
         let storeID = session.loaded.identifier
         try session.forEachRecord { r in found[r.globalID] = ObjectID(storeUUID: storeID, entity: r.entity, primaryKey: r.primaryKey) }

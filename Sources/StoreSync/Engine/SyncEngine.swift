@@ -24,10 +24,12 @@ import Darwin
 /// then pushes the records the store already held that the remote does not have: existing data is pushed exactly
 /// once, and a second device holding the same records (same global IDs) pushes nothing and duplicates nothing.
 ///
-/// Saves never wait on sync: only ``sync()`` talks to the remote, each call within ``timeout``. A failed sync
-/// leaves the store as it was and reports why; the next one repeats what was not done. The state (peer identity,
-/// cursor, clocks) is kept in the store's metadata, so store operations carry it; a copy of the store elsewhere
-/// becomes a new peer on its first sync. See <doc:Sync> for what is guaranteed and what is not.
+/// Saves never wait on sync: only ``sync()`` talks to the remote, each call within ``timeout`` and on a thread of its
+/// own. A failed sync leaves the store as it was and reports why; the next one repeats what was not done. The state
+/// (peer identity, cursor) is kept in the store's metadata, so store operations carry it, and for a file store its
+/// per-record part (clocks, tombstones) in a log beside the store that each sync appends what it changed to; a copy
+/// of the store elsewhere becomes a new peer on its first sync. See <doc:Sync> for what is guaranteed and what is
+/// not.
 public actor SyncEngine {
     /// The history author of the saves that apply pulled changes.
     public static let historyAuthor = "storesync"

@@ -5,8 +5,9 @@ import StoreAPI
 /// One libpq connection, used by one thread at a time: its owner holds a lock around every use (hence
 /// `@unchecked Sendable`: the reference evaluator's resolver runs under that lock).
 ///
-/// Every statement goes through `PQexecParams` with its values as parameters in text form — never spliced into
-/// the SQL — and identifiers quoted by ``PostgresLayout/quote(_:)``. Errors become ``StoreError``s naming the store
+/// Every statement goes through `PQsendQueryParams` with its values as parameters in text form — never spliced into
+/// the SQL — and identifiers quoted by ``PostgresLayout/quote(_:)``. Every wait for the server is bounded by
+/// ``answerTimeout`` (see `PostgresConnection+Deadline.swift`). Errors become ``StoreError``s naming the store
 /// by its redacted URL (``PostgresLocation/redacted``) and carry the server's message, never the password.
 final class PostgresConnection: @unchecked Sendable {
     private var conn: OpaquePointer?
@@ -15,6 +16,9 @@ final class PostgresConnection: @unchecked Sendable {
     private(set) var isBroken = false
     /// The store's uniqueness indexes, so that a violation is reported as the constraint it breaks.
     var uniqueIndexes: [String: UniqueIndex] = [:]
+    /// Seconds the client waits for the server to answer (or to take what is sent) before it gives the connection
+    /// up: past the statement timeout, so that the server's own cancel comes first when the server runs at all.
+    let answerTimeout: Double
 
     var url: URL { location.url }
 
@@ -28,9 +32,12 @@ final class PostgresConnection: @unchecked Sendable {
 
     /// Connects with the location's parameters plus `connectTimeout` seconds (libpq's `connect_timeout`, unless the
     /// URL sets its own) and the keepalive defaults, and sets the session up: UTC, no notices, the statement timeout
-    /// (`statementTimeoutMilliseconds`, or the URL's).
+    /// (`statementTimeoutMilliseconds`, or the URL's), and the client's own deadline for answers
+    /// (``PostgresSessionOptions/answerTimeout(statementTimeoutMilliseconds:)``).
     init(_ location: PostgresLocation, connectTimeout: Double, statementTimeoutMilliseconds: Int? = nil) throws {
         self.location = location
+        let statementTimeout = statementTimeoutMilliseconds ?? location.statementTimeoutMilliseconds
+        answerTimeout = PostgresSessionOptions.answerTimeout(statementTimeoutMilliseconds: statementTimeout)
         var params = location.parameters
         if !params.contains(where: { $0.0 == "connect_timeout" }), connectTimeout > 0 {
             params.append(("connect_timeout", String(max(1, Int(connectTimeout.rounded(.up))))))
@@ -46,10 +53,15 @@ final class PostgresConnection: @unchecked Sendable {
                 reason: Self.scrub(why, location))
         }
         conn = c
+        // Nothing waits on the server but through a poll with a deadline (see PostgresConnection+Deadline.swift).
+        guard PQsetnonblocking(c, 1) == 0 else {
+            throw StoreError.io(location.url, operation: "connecting to the PostgreSQL server at \(location.hostDescription)",
+                                reason: Self.scrub(Self.message(PQerrorMessage(c)), location))
+        }
         try execute("SET client_min_messages = warning")
         try execute("SET TIME ZONE 'UTC'")
         try execute("SET extra_float_digits = 3")
-        if let ms = statementTimeoutMilliseconds ?? location.statementTimeoutMilliseconds {
+        if let ms = statementTimeout {
             try execute("SET statement_timeout = \(ms)")
         }
     }
@@ -88,26 +100,25 @@ final class PostgresConnection: @unchecked Sendable {
 
     // MARK: Statements
 
-    /// Runs `sql` with `parameters` (text form; `nil` is SQL NULL) and returns its rows.
+    /// Runs `sql` with `parameters` (text form; `nil` is SQL NULL) and returns its rows in text form.
     @discardableResult
     func execute(_ sql: String, _ parameters: [String?] = []) throws -> PostgresRows {
-        let c = try handle()
-        let result: OpaquePointer? = Self.withCStrings(parameters) { values, lengths in
-            PQexecParams(c, sql, Int32(parameters.count), nil, values, lengths, nil, 0)
-        }
-        guard let result else { throw connectionFailure("running a statement") }
-        let status = PQresultStatus(result)
-        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
-            defer { PQclear(result) }
-            throw failure(result, c)
-        }
-        return PostgresRows(result)
+        try runStatement(sql, parameters, binaryResults: false)
     }
 
-    /// The open libpq connection.
+    /// Runs `sql` with `parameters` (text form) and returns its rows in PostgreSQL's binary form: what record
+    /// reads use, as it spares formatting every value as text on the server and parsing it back here.
+    func executeBinary(_ sql: String, _ parameters: [String?] = []) throws -> PostgresRows {
+        try runStatement(sql, parameters, binaryResults: true)
+    }
+
+    /// The open libpq connection; a connection that broke is not used again (its owner connects anew).
     func handle() throws -> OpaquePointer {
         guard let c = conn else {
             throw StoreError.io(url, operation: "using the store", reason: "the connection is closed")
+        }
+        guard !isBroken else {
+            throw StoreError.io(url, operation: "using the store", reason: "the connection to the server was lost earlier")
         }
         return c
     }
@@ -151,15 +162,13 @@ final class PostgresConnection: @unchecked Sendable {
         }
     }
 
-    private static func withCStrings<T>(
-        _ strings: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?) -> T
-    ) -> T {
+    static func withCStrings<T>(_ strings: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> T) -> T {
         var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { $0.flatMap { strdup($0) } }
         defer { for p in pointers { free(p) } }
         return pointers.withUnsafeMutableBufferPointer { buffer in
             buffer.baseAddress.map { base in
-                base.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: buffer.count) { body($0, nil) }
-            } ?? body(nil, nil)
+                base.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: buffer.count) { body($0) }
+            } ?? body(nil)
         }
     }
 
@@ -176,15 +185,30 @@ final class PostgresConnection: @unchecked Sendable {
     }
 }
 
-/// The rows of one statement's result, in text form.
+/// The rows of one statement's result, in text form (or binary, for ``PostgresConnection/executeBinary(_:_:)``).
 final class PostgresRows {
     private let result: OpaquePointer
+    let count: Int
+    let columns: Int
 
-    init(_ result: OpaquePointer) { self.result = result }
+    init(_ result: OpaquePointer) {
+        self.result = result
+        count = Int(PQntuples(result))
+        columns = Int(PQnfields(result))
+    }
     deinit { PQclear(result) }
 
-    var count: Int { Int(PQntuples(result)) }
-    var columns: Int { Int(PQnfields(result)) }
+    /// The type OID of a column.
+    func typeOID(_ column: Int) -> UInt32 { column >= 0 && column < columns ? PQftype(result, Int32(column)) : 0 }
+
+    /// The value's bytes as they arrived (binary form for a binary result), `nil` for NULL.
+    @inline(__always)
+    func binary<T>(_ row: Int, _ column: Int, _ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T? {
+        guard row >= 0, row < count, column >= 0, column < columns else { return nil }
+        let r = Int32(row), c = Int32(column)
+        guard PQgetisnull(result, r, c) == 0, let p = PQgetvalue(result, r, c) else { return nil }
+        return try body(UnsafeRawBufferPointer(start: p, count: Int(PQgetlength(result, r, c))))
+    }
     /// Rows changed by an `INSERT`, `UPDATE` or `DELETE`.
     var affected: Int { Int(String(cString: PQcmdTuples(result))) ?? 0 }
 

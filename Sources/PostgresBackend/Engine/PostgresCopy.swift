@@ -119,43 +119,29 @@ extension PostgresConnection {
     /// row (a duplicate key, a bad value), the copy fails as a statement would. Returns the rows copied.
     @discardableResult
     func copyIn(_ sql: String, _ body: (inout PostgresCopyIn) throws -> Void) throws -> Int {
+        try startStatement(sql, expecting: PGRES_COPY_IN, "starting a COPY")
         let c = try handle()
-        let start = PQexec(c, sql)
-        guard let start else { throw connectionFailure("starting a COPY") }
-        let status = PQresultStatus(start)
-        guard status == PGRES_COPY_IN else {
-            defer { PQclear(start) }
-            throw failure(start, c)
-        }
-        PQclear(start)
         var copy = PostgresCopyIn(self)
         do {
             try body(&copy)
             try copy.flush()
         } catch {
             // Abandons the COPY: the server fails the statement, and the transaction with it.
-            if PQputCopyEnd(c, "abandoned by the client") == 1 { drainResults(c) }
+            if !isBroken, PQputCopyEnd(c, "abandoned by the client") == 1 {
+                try? flush(c, "ending a COPY")
+                if !isBroken { try? discardResults(c, "ending a COPY") }
+            }
             if PQstatus(c) != CONNECTION_OK { markBroken() }
             throw error
         }
         guard PQputCopyEnd(c, nil) == 1 else { throw connectionFailure("ending a COPY") }
-        var rows = 0
-        var firstError: Error?
-        while let result = PQgetResult(c) {
-            if firstError == nil {
-                if PQresultStatus(result) == PGRES_COMMAND_OK {
-                    rows = Int(String(cString: PQcmdTuples(result))) ?? 0
-                } else {
-                    firstError = failure(result, c)
-                }
-            }
-            PQclear(result)
-        }
-        if let firstError { throw firstError }
-        return rows
+        try flush(c, "ending a COPY")
+        let result = try collectResults(c, "ending a COPY")
+        return result.affected
     }
 
-    /// Sends `bytes` of a COPY in progress.
+    /// Sends `bytes` of a COPY in progress, waiting (at most ``answerTimeout``) until the server took them, so that
+    /// the client holds one buffer of rows at a time.
     func putCopyData(_ bytes: [UInt8]) throws {
         let c = try handle()
         let sent = bytes.withUnsafeBufferPointer { b in
@@ -164,9 +150,6 @@ extension PostgresConnection {
             } ?? 1
         }
         guard sent == 1 else { throw connectionFailure("sending COPY data") }
-    }
-
-    private func drainResults(_ c: OpaquePointer) {
-        while let r = PQgetResult(c) { PQclear(r) }
+        try flush(c, "sending COPY data")
     }
 }

@@ -44,13 +44,39 @@ public final class PostgresTestServer: Sendable {
         try started.get()
     }
 
-    private static let started: Result<PostgresTestServer, Error> = Result { try PostgresTestServer() }
+    private static let started: Result<PostgresTestServer, Error> = Result { try PostgresTestServer(tls: false) }
+
+    /// A second server of this test process that also speaks TLS (`ssl=on`, with a certificate for `127.0.0.1` and
+    /// `localhost` signed by a certificate authority made for it with `openssl`), started on first use. Its
+    /// ``certificates`` name the files a client needs.
+    public static func sharedTLS() throws -> PostgresTestServer {
+        try startedTLS.get()
+    }
+
+    private static let startedTLS: Result<PostgresTestServer, Error> = Result { try PostgresTestServer(tls: true) }
+
+    /// Whether `openssl` is here to make the TLS server's certificates.
+    public static let isOpenSSLAvailable: Bool = (try? run(["openssl", "version"], asPostgres: false)) != nil
+
+    /// Why TLS tests skip here.
+    public static let openSSLSkipReason: Comment = "openssl not found: it makes the TLS test server's certificates"
+
+    /// The files of a TLS server's certificates, all PEM.
+    public struct Certificates: Sendable {
+        /// The certificate authority that signed the server's certificate: the `sslrootcert` that verifies it.
+        public let rootCertificate: URL
+        /// Another certificate authority, which signed nothing of this server: a root that fails to verify it.
+        public let otherRootCertificate: URL
+    }
+
+    /// The TLS files, for a server started by ``sharedTLS()``; `nil` for one without TLS.
+    public let certificates: Certificates?
 
     struct Failure: Error, CustomStringConvertible {
         let description: String
     }
 
-    private init() throws {
+    private init(tls: Bool) throws {
         guard let bin = Self.binDirectory else { throw Failure(description: "\(Self.skipReason)") }
         let asPostgres = getuid() == 0
         directory = URL(fileURLWithPath: "/tmp/storeapi-pg-\(UUID().uuidString.prefix(8))", isDirectory: true)
@@ -63,13 +89,22 @@ public final class PostgresTestServer: Sendable {
         try Self.run([bin.appendingPathComponent("initdb").path, "-D", data, "-A", "trust", "-U", "postgres", "-E", "UTF8",
                       "--locale=C", "--no-sync"], asPostgres: asPostgres)
         let postgres = bin.appendingPathComponent("postgres").path
+        var tlsSettings = ""
+        if tls {
+            let files = try Self.makeCertificates(in: directory, asPostgres: asPostgres)
+            certificates = files.certificates
+            tlsSettings = "-c ssl=on -c ssl_cert_file=\(Self.shellQuote(files.serverCertificate.path)) "
+                + "-c ssl_key_file=\(Self.shellQuote(files.serverKey.path)) "
+        } else {
+            certificates = nil
+        }
         // The watchdog: the server in the background; when this process (or the server) is gone, stop the server
         // and remove the cluster. `kill -0` cannot probe another user's process, so /proc is asked too.
         let parent = getpid()
         let script = """
             \(Self.shellQuote(postgres)) -D \(Self.shellQuote(data)) -k \(Self.shellQuote(directory.path)) -p \(port) \
             -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
-            -c max_connections=200 -c shared_buffers=32MB >\(Self.shellQuote(directory.path))/server.log 2>&1 &
+            -c max_connections=200 -c shared_buffers=32MB \(tlsSettings)>\(Self.shellQuote(directory.path))/server.log 2>&1 &
             pg=$!
             alive() { kill -0 "$1" 2>/dev/null || [ -d "/proc/$1" ]; }
             while alive \(parent) && kill -0 $pg 2>/dev/null; do sleep 1; done
@@ -118,6 +153,30 @@ public final class PostgresTestServer: Sendable {
     }
 
     // MARK: Helpers
+
+    /// Makes a certificate authority, a server key and certificate for `127.0.0.1` and `localhost` signed by it,
+    /// and a second, unrelated authority, in `directory`; the server's key readable by the server alone (PostgreSQL
+    /// refuses a key others can read).
+    private static func makeCertificates(in directory: URL, asPostgres: Bool) throws
+        -> (certificates: Certificates, serverCertificate: URL, serverKey: URL)
+    {
+        func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        for (name, subject) in [("ca", "/CN=StoreAPI test CA"), ("other-ca", "/CN=Another test CA")] {
+            try run(["openssl", "req", "-x509"] + ec + ["-keyout", path("\(name).key"), "-out", path("\(name).crt"),
+                     "-days", "2", "-subj", subject], asPostgres: false)
+        }
+        try run(["openssl", "req"] + ec + ["-keyout", path("server.key"), "-out", path("server.csr"), "-subj", "/CN=127.0.0.1"],
+                asPostgres: false)
+        try "subjectAltName=IP:127.0.0.1,DNS:localhost\n".write(toFile: path("server.ext"), atomically: true, encoding: .utf8)
+        try run(["openssl", "x509", "-req", "-in", path("server.csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
+                 "-CAcreateserial", "-out", path("server.crt"), "-days", "2", "-extfile", path("server.ext")], asPostgres: false)
+        if asPostgres { try run(["chown", "postgres:", path("server.key"), path("server.crt")], asPostgres: false) }
+        try run(["chmod", "600", path("server.key")], asPostgres: false)
+        return (Certificates(rootCertificate: URL(fileURLWithPath: path("ca.crt")),
+                             otherRootCertificate: URL(fileURLWithPath: path("other-ca.crt"))),
+                URL(fileURLWithPath: path("server.crt")), URL(fileURLWithPath: path("server.key")))
+    }
 
     @discardableResult
     static func run(_ arguments: [String], asPostgres: Bool) throws -> String {

@@ -30,8 +30,11 @@ public struct PostgresStoreBackend: ServerStoreBackend {
     /// None: stores are named by `postgres://` URLs, not files.
     public var fileExtensions: [String] { [] }
     /// Persistent, transactional, shared between processes, with history and ordered relationships; copies on one
-    /// server are made inside it (``copyStore(from:to:)``).
-    public var capabilities: BackendCapabilities { [.persistent, .transactions, .multiProcess, .history, .orderedRelationships, .fastCopy] }
+    /// server are made inside it (``copyStore(from:to:)``); stores read record pages, so a conversion off the
+    /// server to a store that inserts pages makes no record on the way.
+    public var capabilities: BackendCapabilities {
+        [.persistent, .transactions, .multiProcess, .history, .orderedRelationships, .fastCopy, .recordPages]
+    }
 
     /// The description option (``StoreAPI/StoreOptions/backend``) giving the seconds a connect may take, when the URL
     /// has no `connect_timeout` (default: ``StoreAPI/StoreOptions/timeout``).

@@ -284,9 +284,12 @@ struct PGTable: Sendable {
     let columns: [PGColumn]
     let entityCodes: [Int64]
 
-    /// The select list every record read uses (alias `t`): `_pk, _ent, _gid, _ver`, then the columns.
+    /// The select list every record read uses (alias `t`): `_pk, _ent, _gid, _ver`, then the columns; decimals as
+    /// the text of their `numeric`, which is exact and the same in results of either form.
     var selectList: String {
-        (["t._pk", "t._ent", "t._gid", "t._ver"] + columns.map { "t." + PostgresLayout.quote($0.name) }).joined(separator: ", ")
+        (["t._pk", "t._ent", "t._gid", "t._ver"] + columns.map {
+            "t." + PostgresLayout.quote($0.name) + ($0.attributeType == .decimal ? "::text" : "")
+        }).joined(separator: ", ")
     }
     /// The select list's columns before ``columns``.
     static let prefix = 4

@@ -202,11 +202,19 @@ final class PostgresPersistentStore: PersistentStore, Sendable {
             let (table, code) = try scanTarget(name)
             guard limit > 0 else { return [] }
             return try c.transaction(readOnly: true) {
-                try reader(c).records(
-                    "SELECT \(table.selectList) FROM \(PostgresLayout.quote(table.name)) AS t WHERE t._ent = $1 AND t._pk > $2 ORDER BY t._pk LIMIT $3",
-                    [String(code), String(primaryKey ?? .min), String(limit)], table: table).map(\.0)
+                try reader(c).records(Self.scanSQL(table), Self.scanParameters(code, primaryKey, limit), table: table).map(\.0)
             }
         }
+    }
+
+    /// The rows of one entity after a key, in key order, at most a number of them: a page of a scan. Keyset
+    /// paging, so each page is one index range whatever its position in the table.
+    static func scanSQL(_ table: PGTable) -> String {
+        "SELECT \(table.selectList) FROM \(PostgresLayout.quote(table.name)) AS t WHERE t._ent = $1 AND t._pk > $2 ORDER BY t._pk LIMIT $3"
+    }
+
+    static func scanParameters(_ code: Int64, _ after: Int64?, _ limit: Int) -> [String?] {
+        [String(code), String(after ?? .min), String(limit)]
     }
 
     func scanKeys(entity name: String, after primaryKey: Int64?, limit: Int) throws -> [Int64] {
@@ -220,7 +228,7 @@ final class PostgresPersistentStore: PersistentStore, Sendable {
         }
     }
 
-    private func scanTarget(_ name: String) throws -> (PGTable, Int64) {
+    func scanTarget(_ name: String) throws -> (PGTable, Int64) {
         _ = try schema.requireEntity(name)
         guard let el = layout.entities[name] else { throw StoreError.unknownEntity(name) }
         return (el.table, el.code)

@@ -9,28 +9,38 @@ struct PostgresRecordReader {
     let url: URL
 
     /// Runs `sql` (whose select list is `table`'s) and returns its records in row order, with each row's version.
+    /// The rows come in binary form (see ``PostgresBinaryCodec``).
     func records(_ sql: String, _ parameters: [String?], table: PGTable) throws -> [(Record, Int64)] {
-        let rows = try connection.execute(sql, parameters)
+        let rows = try connection.executeBinary(sql, parameters)
+        try PostgresBinaryCodec.check(rows, table: table, url: url)
+        // The entities this table holds, by entity code.
+        let schemaEntities = layout.schema.entities
+        let byCode: [PGEntity?] = schemaEntities.indices.map { i in
+            layout.entities[schemaEntities[i].name].flatMap { $0.table.name == table.name ? $0 : nil }
+        }
         var out: [(Record, Int64)] = []
         out.reserveCapacity(rows.count)
         for i in 0..<rows.count {
-            guard let pk = rows.int64(i, 0), let code = rows.int64(i, 1), let gidText = rows.text(i, 2),
-                  let gid = UUID(uuidString: gidText), let version = rows.int64(i, 3)
+            guard let pk = rows.binary(i, 0, { PostgresBinaryCodec.integer($0, as: Int64.self) }) ?? nil,
+                  let code = rows.binary(i, 1, { PostgresBinaryCodec.integer($0, as: Int32.self) }) ?? nil,
+                  let gid = rows.binary(i, 2, { PostgresBinaryCodec.uuid($0) }) ?? nil,
+                  let version = rows.binary(i, 3, { PostgresBinaryCodec.integer($0, as: Int64.self) }) ?? nil
             else { throw StoreError.corruptStore(url, reason: "a row of \(table.name) lacks its key, entity, global ID or version") }
-            guard code >= 1, code <= Int64(layout.schema.entities.count),
-                  let el = layout.entities[layout.schema.entities[Int(code - 1)].name], el.table.name == table.name
-            else { throw StoreError.corruptStore(url, reason: "row \(pk) of \(table.name) has the unknown entity code \(code)") }
+            guard code >= 1, Int(code) <= byCode.count, let el = byCode[Int(code) - 1] else {
+                throw StoreError.corruptStore(url, reason: "row \(pk) of \(table.name) has the unknown entity code \(code)")
+            }
             var record = el.entity.newRecord(primaryKey: pk, globalID: gid)
             for (k, column) in el.attributeColumns.enumerated() {
-                let a = el.entity.attributes[k]
                 guard column >= 0 else { continue }
-                record.attributes[k] = try PostgresValueCodec.read(
+                let a = el.entity.attributes[k]
+                record.attributes[k] = try PostgresBinaryCodec.read(
                     rows, i, PGTable.prefix + column, type: a.type, url: url, entity: el.entity.name, property: a.name)
             }
             for (k, storage) in el.relationships.enumerated() {
                 switch storage {
                 case .foreignKey(let column):
-                    record.relationships[k] = .toOne(rows.int64(i, PGTable.prefix + column))
+                    record.relationships[k] = .toOne(
+                        rows.binary(i, PGTable.prefix + column, { PostgresBinaryCodec.integer($0, as: Int64.self) }) ?? nil)
                 case .join, .missing:
                     record.relationships[k] = .toMany([])
                 }
@@ -53,19 +63,26 @@ struct PostgresRecordReader {
             }
         }
         for (_, entry) in byJoin.sorted(by: { $0.key < $1.key }) {
-            let keys = entry.members.map { records[$0.record].0.primaryKey }
-            let rows = try connection.execute(
-                "SELECT src, dst FROM \(PostgresLayout.quote(entry.join.name)) WHERE src = ANY($1::bigint[]) ORDER BY src, ord",
-                [Self.array(keys)])
-            var related: [Int64: [Int64]] = [:]
-            for i in 0..<rows.count {
-                guard let src = rows.int64(i, 0), let dst = rows.int64(i, 1) else { continue }
-                related[src, default: []].append(dst)
-            }
+            let related = try relatedKeys(entry.join, owners: entry.members.map { records[$0.record].0.primaryKey })
             for m in entry.members {
                 records[m.record].0.relationships[m.relationship] = .toMany(related[records[m.record].0.primaryKey] ?? [])
             }
         }
+    }
+
+    /// The keys each of `owners` links to through `join`, in the relationship's order.
+    func relatedKeys(_ join: PGJoinTable, owners: [Int64]) throws -> [Int64: [Int64]] {
+        let rows = try connection.executeBinary(
+            "SELECT src, dst FROM \(PostgresLayout.quote(join.name)) WHERE src = ANY($1::bigint[]) ORDER BY src, ord",
+            [Self.array(owners)])
+        var related: [Int64: [Int64]] = [:]
+        for i in 0..<rows.count {
+            guard let src = rows.binary(i, 0, { PostgresBinaryCodec.integer($0, as: Int64.self) }) ?? nil,
+                  let dst = rows.binary(i, 1, { PostgresBinaryCodec.integer($0, as: Int64.self) }) ?? nil
+            else { throw StoreError.corruptStore(url, reason: "a row of \(join.name) lacks its keys") }
+            related[src, default: []].append(dst)
+        }
+        return related
     }
 
     /// The records of hierarchy `root` with `keys`.

@@ -66,18 +66,14 @@ enum PostgresBinaryCodec {
         return UUID(uuid: base.loadUnaligned(as: uuid_t.self))
     }
 
-    /// Column `column` of `row` as a value of `type`; NULL is `.null`, and bytes that are not a value of the type
-    /// are ``StoreError/corruptStore(_:reason:)`` naming the entity and attribute.
-    static func read(_ rows: PostgresRows, _ row: Int, _ column: Int, type: AttributeType, url: URL, entity: String,
-                     property: String) throws -> StoreValue {
+    /// Column `column` of `row` as a value of `type` (NULL is `.null`), or `nil` when its bytes are not one.
+    @inline(__always)
+    static func value(_ rows: PostgresRows, _ row: Int, _ column: Int, type: AttributeType) -> StoreValue? {
         guard let value = rows.binary(row, column, { decode($0, type: type) }) else { return .null }
-        guard let value else {
-            throw StoreError.corruptStore(url, reason: "'\(entity).\(property)' (\(type.rawValue)) holds bytes that are not one")
-        }
         return value
     }
 
-    /// Appends the value `bytes` hold to `page` as a value of `type` — the same value ``read(_:_:_:type:url:entity:property:)``
+    /// Appends the value `bytes` hold to `page` as a value of `type` — the same value ``value(_:_:_:type:)``
     /// makes, without making it: bytes, strings and UUIDs are copied as they are. `false` (nothing appended) when
     /// the bytes are not a value of `type`.
     static func append(_ bytes: UnsafeRawBufferPointer, type: AttributeType, to page: inout RecordPage) -> Bool {

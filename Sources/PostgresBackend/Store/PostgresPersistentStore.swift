@@ -78,11 +78,13 @@ final class PostgresPersistentStore: PersistentStore, Sendable {
     /// Notes the versions of rows read for the first time since this store last wrote them. A later read does
     /// not move a version forward: the save path itself reads (the uniqueness checks fetch the records being
     /// saved), and a context holding what it read first must still meet the conflict.
-    private static func remember(_ rows: [(Record, Int64)], _ layout: PostgresLayout, _ s: inout State) -> [Record] {
-        for (r, v) in rows {
-            guard let root = layout.entities[r.entity]?.entity.rootName else { continue }
-            if s.versions[root]?[r.primaryKey] == nil { s.versions[root, default: [:]][r.primaryKey] = v }
-        }
+    /// The rows are of hierarchy `root` (one read reads one table).
+    private static func remember(_ rows: [(Record, Int64)], root: String, _ s: inout State) -> [Record] {
+        guard !rows.isEmpty else { return [] }
+        // Taken out while it grows, so that it is not copied.
+        var known = s.versions.removeValue(forKey: root) ?? [:]
+        for (r, v) in rows where known[r.primaryKey] == nil { known[r.primaryKey] = v }
+        s.versions[root] = known
         return rows.map(\.0)
     }
 
@@ -91,7 +93,7 @@ final class PostgresPersistentStore: PersistentStore, Sendable {
     func fetch(_ request: FetchRequest) throws -> [Record] {
         try withConnection { c, s in
             let rows = try c.transaction(readOnly: true) { try fetchLocked(request, c) }
-            return Self.remember(rows, layout, &s)
+            return Self.remember(rows, root: try schema.requireEntity(request.entity).rootName, &s)
         }
     }
 
@@ -193,7 +195,7 @@ final class PostgresPersistentStore: PersistentStore, Sendable {
     func records(withKeys keys: [Int64], root: String) throws -> [Record] {
         try withConnection { c, s in
             let rows = try c.transaction(readOnly: true) { try reader(c).records(withKeys: keys, root: root) }
-            return Self.remember(rows, layout, &s)
+            return Self.remember(rows, root: root, &s)
         }
     }
 

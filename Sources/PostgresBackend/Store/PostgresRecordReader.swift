@@ -13,10 +13,10 @@ struct PostgresRecordReader {
     func records(_ sql: String, _ parameters: [String?], table: PGTable) throws -> [(Record, Int64)] {
         let rows = try connection.executeBinary(sql, parameters)
         try PostgresBinaryCodec.check(rows, table: table, url: url)
-        // The entities this table holds, by entity code.
+        // What reading a row of each entity this table holds needs, by entity code, worked out once per read.
         let schemaEntities = layout.schema.entities
-        let byCode: [PGEntity?] = schemaEntities.indices.map { i in
-            layout.entities[schemaEntities[i].name].flatMap { $0.table.name == table.name ? $0 : nil }
+        let byCode: [RowReading?] = schemaEntities.indices.map { i in
+            layout.entities[schemaEntities[i].name].flatMap { $0.table.name == table.name ? RowReading($0) : nil }
         }
         var out: [(Record, Int64)] = []
         out.reserveCapacity(rows.count)
@@ -26,17 +26,21 @@ struct PostgresRecordReader {
                   let gid = rows.binary(i, 2, { PostgresBinaryCodec.uuid($0) }) ?? nil,
                   let version = rows.binary(i, 3, { PostgresBinaryCodec.integer($0, as: Int64.self) }) ?? nil
             else { throw StoreError.corruptStore(url, reason: "a row of \(table.name) lacks its key, entity, global ID or version") }
-            guard code >= 1, Int(code) <= byCode.count, let el = byCode[Int(code) - 1] else {
+            guard code >= 1, Int(code) <= byCode.count, let reading = byCode[Int(code) - 1] else {
                 throw StoreError.corruptStore(url, reason: "row \(pk) of \(table.name) has the unknown entity code \(code)")
             }
-            var record = el.entity.newRecord(primaryKey: pk, globalID: gid)
-            for (k, column) in el.attributeColumns.enumerated() {
+            var record = reading.entity.newRecord(primaryKey: pk, globalID: gid)
+            for k in reading.types.indices {
+                let column = reading.columns[k]
                 guard column >= 0 else { continue }
-                let a = el.entity.attributes[k]
-                record.attributes[k] = try PostgresBinaryCodec.read(
-                    rows, i, PGTable.prefix + column, type: a.type, url: url, entity: el.entity.name, property: a.name)
+                guard let value = PostgresBinaryCodec.value(rows, i, PGTable.prefix + column, type: reading.types[k]) else {
+                    let a = reading.entity.attributes[k]
+                    throw StoreError.corruptStore(
+                        url, reason: "'\(reading.entity.name).\(a.name)' (\(a.type.rawValue)) holds bytes that are not one")
+                }
+                record.attributes[k] = value
             }
-            for (k, storage) in el.relationships.enumerated() {
+            for (k, storage) in reading.relationships.enumerated() {
                 switch storage {
                 case .foreignKey(let column):
                     record.relationships[k] = .toOne(
@@ -97,5 +101,20 @@ struct PostgresRecordReader {
     /// A `bigint[]` parameter's text.
     static func array(_ keys: [Int64]) -> String {
         "{" + keys.map(String.init).joined(separator: ",") + "}"
+    }
+}
+
+/// One entity's row layout as a record read walks it, held by reference so that no row copies it.
+private final class RowReading {
+    let entity: Entity
+    let columns: [Int]
+    let types: [AttributeType]
+    let relationships: [PGRelationship]
+
+    init(_ el: PGEntity) {
+        entity = el.entity
+        columns = el.attributeColumns
+        types = el.entity.attributes.map(\.type)
+        relationships = el.relationships
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 @testable import StoreSync
 import StoreTestSupport
 import Testing
@@ -97,6 +97,45 @@ struct SyncScenarioTests {
         #expect(after.pushedRecords == 0)
         #expect(!after.becameNewPeer && after.peer == before.peer, "a moved store stays the same peer")
         #expect(try await SyncFixtures.fileCount(remote) == files)
+    }
+
+    /// The App Group move: the store is relocated, the old container is emptied, and a change made before the move
+    /// but not yet pushed must still reach the other peers. The per-record sync state beside the store moves with
+    /// it; a destroy removes it.
+    @Test(arguments: SyncFixtures.remoteKinds)
+    func relocatedStoreWhoseOldFolderIsRemovedKeepsItsUnpushedChanges(remote kind: RemoteKind) async throws {
+        let dir = try TemporaryDirectory("sync-relocate-rm")
+        let remote = try kind.make()
+        _ = try dir.directory("old")
+        _ = try dir.directory("shared")
+        let a = try Replica(dir.path("old/a.sqlite"), type: "sqlite", remote: remote)
+        let authors = try seed(a)
+        try await a.sync()
+        let b = try Replica(dir.path("b.sqlite"), type: "sqlite", remote: remote)
+        try await b.sync()
+        try a.update(authors[0]) { o, _ in try o.setValue(.string("Ursula K. Le Guin"), forKey: "name") }
+
+        let oldLog = StoreCompanionFiles.syncStateLog(beside: dir.path("old/a.sqlite"))
+        let newLog = StoreCompanionFiles.syncStateLog(beside: dir.path("shared/a.sqlite"))
+        #expect(FileManager.default.fileExists(atPath: oldLog.path))
+        try a.coordinator.backupStore(a.loaded, to: dir.path("backup.sqlite"))
+        #expect(FileManager.default.fileExists(atPath: StoreCompanionFiles.syncStateLog(beside: dir.path("backup.sqlite")).path),
+                "a backup carries the log")
+        try a.coordinator.relocateStore(from: dir.path("old/a.sqlite"), to: dir.path("shared/a.sqlite"))
+        #expect(!FileManager.default.fileExists(atPath: oldLog.path), "the log left the old folder with the store")
+        #expect(FileManager.default.fileExists(atPath: newLog.path))
+        try FileManager.default.removeItem(at: dir.path("old"))
+        try a.adopt(try #require(a.coordinator.store(at: dir.path("shared/a.sqlite"))))
+
+        let after = try await a.sync()
+        #expect(!after.becameNewPeer)
+        try await b.sync()
+        #expect(try a.value(authors[0], "name") == .string("Ursula K. Le Guin"))
+        #expect(try b.value(authors[0], "name") == .string("Ursula K. Le Guin"))
+        #expect(try a.differences(from: b).isIdentical)
+
+        try a.coordinator.destroyStore(at: dir.path("shared/a.sqlite"))
+        #expect(!FileManager.default.fileExists(atPath: newLog.path), "destroy removes the log beside the store")
     }
 
     @Test(arguments: SyncFixtures.remoteKinds)

@@ -47,6 +47,7 @@ extension StoreOperations {
             case (nil, .some):
                 // A removal of the old store killed after it moved the files aside left them under a staging name.
                 if old.isFileURL { AtomicFile.removeStaleStagingIfVacant(near: old) }
+                StoreCompanionFiles.remove(beside: old)
                 return .alreadyDone
             case (.some(let from), nil):
                 if new.isFileURL, FileManager.default.fileExists(atPath: new.path) {
@@ -56,6 +57,7 @@ extension StoreOperations {
                 try Self.refuseRelocationIfInUse(old, backend: from)
                 try copyStore(from: old, sourceType: from.typeIdentifier, to: new, type: from.typeIdentifier)
                 try from.destroyStore(at: old)
+                StoreCompanionFiles.remove(beside: old)
                 return .moved
             case (.some(let from), .some(let to)):
                 let a = try from.readMetadata(at: old)
@@ -67,6 +69,7 @@ extension StoreOperations {
                 try copyStore(from: old, sourceType: from.typeIdentifier, to: new, type: from.typeIdentifier,
                               options: CopyOptions(replacingExisting: true))
                 try from.destroyStore(at: old)
+                StoreCompanionFiles.remove(beside: old)
                 return .resumed
             }
         }

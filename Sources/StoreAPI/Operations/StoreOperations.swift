@@ -114,7 +114,10 @@ public struct StoreOperations: Sendable {
             }
             return try stageAndPlace(at: destination, backend: destinationBackend, replacing: options.replacingExisting,
                                      force: options.force) { staged in
-                try stage(from: source, backend: sourceBackend, to: staged, backend: destinationBackend, options: options)
+                let metadata = try stage(from: source, backend: sourceBackend, to: staged, backend: destinationBackend,
+                                         options: options)
+                try StoreCompanionFiles.copy(from: source, toStaged: staged)
+                return metadata
             }
         }
     }
@@ -129,31 +132,40 @@ public struct StoreOperations: Sendable {
         }
         return try stageAndPlace(at: destination, backend: destinationBackend, replacing: options.replacingExisting,
                                  force: options.force) { staged in
-            if options.allowFastCopy, let url = source.url, sourceBackend.typeIdentifier == destinationBackend.typeIdentifier,
-               sourceBackend.capabilities.contains(.onlineBackup) {
-                try sourceBackend.copyStore(from: url, to: staged)
-                return try Self.rewriteMetadataIfNeeded(at: staged, backend: destinationBackend, options: options)
-            }
-            // A store that can hand out a consistent snapshot is copied from that, so concurrent saves cannot
-            // tear the copy.
-            let source: any PersistentStore = (source as? MemoryStore)?.detachedCopy() ?? source
-            let metadata = options.adjusted(source.metadata, type: destinationBackend.typeIdentifier)
-            let transfer = StoreTransfer(batchSize: options.batchSize, progress: options.progress)
-            if let atomicDestination = destinationBackend as? any AtomicStoreBackend {
-                try transfer.write(source, metadata: metadata, as: atomicDestination, to: staged)
-                try AtomicFile.fsync(path: staged)
-                return metadata
-            }
-            let to = try destinationBackend.open(at: staged, options: StoreOptions(), creating: metadata)
-            do {
-                try transfer.copy(from: source, to: to)
-                try to.close()
-            } catch {
-                try? to.close()
-                throw error
-            }
+            let metadata = try stageOpenStore(source, sourceBackend: sourceBackend, to: staged,
+                                              backend: destinationBackend, options: options)
+            if let url = source.url { try StoreCompanionFiles.copy(from: url, toStaged: staged) }
             return metadata
         }
+    }
+
+    /// Writes the complete copy of an open store at `staged`.
+    private func stageOpenStore(_ source: any PersistentStore, sourceBackend: any StoreBackend, to staged: URL,
+                                backend destinationBackend: any StoreBackend, options: CopyOptions) throws -> StoreMetadata {
+        if options.allowFastCopy, let url = source.url, sourceBackend.typeIdentifier == destinationBackend.typeIdentifier,
+           sourceBackend.capabilities.contains(.onlineBackup) {
+            try sourceBackend.copyStore(from: url, to: staged)
+            return try Self.rewriteMetadataIfNeeded(at: staged, backend: destinationBackend, options: options)
+        }
+        // A store that can hand out a consistent snapshot is copied from that, so concurrent saves cannot
+        // tear the copy.
+        let source: any PersistentStore = (source as? MemoryStore)?.detachedCopy() ?? source
+        let metadata = options.adjusted(source.metadata, type: destinationBackend.typeIdentifier)
+        let transfer = StoreTransfer(batchSize: options.batchSize, progress: options.progress)
+        if let atomicDestination = destinationBackend as? any AtomicStoreBackend {
+            try transfer.write(source, metadata: metadata, as: atomicDestination, to: staged)
+            try AtomicFile.fsync(path: staged)
+            return metadata
+        }
+        let to = try destinationBackend.open(at: staged, options: StoreOptions(), creating: metadata)
+        do {
+            try transfer.copy(from: source, to: to)
+            try to.close()
+        } catch {
+            try? to.close()
+            throw error
+        }
+        return metadata
     }
 
     /// Builds a store at a staging path with `build`, then moves it to `destination` (replacing what is there when
@@ -211,6 +223,7 @@ public struct StoreOperations: Sendable {
             if url.isFileURL { try Self.refuseSymbolicLinks(ofStoreAt: url, backend: backend) }
             if !force { try Self.refuseIfInUse(url, backend: backend, action: "destroy") }
             try backend.destroyStore(at: url, force: force)
+            StoreCompanionFiles.remove(beside: url)
         }
     }
 

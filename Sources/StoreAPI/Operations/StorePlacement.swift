@@ -51,6 +51,7 @@ enum StorePlacement {
             guard let target = backend.placedLocation(of: f, staged: staged, destination: destination) else { continue }
             try AtomicFile.rename(f, to: target)
         }
+        try StoreCompanionFiles.place(staged: staged, at: destination)
         try AtomicFile.fsyncDirectory(of: destination)
         for f in aside { try? FileManager.default.removeItem(at: f) }
     }
@@ -59,6 +60,7 @@ enum StorePlacement {
     static func discard(staged: URL, backend: any StoreBackend) {
         if let server = backend as? any ServerStoreBackend { return server.discardStagedStore(staged) }
         for f in backend.ownedFiles(ofStoreAt: staged).reversed() { try? FileManager.default.removeItem(at: f) }
+        StoreCompanionFiles.remove(beside: staged)
         if !backend.capabilities.contains(.persistent) { try? backend.destroyStore(at: staged) }
         // Files a backend creates but does not list (a half-created store) share the staging name.
         AtomicFile.removeStaleStaging(near: staged, exactName: staged.lastPathComponent)

@@ -23,7 +23,7 @@ struct RecordStateLog {
 
     /// Where the log of the store at `storeURL` lives.
     static func url(beside storeURL: URL) -> URL {
-        URL(fileURLWithPath: storeURL.standardizedFileURL.path + ".storesync")
+        StoreCompanionFiles.syncStateLog(beside: storeURL)
     }
 
     private static let magic = "storesync-records\t1\t"

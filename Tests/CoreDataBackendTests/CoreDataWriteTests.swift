@@ -4,9 +4,9 @@ import Foundation
 import StoreTestSupport
 import Testing
 
-/// Writing Core Data stores: creating one, saving through a context, `Z_OPT` and `Z_MAX`, failed saves, and the
-/// storectl round trip coredata → lmdb → coredata of every corpus store with a model cache. Corpus files are only
-/// ever read: a store written to is a copy in a temporary directory.
+/// Writing Core Data stores: creating one, saving through a context, `Z_OPT` and `Z_MAX`, failed saves, and writes
+/// to a copy of a corpus store (the corpus round trips are CoreDataCorpusRoundTripTests). Corpus files are only ever
+/// read: a store written to is a copy in a temporary directory.
 @Suite struct CoreDataWriteTests {
     typealias Store = CoreDataCorpusTests.Store
 
@@ -240,32 +240,6 @@ import Testing
             }
             return sql
         }
-    }
-
-    @Test(arguments: CoreDataStoreBackendTests.stores().filter(CoreDataStoreBackendTests.hasModelCache))
-    func storectlRoundTripsThroughLMDB(_ store: Store) throws {
-        let dir = try TemporaryDirectory("coredata-roundtrip")
-        defer { dir.remove() }
-        let (hashes, _) = try CoreDataStoreBackendTests.fingerprint(store.url)
-        let lmdb = dir.path("y.lmdb"), back = dir.path("z.sqlite")
-        let there = try Child.storectl(["convert", store.url.path, lmdb.path])
-        #expect(there.status == 0, "\(store.name) → lmdb: \(there.stderr)")
-        let again = try Child.storectl(["convert", lmdb.path, back.path, "--type", "coredata"])
-        #expect(again.status == 0, "lmdb → \(store.name): \(again.stderr)")
-        #expect(CoreDataStoreBackend().sniff(back) == .store)
-        let diff = try Child.storectl(["diff", store.url.path, back.path])
-        // Persistent history included: saves write it back as Core Data's rows.
-        #expect(diff.status == 0 && (diff.stdout + diff.stderr).contains("identical"), "\(store.name): \(diff.stdout)\(diff.stderr)")
-        // Every record keeps its derived global identifier: no table of kept ones.
-        #expect(try !ReadOnlyDatabase.open(back).tableNames().contains(CoreDataGlobalIDTable.name), "\(store.name)")
-        // Same UUID, keys and entity numbers.
-        #expect(try Self.rows(back, "SELECT Z_UUID FROM Z_METADATA").first?.first?.text
-            == (try Self.rows(store.url, "SELECT Z_UUID FROM Z_METADATA").first?.first?.text))
-        // Every table, column, index (fetch indexes included) and trigger of the model, statement for statement.
-        #expect(try Self.modelSchemaSQL(back) == (try Self.modelSchemaSQL(store.url)), "\(store.name): schema SQL")
-        // The history tables too: the history save created them as Core Data lays them out.
-        #expect(try Self.schemaSQL(back) == (try Self.schemaSQL(store.url)), "\(store.name): schema SQL")
-        #expect(try CoreDataStoreBackendTests.fingerprint(store.url).0 == hashes, "\(store.name) was changed")
     }
 
     /// A copy of a corpus store opened writable: an update and a delete through the backend, read back.

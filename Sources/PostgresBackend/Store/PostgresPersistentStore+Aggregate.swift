@@ -8,7 +8,7 @@ import Foundation
 /// evaluator over the fetched records, in the same read transaction.
 extension PostgresPersistentStore: AggregatingStore {
     func aggregate(_ request: AggregateRequest) throws -> [AggregateRow] {
-        try withConnection { c, _ in
+        try withReadConnection { c in
             try c.transaction(readOnly: true) { try aggregateLocked(request, c) }
         }
     }

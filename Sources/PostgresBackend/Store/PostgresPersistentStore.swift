@@ -4,9 +4,10 @@ import Synchronization
 
 /// An open PostgreSQL store: the ``PersistentStore`` of ``PostgresStoreBackend``.
 ///
-/// One connection per store, used under a lock. Every read runs in one `REPEATABLE READ READ ONLY` transaction,
-/// so a fetch and the queries that fill its to-many relationships see one snapshot; every save runs in one
-/// transaction. A connection that breaks (the server restarted, the backend process was terminated) fails the
+/// One connection per store, used under a lock, and reader connections for fetches and counts that find it taken
+/// (``PostgresReaders``), so reads run beside a save instead of waiting for it. Every read runs in one
+/// `REPEATABLE READ READ ONLY` transaction, so a fetch and the queries that fill its to-many relationships see one
+/// snapshot; every save runs in one transaction. A connection that breaks (the server restarted, the backend process was terminated) fails the
 /// operation in progress — the server rolls its transaction back — and the next operation reconnects.
 ///
 /// Predicates, sorts and slices run as SQL where ``PostgresQueryTranslator`` can translate them exactly, and
@@ -18,8 +19,6 @@ final class PostgresPersistentStore: PersistentStore, Sendable {
         var metadata: StoreMetadata
         /// Keys reserved in the keys table but not handed out yet, per hierarchy.
         var reservedKeys: [String: Range<Int64>] = [:]
-        /// The version of every row this store read or wrote, per hierarchy (optimistic locking).
-        var versions: [String: [Int64: Int64]] = [:]
     }
 
     /// Keys reserved per round trip when fewer are asked for: a context allocates one key per insert.
@@ -30,6 +29,10 @@ final class PostgresPersistentStore: PersistentStore, Sendable {
     let isReadOnly: Bool
     let session: PostgresSessionOptions
     private let state: Mutex<State>
+    private let readers: PostgresReaders
+    /// The version of every row this store read or wrote, per hierarchy (optimistic locking). Under a lock of its
+    /// own, so that a read beside a save notes what it read without waiting for the save.
+    private let versions = Mutex<[String: [Int64: Int64]]>([:])
 
     var url: URL? { location.url }
 
@@ -41,6 +44,11 @@ final class PostgresPersistentStore: PersistentStore, Sendable {
         self.session = session
         connection.uniqueIndexes = layout.uniqueIndexes
         self.state = Mutex(State(connection: connection, metadata: metadata))
+        self.readers = PostgresReaders { [location, session, layout] in
+            let c = try PostgresStoreBackend.connect(location, session)
+            c.uniqueIndexes = layout.uniqueIndexes
+            return c
+        }
     }
 
     var metadata: StoreMetadata {
@@ -71,6 +79,13 @@ final class PostgresPersistentStore: PersistentStore, Sendable {
         try state.withLock { s in try body(try connection(&s), &s) }
     }
 
+    /// Runs a read on the store's connection when it is free, else on a reader beside whatever holds it.
+    func withReadConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        if let result = try state.withLockIfAvailable({ s in try body(try connection(&s)) }) { return result }
+        if let result = try readers.read(body) { return result }
+        return try withConnection { c, _ in try body(c) }
+    }
+
     func reader(_ c: PostgresConnection) -> PostgresRecordReader {
         PostgresRecordReader(layout: layout, connection: c, url: location.url)
     }
@@ -79,26 +94,27 @@ final class PostgresPersistentStore: PersistentStore, Sendable {
     /// not move a version forward: the save path itself reads (the uniqueness checks fetch the records being
     /// saved), and a context holding what it read first must still meet the conflict.
     /// The rows are of hierarchy `root` (one read reads one table).
-    private static func remember(_ rows: [(Record, Int64)], root: String, _ s: inout State) -> [Record] {
+    private func remember(_ rows: [(Record, Int64)], root: String) -> [Record] {
         guard !rows.isEmpty else { return [] }
-        // Taken out while it grows, so that it is not copied.
-        var known = s.versions.removeValue(forKey: root) ?? [:]
-        for (r, v) in rows where known[r.primaryKey] == nil { known[r.primaryKey] = v }
-        s.versions[root] = known
+        versions.withLock { all in
+            // Taken out while it grows, so that it is not copied.
+            var known = all.removeValue(forKey: root) ?? [:]
+            for (r, v) in rows where known[r.primaryKey] == nil { known[r.primaryKey] = v }
+            all[root] = known
+        }
         return rows.map(\.0)
     }
 
     // MARK: Reading
 
     func fetch(_ request: FetchRequest) throws -> [Record] {
-        try withConnection { c, s in
-            let rows = try c.transaction(readOnly: true) { try fetchLocked(request, c) }
-            return Self.remember(rows, root: try schema.requireEntity(request.entity).rootName, &s)
-        }
+        let root = try schema.requireEntity(request.entity).rootName
+        let rows = try withReadConnection { c in try c.transaction(readOnly: true) { try fetchLocked(request, c) } }
+        return remember(rows, root: root)
     }
 
     func count(_ request: FetchRequest) throws -> Int {
-        try withConnection { c, _ in
+        try withReadConnection { c in
             try c.transaction(readOnly: true) {
                 let entity = try schema.requireEntity(request.entity)
                 try evaluator(reader(c)).validate(request)
@@ -187,16 +203,16 @@ final class PostgresPersistentStore: PersistentStore, Sendable {
         return matched.map { ($0, versions[$0.primaryKey] ?? 0) }
     }
 
-    /// The reference evaluator, following relationships through this connection (the caller holds the lock).
+    /// The reference evaluator, following relationships through the connection of the read it serves.
     func evaluator(_ reader: PostgresRecordReader) -> PredicateEvaluator {
         PredicateEvaluator(schema: schema) { root, keys in try reader.records(withKeys: keys, root: root).map(\.0) }
     }
 
     func records(withKeys keys: [Int64], root: String) throws -> [Record] {
-        try withConnection { c, s in
-            let rows = try c.transaction(readOnly: true) { try reader(c).records(withKeys: keys, root: root) }
-            return Self.remember(rows, root: root, &s)
+        let rows = try withReadConnection { c in
+            try c.transaction(readOnly: true) { try reader(c).records(withKeys: keys, root: root) }
         }
+        return remember(rows, root: root)
     }
 
     func scan(entity name: String, after primaryKey: Int64?, limit: Int) throws -> [Record] {
@@ -272,11 +288,11 @@ final class PostgresPersistentStore: PersistentStore, Sendable {
         guard !changes.isEmpty else { return }
         try withConnection { c, s in
             var newMetadata: StoreMetadata?
-            let known = s.versions
+            let known = versions.withLock { $0 }
             let uuid = (changes.metadata ?? s.metadata).storeUUID
-            let versions: [(root: String, key: Int64, version: Int64?)]
+            let written: [(root: String, key: Int64, version: Int64?)]
             do {
-                versions = try c.transaction {
+                written = try c.transaction {
                 if let m = changes.metadata {
                     try PostgresStoreBackend.checkLayoutCompatible(m, url: location.url, current: layout)
                     try PostgresStoreBackend.writeMetadata(m, c)
@@ -290,15 +306,19 @@ final class PostgresPersistentStore: PersistentStore, Sendable {
                 }
             } catch StoreError.conflict(let u, let object, let reason) {
                 // Reported once: the record is read afresh (and saved against that version) from now on.
-                if let root = layout.entities[object.entity]?.entity.rootName { s.versions[root]?[object.primaryKey] = nil }
+                if let root = layout.entities[object.entity]?.entity.rootName {
+                    versions.withLock { $0[root]?[object.primaryKey] = nil }
+                }
                 throw StoreError.conflict(u, object: object, reason: reason)
             }
             // Only a committed save's versions count.
-            for v in versions {
-                if let version = v.version {
-                    s.versions[v.root, default: [:]][v.key] = version
-                } else {
-                    s.versions[v.root]?[v.key] = nil
+            versions.withLock { all in
+                for v in written {
+                    if let version = v.version {
+                        all[v.root, default: [:]][v.key] = version
+                    } else {
+                        all[v.root]?[v.key] = nil
+                    }
                 }
             }
             for r in changes.inserted {
@@ -336,6 +356,7 @@ final class PostgresPersistentStore: PersistentStore, Sendable {
     }
 
     func close() throws {
+        readers.close()
         state.withLock { s in
             s.connection?.close()
             s.connection = nil

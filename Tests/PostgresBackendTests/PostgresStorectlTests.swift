@@ -52,6 +52,55 @@ struct PostgresStorectlTests {
         #expect(gone.stderr.contains("no store there"), "\(gone.stderr)")
     }
 
+    /// xml → postgres → xml, diffed identical; `import` fills an empty server store (`create` without data) and
+    /// `replace` swaps a server store's contents for an xml store's, each diffed identical with its source.
+    @Test func xmlImportAndReplaceThroughPostgres() throws {
+        let server = try PostgresTestServer.shared()
+        let dir = try TemporaryDirectory("pg-storectl-xml")
+        let pg = server.storeURL("libraryxml").absoluteString
+        let imported = server.storeURL("libraryimport").absoluteString
+        defer {
+            _ = try? Child.storectl(["destroy", pg], in: dir)
+            _ = try? Child.storectl(["destroy", imported], in: dir)
+        }
+        let create = try Child.storectl(["create", "library.xml", "--model", PackagePaths.libraryModel.path,
+                                         "--import", PackagePaths.libraryData.path], in: dir)
+        try #require(create.status == 0, "\(create.stderr)")
+        let toPG = try Child.storectl(["convert", "library.xml", pg], in: dir)
+        try #require(toPG.status == 0, "\(toPG.stderr)")
+        let back = try Child.storectl(["convert", pg, "back.xml"], in: dir)
+        try #require(back.status == 0, "\(back.stderr)")
+        for (a, b) in [("library.xml", pg), ("library.xml", "back.xml")] {
+            let diff = try Child.storectl(["diff", a, b], in: dir)
+            #expect(diff.status == 0 && diff.stderr.contains("identical"), "diff \(a) \(b): \(diff.stdout) \(diff.stderr)")
+        }
+
+        let empty = try Child.storectl(["create", imported, "--model", PackagePaths.libraryModel.path], in: dir)
+        try #require(empty.status == 0, "\(empty.stderr)")
+        let load = try Child.storectl(["import", imported, PackagePaths.libraryData.path], in: dir)
+        #expect(load.status == 0, "\(load.stderr)")
+        let export = try Child.storectl(["export", imported, "-o", "imported.ndjson"], in: dir)
+        #expect(export.status == 0, "\(export.stderr)")
+        let exported = try String(contentsOf: dir.path("imported.ndjson"), encoding: .utf8)
+        let original = try String(contentsOf: PackagePaths.libraryData, encoding: .utf8)
+        #expect(exported.split(separator: "\n").count == original.split(separator: "\n").count)
+
+        // A record deleted from the server store, then replace makes it an exact copy of the xml store again.
+        let first = try #require(original.split(separator: "\n").first)
+        let line = try #require(try JSONSerialization.jsonObject(with: Data(first.utf8)) as? [String: Any])
+        let entity = try #require(line["entity"] as? String)
+        let id = try #require(line["id"] as? String)
+        try Data("{\"entity\":\"\(entity)\",\"id\":\"\(id)\",\"delete\":true}\n".utf8).write(to: dir.path("delete.ndjson"))
+        let delete = try Child.storectl(["import", imported, "delete.ndjson", "--upsert"], in: dir)
+        #expect(delete.status == 0, "\(delete.stderr)")
+        let differs = try Child.storectl(["diff", "library.xml", imported], in: dir)
+        #expect(!differs.stderr.contains("identical"), "the delete reached the server store: \(differs.stderr)")
+        let replace = try Child.storectl(["replace", imported, "--with", "library.xml"], in: dir)
+        #expect(replace.status == 0, "\(replace.stderr)")
+        let diff = try Child.storectl(["diff", "library.xml", imported], in: dir)
+        #expect(diff.status == 0 && diff.stderr.contains("identical"), "\(diff.stdout) \(diff.stderr)")
+    }
+
     /// `storectl create` makes a store on the server from a model and an import, all or nothing, and refuses a
     /// second create of the same store.
     @Test func createsAStoreOnTheServer() throws {

@@ -98,37 +98,35 @@ extension ModelReader {
     public func average<M: PersistentModel, V: ModelSummable>(
         _ keyPath: KeyPath<M, V>, where predicate: ModelPredicate<M>? = nil
     ) throws -> V.Average? {
-        let name = try ModelAggregation.name(keyPath)
-        let value = try one(.average(name), M.self, predicate)
-        return value.isNull ? nil : try ModelAggregation.decode(value, as: V.Average.self, M.self, name)
+        try optional(keyPath, { .average($0) }, as: V.Average.self, predicate)
     }
 
     /// The smallest value of a property among the models matching `predicate`; `nil` when none has a value.
     public func min<M: PersistentModel, V: ModelValue & Comparable>(
         _ keyPath: KeyPath<M, V>, where predicate: ModelPredicate<M>? = nil
     ) throws -> V? {
-        try extreme(keyPath, isMin: true, predicate)
+        try optional(keyPath, { .min($0) }, as: V.self, predicate)
     }
 
     /// The smallest value of an optional property among the models matching `predicate`; `nil` when none has one.
     public func min<M: PersistentModel, V: ModelValue & Comparable>(
         _ keyPath: KeyPath<M, V?>, where predicate: ModelPredicate<M>? = nil
     ) throws -> V? {
-        try extreme(keyPath, isMin: true, predicate).flatMap { $0 }
+        try optional(keyPath, { .min($0) }, as: V.self, predicate)
     }
 
     /// The largest value of a property among the models matching `predicate`; `nil` when none has a value.
     public func max<M: PersistentModel, V: ModelValue & Comparable>(
         _ keyPath: KeyPath<M, V>, where predicate: ModelPredicate<M>? = nil
     ) throws -> V? {
-        try extreme(keyPath, isMin: false, predicate)
+        try optional(keyPath, { .max($0) }, as: V.self, predicate)
     }
 
     /// The largest value of an optional property among the models matching `predicate`; `nil` when none has one.
     public func max<M: PersistentModel, V: ModelValue & Comparable>(
         _ keyPath: KeyPath<M, V?>, where predicate: ModelPredicate<M>? = nil
     ) throws -> V? {
-        try extreme(keyPath, isMin: false, predicate).flatMap { $0 }
+        try optional(keyPath, { .max($0) }, as: V.self, predicate)
     }
 
     /// The distinct values of a property among the models matching `predicate`, in ascending order (`nil` first).
@@ -145,7 +143,7 @@ extension ModelReader {
     public func count<M: PersistentModel, G: ModelValue>(
         _ type: M.Type, groupedBy group: KeyPath<M, G>, where predicate: ModelPredicate<M>? = nil
     ) throws -> [ModelGroup<G, Int>] {
-        try grouped(group, .count, predicate) { value, _ in
+        try grouped(group, .count, predicate) { value in
             guard case .integer64(let n) = value else { return 0 }
             return Int(n)
         }
@@ -157,7 +155,7 @@ extension ModelReader {
         _ keyPath: KeyPath<M, V>, groupedBy group: KeyPath<M, G>, where predicate: ModelPredicate<M>? = nil
     ) throws -> [ModelGroup<G, V.Sum>] {
         let name = try ModelAggregation.name(keyPath)
-        return try grouped(group, .sum(name), predicate) { value, _ in
+        return try grouped(group, .sum(name), predicate) { value in
             try ModelAggregation.decode(value, as: V.Sum.self, M.self, name)
         }
     }
@@ -170,24 +168,26 @@ extension ModelReader {
         return rows.first?.values.first ?? .null
     }
 
-    private func extreme<M: PersistentModel, V: ModelValue>(
-        _ keyPath: KeyPath<M, V>, isMin: Bool, _ predicate: ModelPredicate<M>?
-    ) throws -> V? {
+    /// `function` of a property as a `T`; `nil` when no model has a value.
+    private func optional<M: PersistentModel, V, T: ModelValue>(
+        _ keyPath: KeyPath<M, V>, _ function: (String) -> AggregateFunction, as type: T.Type,
+        _ predicate: ModelPredicate<M>?
+    ) throws -> T? {
         let name = try ModelAggregation.name(keyPath)
-        let value = try one(isMin ? .min(name) : .max(name), M.self, predicate)
-        return value.isNull ? nil : try ModelAggregation.decode(value, as: V.self, M.self, name)
+        let value = try one(function(name), M.self, predicate)
+        return value.isNull ? nil : try ModelAggregation.decode(value, as: T.self, M.self, name)
     }
 
     private func grouped<M: PersistentModel, G: ModelValue, T: Sendable>(
         _ group: KeyPath<M, G>, _ function: AggregateFunction, _ predicate: ModelPredicate<M>?,
-        _ value: (StoreValue, String) throws -> T
+        _ value: (StoreValue) throws -> T
     ) throws -> [ModelGroup<G, T>] {
         let key = try ModelAggregation.name(group)
         let rows = try coordinator.aggregate(AggregateRequest(
             entity: M.entityName, predicate: try predicate?.fetchPredicate(), groupBy: [key], aggregates: [function]))
         return try rows.map { row in
             ModelGroup(key: try ModelAggregation.decode(row.group.first ?? .null, as: G.self, M.self, key),
-                       value: try value(row.values.first ?? .null, key))
+                       value: try value(row.values.first ?? .null))
         }
     }
 }

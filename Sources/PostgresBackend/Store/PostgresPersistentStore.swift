@@ -5,7 +5,7 @@ import Synchronization
 /// An open PostgreSQL store: the ``PersistentStore`` of ``PostgresStoreBackend``.
 ///
 /// One connection per store, used under a lock, and reader connections for fetches and counts that find it taken
-/// (``PostgresReaders``), so reads run beside a save instead of waiting for it. Every read runs in one
+/// (a `ReaderConnectionPool`), so reads run beside a save instead of waiting for it. Every read runs in one
 /// `REPEATABLE READ READ ONLY` transaction, so a fetch and the queries that fill its to-many relationships see one
 /// snapshot; every save runs in one transaction. A connection that breaks (the server restarted, the backend process was terminated) fails the
 /// operation in progress — the server rolls its transaction back — and the next operation reconnects.
@@ -29,7 +29,8 @@ final class PostgresPersistentStore: PersistentStore, Sendable {
     let isReadOnly: Bool
     let session: PostgresSessionOptions
     private let state: Mutex<State>
-    private let readers: PostgresReaders
+    /// Readers for fetches, counts and aggregates that find the store's connection busy; a broken one is closed.
+    private let readers: ReaderConnectionPool<PostgresConnection>
     /// The version of every row this store read or wrote, per hierarchy (optimistic locking). Under a lock of its
     /// own, so that a read beside a save notes what it read without waiting for the save.
     private let versions = Mutex<[String: [Int64: Int64]]>([:])
@@ -44,11 +45,11 @@ final class PostgresPersistentStore: PersistentStore, Sendable {
         self.session = session
         connection.uniqueIndexes = layout.uniqueIndexes
         self.state = Mutex(State(connection: connection, metadata: metadata))
-        self.readers = PostgresReaders { [location, session, layout] in
+        self.readers = ReaderConnectionPool(open: { [location, session, layout] in
             let c = try PostgresStoreBackend.connect(location, session)
             c.uniqueIndexes = layout.uniqueIndexes
             return c
-        }
+        }, isReusable: { !$0.isBroken }, close: { $0.close() })
     }
 
     var metadata: StoreMetadata {

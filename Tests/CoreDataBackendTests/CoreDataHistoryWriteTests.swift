@@ -30,6 +30,7 @@ import Testing
                 url: url, type: "coredata", options: StoreOptions(historyTracking: true)))
             let context = coordinator.newContext()
             context.author = "tester"
+            context.name = "editor"
             let author = try context.insert("Author", ["name": .string("Ada")])
             let book = try context.insert("Book", ["title": .string("One")])
             try context.save()
@@ -50,9 +51,10 @@ import Testing
             ($0[0].int ?? 0, $0[1].text ?? "")
         })
         #expect(Set(try Self.rows(url, "SELECT Z_ENT FROM ATRANSACTIONSTRING").map { $0[0].int }) == [16003])
-        let named = ["tester", ProcessInfo.processInfo.processName] + [Bundle.main.bundleIdentifier].compactMap { $0 }
+        let named = ["tester", "editor", ProcessInfo.processInfo.processName] + [Bundle.main.bundleIdentifier].compactMap { $0 }
         #expect(Set(strings.values) == Set(named) && strings.count == Set(named).count, "\(strings)")
-        let transactions = try Self.rows(url, "SELECT Z_PK, Z_ENT, ZTIMESTAMP, ZAUTHORTS, ZPROCESSIDTS FROM ATRANSACTION ORDER BY Z_PK")
+        let transactions = try Self.rows(
+            url, "SELECT Z_PK, Z_ENT, ZTIMESTAMP, ZAUTHORTS, ZPROCESSIDTS, ZCONTEXTNAMETS FROM ATRANSACTION ORDER BY Z_PK")
         #expect(transactions.map { $0[0].int } == [1, 2, 3])
         #expect(transactions.allSatisfy { $0[1].int == 16002 })
         for t in transactions {
@@ -61,6 +63,7 @@ import Testing
             #expect(t[4].int.flatMap { strings[$0] } == ProcessInfo.processInfo.processName)
         }
         #expect(transactions.map { $0[3].int.flatMap { strings[$0] } } == ["tester", "tester", nil])
+        #expect(transactions.map { $0[5].int.flatMap { strings[$0] } } == ["editor", "editor", "editor"])
         let changes = try Self.rows(
             url, "SELECT Z_PK, Z_ENT, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID, ZCOLUMNS FROM ACHANGE ORDER BY Z_PK")
         #expect(changes.map { $0[0].int } == [1, 2, 3, 4])
@@ -83,6 +86,9 @@ import Testing
         let history = try store.history(after: nil)
         #expect(history.map(\.token) == [1, 2, 3])
         #expect(history.map(\.author) == ["tester", "tester", nil])
+        #expect(history.map(\.contextName) == ["editor", "editor", "editor"])
+        #expect(history.allSatisfy { $0.processName == ProcessInfo.processInfo.processName })
+        #expect(history.allSatisfy { $0.bundleIdentifier == Bundle.main.bundleIdentifier })
         #expect(history.map { $0.changes.map(\.kind) } == [[.insert, .insert], [.update], [.delete]])
         #expect(history.map { $0.changes.map(\.globalID) } == [[ids.author, ids.book], [ids.book], [ids.book]],
                 "the deleted record is named by its own identifier")
@@ -116,8 +122,8 @@ import Testing
     }
 
     /// The corpus store with persistent history, converted to lmdb and back: its transaction comes back whole
-    /// (token, timestamp, changes with their entities, keys and global IDs), and `storectl diff` finds the two
-    /// stores identical.
+    /// (token, timestamp, the names of the process and app that wrote it, changes with their entities, keys and
+    /// global IDs), and `storectl diff` finds the two stores identical.
     @Test func corpusHistoryRoundTripsThroughLMDB() throws {
         guard let source = PackagePaths.corpus("stores/alemar11__CoreDataPlus/SampleModel2_V2.sqlite") else {
             Issue.record("corpus store SampleModel2_V2.sqlite is absent: skipped")
@@ -139,6 +145,12 @@ import Testing
         defer { try? copy.close() }
         let history = try original.history(after: nil)
         #expect(history.count == 1 && history.first?.changes.isEmpty == false)
+        // Core Data recorded the test runner that wrote the store, by ATRANSACTIONSTRING keys.
+        #expect(history.first?.processName == "xctest")
+        #expect(history.first?.bundleIdentifier == "com.apple.dt.xctest.tool")
+        #expect(history.first?.author == nil && history.first?.contextName == nil)
+        #expect(Set(try Self.rows(back, "SELECT ZNAME FROM ATRANSACTIONSTRING").compactMap { $0[0].text })
+                == ["xctest", "com.apple.dt.xctest.tool"], "the converting tool does not name itself")
         #expect(try copy.history(after: nil) == history)
         // Derived identifiers only: no table of kept ones.
         #expect(try !ReadOnlyDatabase.open(back).tableNames().contains(CoreDataGlobalIDTable.name))

@@ -142,6 +142,9 @@ import XMLBackend
                               tombstone: ["title": "T\u{0}", "isbn": ""]),
             ]),
             HistoryTransaction(token: HistoryTransaction.assignToken, timestamp: .distantFuture, author: "", changes: []),
+            HistoryTransaction(token: HistoryTransaction.assignToken, timestamp: Date(timeIntervalSinceReferenceDate: 1),
+                               author: nil, contextName: "view <context>", processName: "My App\u{1}",
+                               bundleIdentifier: "com.example.app", changes: []),
         ]))
         let written = try store.history(after: nil)
         try store.close()
@@ -149,7 +152,8 @@ import XMLBackend
         #expect(try XMLStoreBackend().readMetadata(at: url) == metadata)
         let reopened = try openStore(url)
         defer { try? reopened.close() }
-        #expect(written.count == 3)
+        #expect(written.count == 4)
+        #expect(written.last?.contextName == "view <context>" && written.last?.processName == "My App\u{1}")
         #expect(try reopened.history(after: nil) == written)
         #expect(try reopened.history(after: 1) == Array(written.dropFirst()))
         #expect(reopened.metadata == metadata)

@@ -9,9 +9,10 @@ import Foundation
 /// - one `ATRANSACTION` row per transaction: `Z_PK` = the token (``HistoryTransaction/assignToken`` takes the next
 ///   one; a given token must come after the store's last), `ZTIMESTAMP` in seconds since 2001, the author through
 ///   `ZAUTHORTS` → `ATRANSACTIONSTRING.ZNAME` (strings are interned: one row per distinct string, as Core Data's
-///   unique index on `ZNAME` requires). A new transaction (its token assigned here) also names this process
-///   (`ZPROCESSIDTS`) and its bundle identifier when it has one (`ZBUNDLEIDTS`), as Core Data does; a transaction
-///   carried from another store (a transfer) has neither.
+///   unique index on `ZNAME` requires); the context name, process name and bundle identifier the same way through
+///   `ZCONTEXTNAMETS`, `ZPROCESSIDTS` and `ZBUNDLEIDTS`. A transaction carried from another store keeps the names it
+///   has; a new one (its token assigned here) without a process name names this process and its bundle, as Core
+///   Data does.
 /// - one `ACHANGE` row per change: `ZCHANGETYPE` 0 insert, 1 update, 2 delete, `ZENTITY` the record's `Z_ENT`,
 ///   `ZENTITYPK` its `Z_PK`, `ZTRANSACTIONID` the transaction's token; `ZCOLUMNS` NULL except for an update, whose
 ///   changed keys are a bitmap in ``CoreDataHistoryColumns``'s unverified layout.
@@ -61,10 +62,12 @@ struct CoreDataHistoryWriter {
                 ("Z_PK", .integer(token)), ("Z_ENT", .integer(Self.transactionEntity)),
                 ("ZTIMESTAMP", .real(t.timestamp.timeIntervalSinceReferenceDate)),
             ]
-            if let author = t.author { row.append(("ZAUTHORTS", .integer(try strings.key(author, db)))) }
-            if isNew {
-                row.append(("ZPROCESSIDTS", .integer(try strings.key(ProcessInfo.processInfo.processName, db))))
-                if let bundle = Bundle.main.bundleIdentifier { row.append(("ZBUNDLEIDTS", .integer(try strings.key(bundle, db)))) }
+            // A new transaction saved without a process name (not through a context) names this process.
+            let process = t.processName ?? (isNew ? ProcessInfo.processInfo.processName : nil)
+            let bundle = t.bundleIdentifier ?? (isNew && t.processName == nil ? Bundle.main.bundleIdentifier : nil)
+            for (column, name) in [("ZAUTHORTS", t.author), ("ZCONTEXTNAMETS", t.contextName), ("ZPROCESSIDTS", process),
+                                   ("ZBUNDLEIDTS", bundle)] {
+                if let name { row.append((column, .integer(try strings.key(name, db)))) }
             }
             try insert("ATRANSACTION", row.filter { transactionColumns.contains($0.0) })
             for change in t.changes {

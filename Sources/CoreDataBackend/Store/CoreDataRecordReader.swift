@@ -21,7 +21,8 @@ struct CoreDataRecordReader {
 
     /// Core Data's persistent history (`ATRANSACTION`, `ACHANGE`, `ATRANSACTIONSTRING`), when the store has it, as the
     /// framework's transactions: token = `ATRANSACTION.Z_PK`, timestamp = `ZTIMESTAMP` (seconds since 2001), author =
-    /// `ZAUTHOR` or the string `ZAUTHORTS` points at; one change per `ACHANGE` row (`ZCHANGETYPE` 0 insert, 1 update,
+    /// `ZAUTHOR` or the string `ZAUTHORTS` points at (context, process and bundle names alike from `ZCONTEXTNAME`,
+    /// `ZPROCESSID`, `ZBUNDLEID` and their `…TS` keys); one change per `ACHANGE` row (`ZCHANGETYPE` 0 insert, 1 update,
     /// 2 delete) naming the record by `ZENTITY` (a `Z_ENT`) and `ZENTITYPK`, with its global identifier derived as
     /// the record's (its kept one, ``CoreDataGlobalIDTable``, when it has one). An update's changed keys are
     /// `ZCOLUMNS` decoded in ``CoreDataHistoryColumns``'s unverified layout; the `ZTOMBSTONE<n>` columns are not
@@ -39,8 +40,10 @@ struct CoreDataRecordReader {
             }
         }
         let txColumns = Set(try db.rows("PRAGMA table_info(ATRANSACTION)").compactMap { $0.count > 1 ? $0[1].text : nil })
-        let author = txColumns.contains("ZAUTHOR") ? "ZAUTHOR" : "NULL"
-        let authorTS = txColumns.contains("ZAUTHORTS") ? "ZAUTHORTS" : "NULL"
+        // Each name is a text column or a key into ATRANSACTIONSTRING (the `…TS` column); stores have had either.
+        let names = ["ZAUTHOR", "ZCONTEXTNAME", "ZPROCESSID", "ZBUNDLEID"].flatMap { name in
+            [name, name + "TS"].map { txColumns.contains($0) ? $0 : "NULL" }
+        }
         var changes: [Int64: [HistoryChange]] = [:]
         var named: [String: Set<Int64>] = [:]
         let changeColumns = Set(try db.rows("PRAGMA table_info(ACHANGE)").compactMap { $0.count > 1 ? $0[1].text : nil })
@@ -81,15 +84,16 @@ struct CoreDataRecordReader {
             }
         }
         var out: [HistoryTransaction] = []
-        for r in try db.rows("SELECT Z_PK, ZTIMESTAMP, \(author), \(authorTS) FROM ATRANSACTION ORDER BY Z_PK") {
-            guard r.count == 4, let token = r[0].int, token > 0 else {
+        let select = "SELECT Z_PK, ZTIMESTAMP, \(names.joined(separator: ", ")) FROM ATRANSACTION ORDER BY Z_PK"
+        for r in try db.rows(select) {
+            guard r.count == 2 + names.count, let token = r[0].int, token > 0 else {
                 throw .corruptStore(url, reason: "ATRANSACTION has a row without a positive integer Z_PK")
             }
             let seconds = r[1].real ?? 0
-            let name = r[2].text ?? r[3].int.flatMap { strings[$0] }
+            func name(_ i: Int) -> String? { r[2 + 2 * i].text ?? r[3 + 2 * i].int.flatMap { strings[$0] } }
             out.append(HistoryTransaction(
-                token: token, timestamp: Date(timeIntervalSinceReferenceDate: seconds), author: name,
-                changes: changes[token] ?? []))
+                token: token, timestamp: Date(timeIntervalSinceReferenceDate: seconds), author: name(0),
+                contextName: name(1), processName: name(2), bundleIdentifier: name(3), changes: changes[token] ?? []))
         }
         return out
     }

@@ -125,8 +125,7 @@ extension StoreContext {
             let inserts = records.map {
                 HistoryChange(kind: .insert, entity: e.name, primaryKey: $0.primaryKey, globalID: $0.globalID)
             }
-            changes.history = [HistoryTransaction(token: HistoryTransaction.assignToken, timestamp: Date(), author: author,
-                                                  changes: inserts)]
+            changes.history = [.saved(at: Date(), author: author, contextName: self.name, changes: inserts)]
         }
         let ids = records.map { ObjectID(storeUUID: target.identifier, entity: e.name, primaryKey: $0.primaryKey) }
         try target.store.save(changes)

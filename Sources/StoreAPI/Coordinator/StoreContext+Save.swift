@@ -116,8 +116,7 @@ extension StoreContext {
             }
         }
         if tracking, !history.isEmpty {
-            changes.history = [HistoryTransaction(token: HistoryTransaction.assignToken, timestamp: timestamp,
-                                                  author: author, changes: history)]
+            changes.history = [.saved(at: timestamp, author: author, contextName: self.name, changes: history)]
         }
         return changes
     }

@@ -20,6 +20,9 @@ public final class StoreContext {
     public let coordinator: StoreCoordinator
     /// Recorded as the author of history transactions this context saves.
     public var author: String?
+    /// Recorded as the context name of history transactions this context saves (Core Data's context `name`), so
+    /// history readers can tell, say, an app's import context from its view context.
+    public var name: String?
     /// What a save does with an inserted object that collides with another record on a uniqueness constraint
     /// (see ``MergePolicy``); ``MergePolicy/error`` unless set.
     public var mergePolicy: MergePolicy = .error

@@ -12,15 +12,42 @@ public struct HistoryTransaction: Sendable, Hashable, Codable {
     public var timestamp: Date
     /// Who saved (``StoreContext/author``), if set.
     public var author: String?
+    /// The name of the context that saved (``StoreContext/name``), if set; Core Data's `contextName`.
+    public var contextName: String?
+    /// The name of the process that saved, as `ProcessInfo.processName` gives it; Core Data's `processID`.
+    public var processName: String?
+    /// The bundle identifier of the application that saved, when it has one; Core Data's `bundleID`.
+    public var bundleIdentifier: String?
     /// What changed, one entry per record.
     public var changes: [HistoryChange]
 
     /// Creates a transaction.
-    public init(token: Int64, timestamp: Date, author: String?, changes: [HistoryChange]) {
+    ///
+    /// Contexts fill ``processName`` and ``bundleIdentifier`` with the saving process's own; a transaction carried
+    /// from another store keeps the ones it was saved with, so history read from a Core Data store names the app
+    /// that wrote it, not the tool that converted it.
+    public init(
+        token: Int64, timestamp: Date, author: String?, contextName: String? = nil, processName: String? = nil,
+        bundleIdentifier: String? = nil, changes: [HistoryChange]
+    ) {
         self.token = token
         self.timestamp = timestamp
         self.author = author
+        self.contextName = contextName
+        self.processName = processName
+        self.bundleIdentifier = bundleIdentifier
         self.changes = changes
+    }
+
+    /// A new transaction for a save made in this process: its token assigned by the store, this process's name and
+    /// bundle identifier.
+    static func saved(
+        at timestamp: Date, author: String?, contextName: String?, changes: [HistoryChange]
+    ) -> HistoryTransaction {
+        HistoryTransaction(
+            token: assignToken, timestamp: timestamp, author: author, contextName: contextName,
+            processName: ProcessInfo.processInfo.processName, bundleIdentifier: Bundle.main.bundleIdentifier,
+            changes: changes)
     }
 }
 

@@ -122,8 +122,7 @@ public struct NDJSONImporter {
                               globalID: $0.record.globalID, changedKeys: $0.keys)
             }
             if !history.isEmpty {
-                changes.history = [HistoryTransaction(token: HistoryTransaction.assignToken, timestamp: Date(),
-                                                      author: historyAuthor, changes: history)]
+                changes.history = [.saved(at: Date(), author: historyAuthor, contextName: nil, changes: history)]
             }
         }
         if !changes.isEmpty { try store.save(changes) }

@@ -273,6 +273,15 @@ public struct StoreComparison {
             if x.token != y.token { what.append("token \(x.token) / \(y.token)") }
             if x.timestamp != y.timestamp { what.append("timestamp \(ExactISO8601.string(from: x.timestamp)) / \(ExactISO8601.string(from: y.timestamp))") }
             if x.author != y.author { what.append("author \(x.author ?? "nil") / \(y.author ?? "nil")") }
+            if x.contextName != y.contextName {
+                what.append("context name \(x.contextName ?? "nil") / \(y.contextName ?? "nil")")
+            }
+            if x.processName != y.processName {
+                what.append("process name \(x.processName ?? "nil") / \(y.processName ?? "nil")")
+            }
+            if x.bundleIdentifier != y.bundleIdentifier {
+                what.append("bundle identifier \(x.bundleIdentifier ?? "nil") / \(y.bundleIdentifier ?? "nil")")
+            }
             if x.changes != y.changes { what.append("changes (\(x.changes.count) / \(y.changes.count))") }
             out.append("transaction \(x.token): differs in \(what.joined(separator: ", "))")
         }

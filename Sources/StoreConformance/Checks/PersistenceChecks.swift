@@ -104,18 +104,23 @@ extension ConformanceSuite {
         let (c, store) = try h.coordinator(url, options: options)
         let ctx = c.newContext()
         ctx.author = "tester"
+        ctx.name = "editor"
         let t1 = try ctx.insert("Tag", ["name": "one"])
         let t2 = try ctx.insert("Tag", ["name": "two"])
         try ctx.save()
         try t1.setValue("uno", forKey: "name")
         try ctx.save()
         ctx.author = nil
+        ctx.name = nil
         try ctx.delete(t2)
         try ctx.save()
         let history = try store.store.history(after: nil)
         try #require(history.count == 3)
         #expect(history[0].token < history[1].token && history[1].token < history[2].token)
         #expect(history[0].author == "tester" && history[2].author == nil)
+        #expect(history[0].contextName == "editor" && history[2].contextName == nil)
+        #expect(history.allSatisfy { $0.processName == ProcessInfo.processInfo.processName },
+                "every save names the process that made it")
         #expect(history[0].changes.map(\.kind) == [.insert, .insert])
         #expect(Set(history[0].changes.map(\.globalID)) == [t1.globalID, t2.globalID])
         #expect(history[1].changes.count == 1 && history[1].changes[0].kind == .update)

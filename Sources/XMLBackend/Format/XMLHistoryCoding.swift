@@ -6,17 +6,22 @@ import StoreAPI
 /// ```xml
 /// <transaction token="4" timestamp="757382400.25">
 ///     <author>importer</author>
+///     <context>import</context>
+///     <process>MyApp</process>
+///     <bundle>com.example.MyApp</bundle>
 ///     <change kind="update" entity="Book" pk="7" gid="91D3…"><changed>title</changed></change>
 ///     <change kind="delete" entity="Book" pk="8" gid="…"><tombstone name="isbn">978-…</tombstone></change>
 /// </transaction>
 /// ```
-/// Free text (author, changed keys, tombstone values) goes in elements so it can be escaped like attribute values.
+/// Free text (author, context, process and bundle names, changed keys, tombstone values) goes in elements so it can
+/// be escaped like attribute values; each of the four names appears at most once and only when the transaction has it.
 enum XMLHistoryCoding {
     static func write(_ t: HistoryTransaction, to w: LibXMLWriter) throws {
         try w.startElement("transaction")
         try w.attribute("token", String(t.token))
         try w.attribute("timestamp", XMLValueText.text(for: t.timestamp.timeIntervalSinceReferenceDate))
-        if let author = t.author { try XMLStoreWriter.escapableTextElement(w, "author", author) }
+        let names = namedElements(of: t)
+        for (element, value) in names { try XMLStoreWriter.escapableTextElement(w, element, value) }
         for c in t.changes {
             try XMLStoreWriter.checkName(c.entity)
             try w.startElement("change")
@@ -31,7 +36,15 @@ enum XMLHistoryCoding {
             }
             if c.changedKeys.isEmpty && c.tombstone.isEmpty { try w.endEmptyElement() } else { try w.endElement(container: true) }
         }
-        try w.endElement(container: !t.changes.isEmpty || t.author != nil)
+        try w.endElement(container: !t.changes.isEmpty || !names.isEmpty)
+    }
+
+    /// The transaction's names that it has, as (element, text), in the order they are written.
+    private static func namedElements(of t: HistoryTransaction) -> [(StaticString, String)] {
+        let all: [(StaticString, String?)] = [
+            ("author", t.author), ("context", t.contextName), ("process", t.processName), ("bundle", t.bundleIdentifier),
+        ]
+        return all.compactMap { element, value in value.map { (element, $0) } }
     }
 
     /// Reads the transactions of the `<history>` element the reader is on, in order.
@@ -60,6 +73,17 @@ enum XMLHistoryCoding {
                     case "author":
                         guard t.author == nil else { throw r.corrupt("transaction \(token) has two authors") }
                         t.author = try readEscapableText(r)
+                    case "context":
+                        guard t.contextName == nil else { throw r.corrupt("transaction \(token) has two context names") }
+                        t.contextName = try readEscapableText(r)
+                    case "process":
+                        guard t.processName == nil else { throw r.corrupt("transaction \(token) has two process names") }
+                        t.processName = try readEscapableText(r)
+                    case "bundle":
+                        guard t.bundleIdentifier == nil else {
+                            throw r.corrupt("transaction \(token) has two bundle identifiers")
+                        }
+                        t.bundleIdentifier = try readEscapableText(r)
                     case "change":
                         t.changes.append(try readChange(r))
                     default:

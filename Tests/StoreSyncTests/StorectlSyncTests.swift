@@ -64,6 +64,14 @@ struct StorectlSyncTests {
         #expect(status["pendingTransactions"] as? Int == 0)
         let text = try run(["sync", "a.sqlite", "--status"], in: dir)
         #expect(text.stdout.contains("container 'library'"))
+        #expect(text.stdout.contains("last exchange:") && !text.stdout.contains("none yet"), "\(text.stdout)")
+        // info shows the engine's state in metadata cut to one readable line; --json has it whole.
+        let info = try run(["info", "a.sqlite"], in: dir).stdout
+        let stateLine = try #require(info.split(separator: "\n").first { $0.contains("storesync.state = ") }, "\(info)")
+        #expect(stateLine.count < 160 && stateLine.hasSuffix("characters; --json shows all)"), "\(stateLine)")
+        let infoJSON = try json(try run(["info", "a.sqlite", "--json"], in: dir))
+        let custom = try #require(infoJSON["custom"] as? [String: Any], "\(infoJSON.keys)")
+        #expect("\(custom["storesync.state"] ?? "")".count > 160)
 
         // A plain import into a synced store is recorded, so the next sync pushes it.
         let more = try dir.write("""

@@ -134,7 +134,7 @@ struct InfoCommand: ParsableCommand {
         if !r.custom.isEmpty {
             lines.append("")
             lines.append("Custom metadata:")
-            for (k, v) in r.custom.sorted(by: { $0.key < $1.key }) { lines.append("  \(k) = \(StoreValueText.metadata(v))") }
+            for (k, v) in r.custom.sorted(by: { $0.key < $1.key }) { lines.append("  \(k) = \(Self.shortened(StoreValueText.metadata(v)))") }
         }
         // A store on a server has no files.
         guard !r.files.isEmpty else { return lines.joined(separator: "\n") }
@@ -191,5 +191,14 @@ enum StoreValueText {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         guard let data = try? encoder.encode(v), let text = String(data: data, encoding: .utf8) else { return "\(v)" }
         return text
+    }
+}
+
+extension InfoCommand {
+    /// A metadata value as one readable line: long ones (a sync engine's state, an embedded document) are cut, saying
+    /// how long they are; `--json` prints them whole.
+    static func shortened(_ text: String, limit: Int = 120) -> String {
+        guard text.count > limit else { return text }
+        return "\(text.prefix(limit - 20))… (\(text.count) characters; --json shows all)"
     }
 }

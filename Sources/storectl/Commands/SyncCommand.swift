@@ -162,7 +162,8 @@ struct SyncCommand: ParsableCommand {
         if let peer = s.peer {
             lines.append("  peer:            \(peer.uuidString)")
             lines.append("  files pushed:    \(s.pushedFiles)")
-            lines.append("  last sync:       \(s.lastSync.map { ISO8601DateFormatter().string(from: $0) } ?? "never")")
+            // Syncs that move nothing leave the state untouched (so they cost no save): this is the last exchange.
+            lines.append("  last exchange:   \(s.lastSync.map { ISO8601DateFormatter().string(from: $0) } ?? "none yet")")
         } else {
             lines.append("  not attached yet: the next sync pushes the records it holds")
         }

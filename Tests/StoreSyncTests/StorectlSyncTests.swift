@@ -69,6 +69,7 @@ struct StorectlSyncTests {
         let info = try run(["info", "a.sqlite"], in: dir).stdout
         let stateLine = try #require(info.split(separator: "\n").first { $0.contains("storesync.state = ") }, "\(info)")
         #expect(stateLine.count < 160 && stateLine.hasSuffix("characters; --json shows all)"), "\(stateLine)")
+        #expect(info.contains("a.sqlite.storesync"), "info lists the sync log with the store's files: \(info)")
         let infoJSON = try json(try run(["info", "a.sqlite", "--json"], in: dir))
         let custom = try #require(infoJSON["custom"] as? [String: Any], "\(infoJSON.keys)")
         #expect("\(custom["storesync.state"] ?? "")".count > 160)

@@ -1,7 +1,7 @@
 import ArgumentParser
 import CoreDataBackend
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 
 struct InfoCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -81,7 +81,8 @@ struct InfoCommand: ParsableCommand {
                                   attributes: e.attributes.count, relationships: e.relationships.count,
                                   records: e.isAbstract ? e.hierarchyNames.reduce(0) { $0 + (own[$1] ?? 0) } : own[e.name] ?? 0)
             }
-            let files = backend.ownedFiles(ofStoreAt: url).map {
+            // The sync engine's log beside the store belongs to it as much as the backend's files do.
+            let files = (backend.ownedFiles(ofStoreAt: url) + StoreCompanionFiles.existing(beside: url)).map {
                 Report.FileInfo(path: $0.path, size: Self.size(of: $0), isDirectory: Self.isDirectory($0))
             }
             let report = Report(

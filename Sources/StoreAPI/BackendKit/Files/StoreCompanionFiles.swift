@@ -16,8 +16,8 @@ import Foundation
         URL(fileURLWithPath: store.standardizedFileURL.path + syncStateLogSuffix)
     }
 
-    /// The companion files of the store at `store` that exist.
-    static func existing(beside store: URL) -> [URL] {
+    /// The companion files of the store at `store` that exist (tools list them with the store's own files).
+    public static func existing(beside store: URL) -> [URL] {
         guard store.isFileURL else { return [] }
         return [syncStateLog(beside: store)].filter { FileManager.default.fileExists(atPath: $0.path) }
     }

@@ -73,10 +73,11 @@ struct BackgroundSyncTests {
             return ContinuousClock.now - start
         }
         let quiet = try await timedSaves("quiet")
-        // More blocked calls than the pool has threads.
+        // More blocked calls than the pool has threads: one sync per store, since the syncs of one store take turns.
         let blocked = ProcessInfo.processInfo.activeProcessorCount * 2 + 2
-        let engine = a.engine
-        let syncs = (0..<blocked).map { _ in Task { _ = try? await engine.sync() } }
+        let others = try (1..<blocked).map { try Replica(dir.path("peer\($0).sqlite"), type: "sqlite", remote: remote, timeout: 600) }
+        let engines = [a.engine] + others.map(\.engine)
+        let syncs = engines.map { engine in Task { _ = try? await engine.sync() } }
         let deadline = ContinuousClock.now + .seconds(20)
         while remote.waiting < blocked, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
         #expect(remote.waiting == blocked, "the blocking calls did not all start")

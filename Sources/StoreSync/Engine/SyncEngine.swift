@@ -43,7 +43,8 @@ public actor SyncEngine {
     /// The store's sync options: from its description, or those stored with it.
     public nonisolated let options: SyncOptions
     /// Seconds a ``sync()`` waits for each answer of the remote before it gives up with
-    /// ``SyncError/timedOut(_:seconds:)``.
+    /// ``SyncError/timedOut(_:seconds:)``, and for another sync of the same store (another process's, or another
+    /// engine's) to finish before it gives up with ``SyncError/syncInProgress(store:pid:waited:)``.
     public nonisolated let timeout: Double
     private let logger: Logger
     /// The state as last read or written, with its metadata text: a sync compares the text instead of decoding (and
@@ -80,7 +81,16 @@ public actor SyncEngine {
     /// Pushes local changes, then pulls and applies other peers' changes in one save. Throws, with the store
     /// unchanged by the part that failed, when the remote fails, does not answer in time, or now holds another
     /// dataset than the one this store synced with.
+    ///
+    /// The syncs of one store take turns, across processes too: a sync first waits (up to ``timeout``) for any
+    /// other sync of the store to finish, so that none sets back the cursor or record clocks another wrote.
     public func sync() async throws -> SyncReport {
+        let lock = try await SyncLock.acquire(for: store, timeout: timeout)
+        defer { lock.release() }
+        return try await syncHoldingLock()
+    }
+
+    private func syncHoldingLock() async throws -> SyncReport {
         let calls = RemoteTimeout(seconds: timeout, remoteName: remote.displayName)
         let remote = self.remote
         let identity = try await calls.run { try await remote.identity() }
@@ -201,7 +211,9 @@ public actor SyncEngine {
             throw SyncError.unsupportedRemote(remote.displayName, reason: "this remote keeps no acknowledgements, so its "
                 + "history cannot be purged safely")
         }
-        _ = try await sync()
+        let lock = try await SyncLock.acquire(for: store, timeout: timeout)
+        defer { lock.release() }
+        _ = try await syncHoldingLock()
         guard let state = try readState(store.store.metadata),
               let cursor = state.cursor
         else { return 0 }

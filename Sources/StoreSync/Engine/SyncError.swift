@@ -1,4 +1,9 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Why a sync did not happen or did not finish. Each case names the store or remote and what is wrong; none of them
 /// leaves the store changed half-way: a pull is applied in one save or not at all.
@@ -17,6 +22,10 @@ public enum SyncError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The remote purged the history after the cursor listed from: the peer must re-baseline (the engine does so by
     /// itself; see ``PurgeableSyncRemote``).
     case historyPurged(String)
+    /// Another sync of the store (in another process, `pid`, or in this one) held it for the whole `waited` seconds:
+    /// the syncs of one store take turns, so that none sets back what another wrote. Nothing was changed; sync
+    /// again once the other has finished.
+    case syncInProgress(store: String, pid: Int32?, waited: Double)
 
     /// A one-line message naming the store or remote.
     public var description: String {
@@ -29,6 +38,9 @@ public enum SyncError: Error, Sendable, Hashable, CustomStringConvertible {
         case .notSyncable(let store, let why): "\(store): cannot sync: \(why)"
         case .unsupportedRemote(let url, let why): "\(url): \(why)"
         case .historyPurged(let r): "\(r): the history after this cursor was purged; the peer re-baselines"
+        case .syncInProgress(let store, let pid, let waited):
+            "\(store): sync already running (\(pid.map { $0 == getpid() ? "in this process" : "pid \($0)" } ?? "another process")); "
+                + "waited \(waited) seconds for it to finish; nothing was changed"
         }
     }
 }

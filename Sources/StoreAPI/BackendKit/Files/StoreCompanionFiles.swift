@@ -4,6 +4,9 @@ import Foundation
 /// state, `<store>.storesync` — and that every store operation treats as part of the store: copy, migrate, backup
 /// and restore carry them to the new store, relocate moves them, destroy removes them.
 ///
+/// The sync engine's lock file, `<store>.storesync.lock`, is a companion that is never carried: a lock belongs to
+/// the path it guards, so a copy gets its own when it first syncs. Relocate and destroy remove it with the others.
+///
 /// They are not a backend's files (``StoreBackend/ownedFiles(ofStoreAt:)``): any backend's store may have them, and
 /// a store works without them. Their owners must read them only as far as the store's metadata vouches for, since
 /// a copy is taken after the store's own files and may hold more than the copied store knows of.
@@ -16,7 +19,16 @@ import Foundation
         URL(fileURLWithPath: store.standardizedFileURL.path + syncStateLogSuffix)
     }
 
-    /// The companion files of the store at `store` that exist (tools list them with the store's own files).
+    /// The suffix of the sync engine's lock file, which makes the syncs of one store take turns across processes.
+    public static let syncLockSuffix = ".storesync.lock"
+
+    /// Where the sync engine's lock file of the store at `store` lives.
+    public static func syncLock(beside store: URL) -> URL {
+        URL(fileURLWithPath: store.standardizedFileURL.path + syncLockSuffix)
+    }
+
+    /// The companion files of the store at `store` that exist, the lock file aside (tools list them with the
+    /// store's own files).
     public static func existing(beside store: URL) -> [URL] {
         guard store.isFileURL else { return [] }
         return [syncStateLog(beside: store)].filter { FileManager.default.fileExists(atPath: $0.path) }
@@ -48,5 +60,8 @@ import Foundation
     /// Removes the companions of a store that was destroyed (or of a staged store that was discarded).
     static func remove(beside store: URL) {
         for file in existing(beside: store) { try? FileManager.default.removeItem(at: file) }
+        guard store.isFileURL else { return }
+        // A sync still holding the lock keeps its open file; the next one at this path locks a new file.
+        try? FileManager.default.removeItem(at: syncLock(beside: store))
     }
 }

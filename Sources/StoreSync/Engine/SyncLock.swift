@@ -1,0 +1,148 @@
+import Foundation
+@_spi(BackendKit) import StoreAPI
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Makes the syncs of one store take turns — between processes (an app's background sync and `storectl sync`) and
+/// between engines and tasks of one process — so that each sync starts from the state the previous one wrote.
+/// Without it, two syncs read the same cursor and record clocks, and the one that writes last sets them back, which
+/// re-applies or loses changes.
+///
+/// Every store is first locked in this process, by its location. A file store is then also locked with an advisory
+/// `flock` on `<store>.storesync.lock` beside it (``StoreCompanionFiles/syncLock(beside:)``, which relocate and
+/// destroy remove with the store):
+/// - a file of its own rather than one of the store's: SQLite and LMDB lock their files with `fcntl` byte ranges,
+///   which a network file system that emulates `flock` with `fcntl` would make contend with this lock, and the sync
+///   state log beside the store is replaced by a rename when it is rewritten, so a lock on it would guard nothing;
+/// - `flock`, because the kernel releases it when the holder's process ends, even by SIGKILL, so a crashed sync
+///   never leaves the store locked.
+/// The holder writes its process ID into the file, for the error a waiter reports.
+///
+/// Stores without a file (in-memory stores, stores on a database server) are locked in this process only: an
+/// in-memory store lives in one process, and a server store synced from several processes at once is not
+/// protected (<doc:Sync> says so).
+///
+/// A sync takes the lock before it reads anything of the store and holds it until it ends; saves never take it, so a
+/// sync waiting for it never delays a save, and it is never waited for while a store lock is held.
+final class SyncLock: Sendable {
+    /// The open lock file while it is held by `flock`; `nil` for a store without a file, or once released.
+    private let descriptor: Mutex<Int32?>
+    /// The in-process key; `nil` once released.
+    private let key: Mutex<String?>
+
+    private init(descriptor: Int32?, key: String) {
+        self.descriptor = Mutex(descriptor)
+        self.key = Mutex(key)
+    }
+
+    /// The locations of the stores whose sync runs in this process.
+    private static let held = Mutex<Set<String>>([])
+
+    /// Takes the lock of `store`, waiting up to `timeout` seconds for another sync of it to finish. Throws
+    /// ``SyncError/syncInProgress(store:pid:waited:)`` when it does not, and a ``StoreError`` when the lock file
+    /// cannot be opened.
+    static func acquire(for store: LoadedStore, timeout: Double) async throws -> SyncLock {
+        let key = SyncEngine.location(of: store)
+        let file = store.url.flatMap { $0.isFileURL ? StoreCompanionFiles.syncLock(beside: $0) : nil }
+        let deadline = ContinuousClock.now + .seconds(timeout.isFinite ? min(max(0, timeout), 1e9) : 0)
+        var pause = Duration.milliseconds(2)
+        func wait(holder: Int32?) async throws {
+            let now = ContinuousClock.now
+            guard now < deadline else {
+                throw SyncError.syncInProgress(store: SyncEngine.name(of: store), pid: holder, waited: timeout)
+            }
+            try await Task.sleep(for: min(pause, deadline - now))
+            pause = min(pause * 2, .milliseconds(100))
+        }
+        while !held.withLock({ $0.insert(key).inserted }) { try await wait(holder: getpid()) }
+        guard let file else { return SyncLock(descriptor: nil, key: key) }
+        do {
+            while true {
+                // A store whose directory is gone (removed while the store was loaded) cannot be opened there by
+                // another process: the lock in this process is all it needs.
+                guard let fd = try openLockFile(file) else { return SyncLock(descriptor: nil, key: key) }
+                switch try lock(fd, file) {
+                case .held:
+                    writeHolder(fd)
+                    return SyncLock(descriptor: fd, key: key)
+                case .replaced:
+                    close(fd)
+                case .busy:
+                    let holder = readHolder(fd)
+                    close(fd)
+                    try await wait(holder: holder)
+                }
+            }
+        } catch {
+            held.withLock { _ = $0.remove(key) }
+            throw error
+        }
+    }
+
+    /// Releases the lock. Idempotent.
+    func release() {
+        if let fd = descriptor.withLock({ d -> Int32? in let taken = d; d = nil; return taken }) {
+            // The process ID goes first, so a waiter never names a process that no longer holds the lock.
+            _ = ftruncate(fd, 0)
+            _ = flock(fd, LOCK_UN)
+            close(fd)
+        }
+        if let key = key.withLock({ k -> String? in let taken = k; k = nil; return taken }) {
+            Self.held.withLock { _ = $0.remove(key) }
+        }
+    }
+
+    deinit { release() }
+
+    private enum Attempt { case held, busy, replaced }
+
+    /// The lock file, opened (created if missing); `nil` when its directory no longer exists.
+    private static func openLockFile(_ file: URL) throws -> Int32? {
+        let fd = open(file.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            if errno == ENOENT { return nil }
+            let reason = String(cString: strerror(errno))
+            if errno == EACCES || errno == EROFS { throw StoreError.readOnly(file, reason: "cannot create the sync lock file: \(reason)") }
+            throw StoreError.io(file, operation: "open the sync lock file", reason: reason)
+        }
+        return fd
+    }
+
+    /// Tries `flock` once. A lock taken on a file that is no longer at its path (a destroy or relocate removed it
+    /// meanwhile) guards nothing: the caller opens the path again.
+    private static func lock(_ fd: Int32, _ file: URL) throws -> Attempt {
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            if errno == EINTR { continue }
+            if errno == EWOULDBLOCK { return .busy }
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw StoreError.io(file, operation: "lock the sync lock file", reason: reason)
+        }
+        var opened = stat()
+        var named = stat()
+        guard fstat(fd, &opened) == 0, stat(file.path, &named) == 0,
+              opened.st_ino == named.st_ino, opened.st_dev == named.st_dev
+        else {
+            _ = flock(fd, LOCK_UN)
+            return .replaced
+        }
+        return .held
+    }
+
+    private static func writeHolder(_ fd: Int32) {
+        let text = Array("\(getpid())\n".utf8)
+        _ = ftruncate(fd, 0)
+        _ = text.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+    }
+
+    private static func readHolder(_ fd: Int32) -> Int32? {
+        var buffer = [UInt8](repeating: 0, count: 32)
+        let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+        guard n > 0 else { return nil }
+        return Int32(String(decoding: buffer.prefix(n), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+}

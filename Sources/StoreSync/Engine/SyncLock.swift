@@ -22,29 +22,36 @@ import Darwin
 ///   never leaves the store locked.
 /// The holder writes its process ID into the file, for the error a waiter reports.
 ///
-/// Stores without a file (in-memory stores, stores on a database server) are locked in this process only: an
-/// in-memory store lives in one process, and a server store synced from several processes at once is not
-/// protected (<doc:Sync> says so).
+/// A store on a server that takes locks for its clients (``StoreAPI/ClientLockingStore``: the PostgreSQL backend, with
+/// an advisory lock) is locked there, across processes and machines, and released by the server when the holder's
+/// connection ends. Other stores without a file (in-memory stores) are locked in this process only, which is where
+/// they live.
 ///
 /// A sync takes the lock before it reads anything of the store and holds it until it ends; saves never take it, so a
 /// sync waiting for it never delays a save, and it is never waited for while a store lock is held.
 final class SyncLock: Sendable {
     /// The open lock file while it is held by `flock`; `nil` for a store without a file, or once released.
     private let descriptor: Mutex<Int32?>
+    /// The lock a server store holds for this sync; `nil` for other stores, or once released.
+    private let serverLock: Mutex<(any ClientLock)?>
     /// The in-process key; `nil` once released.
     private let key: Mutex<String?>
 
-    private init(descriptor: Int32?, key: String) {
+    private init(descriptor: Int32?, serverLock: (any ClientLock)? = nil, key: String) {
         self.descriptor = Mutex(descriptor)
+        self.serverLock = Mutex(serverLock)
         self.key = Mutex(key)
     }
+
+    /// The name of the lock a server store takes.
+    static let serverLockName = "storesync"
 
     /// The locations of the stores whose sync runs in this process.
     private static let held = Mutex<Set<String>>([])
 
     /// Takes the lock of `store`, waiting up to `timeout` seconds for another sync of it to finish. Throws
     /// ``SyncError/syncInProgress(store:pid:waited:)`` when it does not, and a ``StoreError`` when the lock file
-    /// cannot be opened.
+    /// cannot be opened or the store's server cannot be reached.
     static func acquire(for store: LoadedStore, timeout: Double) async throws -> SyncLock {
         let key = SyncEngine.location(of: store)
         let file = store.url.flatMap { $0.isFileURL ? StoreCompanionFiles.syncLock(beside: $0) : nil }
@@ -59,8 +66,16 @@ final class SyncLock: Sendable {
             pause = min(pause * 2, .milliseconds(100))
         }
         while !held.withLock({ $0.insert(key).inserted }) { try await wait(holder: getpid()) }
-        guard let file else { return SyncLock(descriptor: nil, key: key) }
         do {
+            if let server = store.store as? any ClientLockingStore {
+                while true {
+                    if let lock = try server.tryClientLock(named: serverLockName) {
+                        return SyncLock(descriptor: nil, serverLock: lock, key: key)
+                    }
+                    try await wait(holder: nil)
+                }
+            }
+            guard let file else { return SyncLock(descriptor: nil, key: key) }
             while true {
                 // A store whose directory is gone (removed while the store was loaded) cannot be opened there by
                 // another process: the lock in this process is all it needs.
@@ -90,6 +105,10 @@ final class SyncLock: Sendable {
             _ = ftruncate(fd, 0)
             _ = flock(fd, LOCK_UN)
             close(fd)
+        }
+        serverLock.withLock { lock in
+            lock?.release()
+            lock = nil
         }
         if let key = key.withLock({ k -> String? in let taken = k; k = nil; return taken }) {
             Self.held.withLock { _ = $0.remove(key) }

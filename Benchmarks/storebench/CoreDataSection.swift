@@ -4,11 +4,17 @@ import LMDBBackend
 import StoreAPI
 
 /// The `coredata` section: a Core Data store (``CoreDataDataset``: inheritance, to-one with entity column, ordered
-/// to-many, many-to-many) converted to LMDB and back by our conversion — a fresh process per run, as users run it —
-/// beside the engines' C references doing the same reads and writes on the same stores in the same run: sqlite3
-/// `SELECT *` of every Core Data table + LMDB `mdb_put` of exactly our LMDB store's entries in one transaction, and
-/// an LMDB cursor walk + prepared INSERTs of exactly the Core Data store's rows in one transaction. Then a fresh
-/// process opens the largest store and reads one record by key.
+/// to-many, many-to-many) converted to LMDB and back by our conversion beside the engines' C references doing the
+/// same reads and writes on the same stores in the same run: sqlite3 `SELECT *` of every Core Data table + LMDB
+/// `mdb_put` of exactly our LMDB store's entries in one transaction, and an LMDB cursor walk + prepared INSERTs of
+/// exactly the Core Data store's rows in one transaction. Then a fresh process opens the largest store and reads one
+/// record by key.
+///
+/// Both sides run the same way: each in a fresh storebench worker process, timed over the region that does the work
+/// (ours: the source's type detection, both stores' opening with their models, the copy and the closing; the
+/// references: opening, reading or writing, closing). What a process takes to start and exit, the same for both
+/// and not a cost of either, is measured apart (a worker doing nothing) and shown in a row of its own; our whole
+/// process's CPU time is shown beside each ratio.
 ///
 /// The references write exactly what ours writes, but read less than a conversion must, because each is given the
 /// other side's finished content: reading Core Data, ours also reads every to-many from its members' side (a join
@@ -64,7 +70,7 @@ enum CoreDataSection {
     }
 
     /// Runs the section for every size; returns the failures.
-    static func run(sizes: [Int], dataRoot: URL, scratch: URL, runs: (Int) -> Int, product: ProductRunner, table: ResultsTable,
+    static func run(sizes: [Int], dataRoot: URL, scratch: URL, runs: (Int) -> Int, table: ResultsTable,
                     verifyUpTo: Int) throws -> [String] {
         var failures: [String] = []
         var largest: (total: Int, url: URL)?
@@ -86,7 +92,7 @@ enum CoreDataSection {
             var sizePeaks: [String: Int] = [:]
             for (from, to) in [("coredata", "lmdb"), ("lmdb", "coredata")] {
                 let name = "convert \(from) → \(to)"
-                var times: [Timing] = [], references: [Timing] = [], rss: [Double] = [], anon: [Double] = []
+                var times: [Timing] = [], wholes: [Timing] = [], references: [Timing] = [], rss: [Double] = [], anon: [Double] = []
                 for run in 0..<runs(dataset.total) {
                     func reference() throws {
                         let read = try ChildProcess.worker(["ref-read", from == "coredata" ? "sqlite" : "lmdb", source(dir, from).path])
@@ -99,8 +105,9 @@ enum CoreDataSection {
                     if run % 2 == 1 { try reference() }
                     let dst = work.appendingPathComponent(to == "coredata" ? "converted.sqlite" : "converted.lmdb")
                     remove(dst)
-                    let outcome = try product.convert(source(dir, from), dst, type: to)
-                    times.append(outcome.timing)
+                    let outcome = try ChildProcess.worker(["convert", source(dir, from).path, dst.path, to])
+                    times.append(outcome.reportedTiming)
+                    wholes.append(outcome.timing)
                     rss.append(Double(outcome.peakRSS))
                     anon.append(Double(outcome.peakAnon))
                     if run == 0, let problem = verify(dst, against: source(dir, from), dataset: dataset, verifyUpTo: verifyUpTo) {
@@ -112,10 +119,12 @@ enum CoreDataSection {
                 }
                 let peak = Int(Measure.median(rss))
                 sizePeaks[name] = peak
+                let whole = String(format: "; ours as a whole process %.1f ms CPU", Timing.median(wholes).cpu * 1000)
                 table.add(.timed(name, records: dataset.total, ours: Timing.median(times), reference: Timing.median(references),
-                                 referenceName: from == "coredata" ? "sqlite3 SELECT * + mdb_put, 1 txn" : "mdb_cursor walk + prepared INSERTs, 1 txn",
+                                 referenceName: (from == "coredata" ? "sqlite3 SELECT * + mdb_put, 1 txn" : "mdb_cursor walk + prepared INSERTs, 1 txn") + whole,
                                  maxRatio: maxRatio, peakRSS: peak, peakAnon: Int(Measure.median(anon))))
             }
+            table.add(try startupRow(runs: max(3, runs(dataset.total))))
             peaks.append((dataset.total, sizePeaks))
             largest = (dataset.total, source(dir, "coredata"))
         }
@@ -145,6 +154,18 @@ enum CoreDataSection {
             table.add(row)
         }
         return failures
+    }
+
+    /// What a worker process takes to start and exit doing nothing (whole process, median of `runs`): in neither
+    /// side's timed region above, and the same for both.
+    static func startupRow(runs: Int) throws -> ResultRow {
+        var times: [Timing] = []
+        for _ in 0..<runs { times.append(try ChildProcess.worker(["noop"]).timing) }
+        var row = ResultRow.timed("worker process start-up + exit", records: 0, ours: Timing.median(times), reference: nil,
+                                  referenceName: "not in either side's timed region; the same for both")
+        row.records = nil
+        row.rate = ""
+        return row
     }
 
     /// `nil` when the store at `copy` holds the records of `source` (compared record by record up to `verifyUpTo`,

@@ -16,6 +16,7 @@ import Foundation
 /// - `open TYPE PATH` / `ref-open TYPE PATH`: opening a store and fetching its first book, ours and the engine's.
 /// - `pg-saves URL NAME SAVES`: one of the `postgres` section's concurrent writers (``PostgresSection/worker(_:)``).
 /// - `coredata-open PATH`: opening a Core Data store read-only and reading its book with key 1 (timed in process).
+/// - `noop`: nothing; timed as a whole process, what a worker's start-up and exit cost on their own.
 enum Worker {
     static func run(_ args: [String]) -> Never {
         do {
@@ -45,6 +46,8 @@ enum Worker {
         switch kind {
         case "pg-saves":
             return try PostgresSection.worker(a)
+        case "noop":
+            return [:]
         case "convert", "copy":
             let src = URL(fileURLWithPath: try arg(0))
             let dst = URL(fileURLWithPath: try arg(1))

@@ -157,7 +157,7 @@ func runBenchmarks(_ options: Options) throws -> [String] {
 
     if options.wants("coredata") {
         failures += try CoreDataSection.run(sizes: options.sizes, dataRoot: dataRoot, scratch: work, runs: options.runs(for:),
-                                            product: product, table: table, verifyUpTo: options.smoke ? .max : options.verifyUpTo)
+                                            table: table, verifyUpTo: options.smoke ? .max : options.verifyUpTo)
     }
 
     // Peak RSS of each conversion at the largest size over the next largest: flat means streaming.

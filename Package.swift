@@ -52,8 +52,10 @@ let package = Package(
         .target(name: "SQLiteBackend", dependencies: ["StoreAPI", "CSQLite", "SQLiteFiles", .product(name: "Logging", package: "swift-log")]),
         .target(name: "LMDBBackend", dependencies: ["StoreAPI", "CLMDB", .product(name: "Logging", package: "swift-log")]),
         .target(name: "XMLBackend", dependencies: ["StoreAPI", "CLibXML2"]),
-        // Core Data's own SQLite stores (issue 23): zlib for the compressed model cache (`Z_MODELCACHE`).
-        .target(name: "CoreDataBackend", dependencies: ["StoreAPI", "CSQLite", "CZlib", "SQLiteFiles"]),
+        // Core Data's own SQLite stores (issue 23): zlib for the compressed model cache (`Z_MODELCACHE`); CSHA1 for
+        // the SHA-1 of every record's derived global ID on processors with SHA instructions.
+        .target(name: "CSHA1"),
+        .target(name: "CoreDataBackend", dependencies: ["StoreAPI", "CSQLite", "CZlib", "SQLiteFiles", "CSHA1"]),
         // A store in a PostgreSQL schema (issue 26), through libpq: the backend protocols are synchronous and libpq
         // speaks the wire protocol (COPY included) without an event-loop framework in the build.
         .target(name: "PostgresBackend", dependencies: ["StoreAPI", "CLibPQ"]),

@@ -9,7 +9,7 @@ bin="$(dirname "$(command -v swift)")"
 triple="$(swift -print-target-info | python3 -c 'import json, sys; print(json.load(sys.stdin)["target"]["triple"])')"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-includes=(-I .build/debug/Modules -I Sources/CSQLite -I Sources/CLMDB -I Sources/CLibXML2 -I Sources/CZlib -I Sources/CLibPQ)
+includes=(-I .build/debug/Modules -I Sources/CSQLite -I Sources/CLMDB -I Sources/CLibXML2 -I Sources/CZlib -I Sources/CLibPQ -I Sources/CSHA1/include)
 for flag in $(pkg-config --cflags-only-I libxml-2.0 sqlite3 lmdb zlib libpq); do includes+=(-Xcc "$flag"); done
 for module in "${modules[@]}"; do
     mkdir -p "$work/$module"

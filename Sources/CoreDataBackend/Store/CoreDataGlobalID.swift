@@ -1,3 +1,4 @@
+import CSHA1
 import Foundation
 @_spi(BackendKit) import StoreAPI
 
@@ -23,10 +24,17 @@ enum CoreDataGlobalID {
         private let root: String
         /// Namespace bytes, then the UTF-8 of `root/p`.
         private let prefix: [UInt8]
+        /// Whether blocks go to the processor's SHA instructions (``hardwareAvailable``) instead of the rounds
+        /// written out below; the digests are the same.
+        private let usesHardware: Bool
 
-        init(store: UUID, root: String) {
+        /// Whether this processor has SHA instructions (x86-64 SHA extensions), asked once per process.
+        static let hardwareAvailable = csha1_has_hardware() != 0
+
+        init(store: UUID, root: String, usesHardware: Bool = Maker.hardwareAvailable) {
             self.store = store
             self.root = root
+            self.usesHardware = usesHardware && Self.hardwareAvailable
             let ns = store.uuid
             prefix = [ns.0, ns.1, ns.2, ns.3, ns.4, ns.5, ns.6, ns.7, ns.8, ns.9, ns.10, ns.11, ns.12, ns.13, ns.14, ns.15]
                 + Array("\(root)/p".utf8)
@@ -60,6 +68,9 @@ enum CoreDataGlobalID {
                 bytes[length] = 0x80
                 let bits = UInt64(length) * 8
                 for i in 0..<8 { bytes[63 - i] = UInt8(truncatingIfNeeded: bits >> (8 * UInt64(i))) }
+                if usesHardware, let block = bytes.baseAddress {
+                    return Self.compressInHardware(UnsafeRawPointer(block).assumingMemoryBound(to: UInt8.self))
+                }
                 let w = bytes.bindMemory(to: UInt32.self)
                 for i in 0..<16 { w[i] = UInt32(bigEndian: w[i]) }
                 return Self.compress(w)
@@ -69,6 +80,16 @@ enum CoreDataGlobalID {
                 byte(h.0, 0), byte(h.0, 1), byte(h.0, 2), byte(h.0, 3), byte(h.1, 0), byte(h.1, 1),
                 (byte(h.1, 2) & 0x0F) | 0x50, byte(h.1, 3), (byte(h.2, 0) & 0x3F) | 0x80, byte(h.2, 1), byte(h.2, 2),
                 byte(h.2, 3), byte(h.3, 0), byte(h.3, 1), byte(h.3, 2), byte(h.3, 3)))
+        }
+
+        /// SHA-1 of one padded 64-byte block (message bytes) on the processor's SHA instructions: the first four
+        /// words of the digest, as ``compress(_:)`` gives them.
+        private static func compressInHardware(_ block: UnsafePointer<UInt8>) -> (UInt32, UInt32, UInt32, UInt32) {
+            var state: (UInt32, UInt32, UInt32, UInt32, UInt32) = (0x6745_2301, 0xEFCD_AB89, 0x98BA_DCFE, 0x1032_5476, 0xC3D2_E1F0)
+            withUnsafeMutableBytes(of: &state) { raw in
+                csha1_compress_block(raw.baseAddress?.assumingMemoryBound(to: UInt32.self), block)
+            }
+            return (state.0, state.1, state.2, state.3)
         }
 
         /// SHA-1 of one padded block (big-endian words): the first four words of the digest (a UUID takes 16 bytes).

@@ -26,8 +26,9 @@ final class GlobalIDRuns: @unchecked Sendable {
     /// Each run's first entry and length, in entries.
     private var runs: [(start: Int, count: Int)] = []
     private var written = 0
-    /// Entries a run's reader holds at a time during a merge (64 KiB).
-    private static let readerEntries = 2048
+    /// Entries a run's reader holds at a time during a merge (16 KiB): a million-record load merges about thirty
+    /// runs.
+    private static let readerEntries = 512
 
     /// Makes the temporary file (in the system's temporary directory).
     init() throws {

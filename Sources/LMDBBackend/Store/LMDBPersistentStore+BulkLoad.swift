@@ -6,7 +6,7 @@ import Foundation
 ///
 /// Global IDs are random, so each save's entries land on leaf pages all over the index, and a copy-on-write
 /// B-tree rewrites every page it touches. During a bulk load the entries of many saves are kept
-/// (``bulkGlobalIDRun`` at most, a few megabytes), sorted, and set aside in a temporary file as a run
+/// (``bulkGlobalIDRun`` at most, a megabyte), sorted, and set aside in a temporary file as a run
 /// (``GlobalIDRuns``); ``finishBulkLoad()`` merges the runs and writes the index in key order, which for a new
 /// store is one append. (Writing each run into the index as it filled rewrote the whole index once per run: at a
 /// million records, eight times.) Until then a lookup by global ID may miss records of the load, and a duplicate
@@ -14,9 +14,11 @@ import Foundation
 /// first — after which the store is one to discard, as the transfer engine does with its staging store whenever
 /// a load fails.
 extension LMDBPersistentStore: BulkLoadingStore {
-    /// Global-ID entries kept before they are written: 2¹⁷ entries, 4 MiB (and as much again while sorted). A save
-    /// whose entries would not fit writes the run first, so the buffer is allocated once.
-    static let bulkGlobalIDRun = 1 << 17
+    /// Global-ID entries kept before they are written: 2¹⁵ entries, 1 MiB (and as much again while sorted). A save
+    /// whose entries would not fit writes the run first, so the buffer is allocated once. Smaller runs mean more of
+    /// them to merge at the finish, which costs little beside what the buffer would add to every large load's peak
+    /// memory.
+    static let bulkGlobalIDRun = 1 << 15
     /// Global-ID entries per transaction when a run is written.
     static let bulkGlobalIDChunk = 1 << 14
 

@@ -15,11 +15,16 @@ struct CoreDataWaitingPositions {
     /// The highest key kept (tests lower it, so that positions go to the map and the temporary table too).
     var keyLimit = Self.defaultKeyLimit
 
-    /// One order column: `slots[k]` is member `k`'s position over the spacing, `0` when none waits.
+    /// Keys per chunk of slots (128 KiB of them).
+    private static let chunkBits = 16
+
+    /// One order column: member `k`'s position over the spacing is slot `k & mask` of chunk `k >> chunkBits`, `0`
+    /// when none waits. Chunks are made as keys reach them, each at its full size: one array grown to the highest
+    /// key would be copied as it grows, and old and new copies together take three times what the slots need.
     private struct Column {
         let table: String
         let order: String
-        var slots: [UInt16] = []
+        var chunks: [[UInt16]] = []
     }
 
     private var columns: [Column] = []
@@ -38,22 +43,25 @@ struct CoreDataWaitingPositions {
             columns.append(Column(table: table, order: order))
         }
         let k = Int(member)
-        if columns[c].slots.count <= k {
-            columns[c].slots.append(contentsOf: repeatElement(0, count: k + 1 - columns[c].slots.count))
+        let chunk = k >> Self.chunkBits
+        while columns[c].chunks.count <= chunk { columns[c].chunks.append([]) }
+        if columns[c].chunks[chunk].isEmpty {
+            columns[c].chunks[chunk] = [UInt16](repeating: 0, count: 1 << Self.chunkBits)
         }
-        columns[c].slots[k] = UInt16(position / spacing)
+        columns[c].chunks[chunk][k & ((1 << Self.chunkBits) - 1)] = UInt16(position / spacing)
         return true
     }
 
     /// The position kept for `member` in `order` of `table`, removed; `nil` when none is.
     mutating func take(member: Int64, table: String, order: String) -> Int64? {
-        guard !columns.isEmpty, member > 0, let c = column(table: table, order: order), member < columns[c].slots.count else {
-            return nil
-        }
+        guard !columns.isEmpty, member > 0, let c = column(table: table, order: order) else { return nil }
         let k = Int(member)
-        let slot = columns[c].slots[k]
+        let chunk = k >> Self.chunkBits
+        guard chunk < columns[c].chunks.count, !columns[c].chunks[chunk].isEmpty else { return nil }
+        let at = k & ((1 << Self.chunkBits) - 1)
+        let slot = columns[c].chunks[chunk][at]
         guard slot != 0 else { return nil }
-        columns[c].slots[k] = 0
+        columns[c].chunks[chunk][at] = 0
         return Int64(slot) * CoreDataRowWriter.orderSpacing
     }
 

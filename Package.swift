@@ -77,7 +77,7 @@ let package = Package(
         // with every backend.
         .target(name: "StoreSync", dependencies: ["StoreAPI", .product(name: "Logging", package: "swift-log")]),
         // The PostgreSQL remote (`postgres://` remote URLs): an append-only change log on the server, through libpq.
-        .target(name: "StoreSyncPostgres", dependencies: ["StoreAPI", "StoreSync", "CLibPQ"]),
+        .target(name: "StoreSyncPostgres", dependencies: ["StoreAPI", "StoreSync", "PostgresBackend", "CLibPQ"]),
 
         // The published conformance suite every backend runs (built-in and third-party).
         .target(name: "StoreConformance", dependencies: ["StoreAPI", "StoreModels"]),

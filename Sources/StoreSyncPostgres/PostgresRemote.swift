@@ -1,4 +1,5 @@
 import Foundation
+import PostgresBackend
 import StoreAPI
 import StoreSync
 #if canImport(Glibc)
@@ -138,21 +139,80 @@ public final class PostgresRemote: PurgeableSyncRemote, NotifyingSyncRemote {
 
     /// Appends the file under the container's append lock, and notifies listening peers when it commits.
     public func put(_ data: Data, as name: ChangeFileName) async throws -> PutOutcome {
-        try await run { c in
-            try c.transaction {
-                try c.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [.text(self.names.lockKey)])
-                let rows = try c.execute(
-                    """
-                    INSERT INTO \(self.names.changes) (container, position, peer, sequence, data)
-                    VALUES ($1, nextval('\(self.names.sequenceLiteral)'), $2::uuid, $3, $4)
-                    ON CONFLICT (container, peer, sequence) DO NOTHING RETURNING position
-                    """,
-                    [.text(self.container), .text(name.peer.uuidString), .text(String(name.sequence)), .bytes(data)])
-                guard rows.count == 1, let position = rows.text(0, 0) else { return .alreadyExists }
-                try c.execute("SELECT pg_notify($1, $2)", [.text(self.names.channel), .text(position)])
-                return .created
+        try await put([(name: name, data: data)]).first ?? .alreadyExists
+    }
+
+    /// The bytes of several change files, in one statement.
+    public func fetch(_ names: [ChangeFileName]) async throws -> [Data] {
+        guard !names.isEmpty else { return [] }
+        return try await run { c in
+            let rows = try c.execute(
+                """
+                SELECT ch.peer, ch.sequence, ch.data FROM \(self.names.changes) ch
+                JOIN unnest($2::uuid[], $3::bigint[]) AS wanted(peer, sequence)
+                ON ch.peer = wanted.peer AND ch.sequence = wanted.sequence
+                WHERE ch.container = $1
+                """,
+                [.text(self.container), .text("{" + names.map(\.peer.uuidString).joined(separator: ",") + "}"),
+                 .text("{" + names.map { String($0.sequence) }.joined(separator: ",") + "}")],
+                binaryResults: true)
+            var found: [ChangeFileName: Data] = [:]
+            for i in 0..<rows.count {
+                guard let peer = rows.data(i, 0).flatMap(Self.uuid), let sequence = rows.data(i, 1).flatMap(Self.int64),
+                      let data = rows.data(i, 2)
+                else { throw SyncError.remote(self.displayName, reason: "the change log holds a malformed row") }
+                found[ChangeFileName(peer: peer, sequence: sequence)] = data
+            }
+            return try names.map { name in
+                guard let data = found[name] else { throw SyncError.remote(self.displayName, reason: "no change file \(name)") }
+                return data
             }
         }
+    }
+
+    /// Appends the files in one transaction under the container's append lock, stopping at the first name that
+    /// exists, and notifies listening peers once when it commits.
+    public func put(_ files: [(name: ChangeFileName, data: Data)]) async throws -> [PutOutcome] {
+        guard !files.isEmpty else { return [] }
+        return try await run { c in
+            try c.transaction {
+                try c.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [.text(self.names.lockKey)])
+                var outcomes: [PutOutcome] = []
+                var last: String?
+                for file in files {
+                    let rows = try c.execute(
+                        """
+                        INSERT INTO \(self.names.changes) (container, position, peer, sequence, data)
+                        VALUES ($1, nextval('\(self.names.sequenceLiteral)'), $2::uuid, $3, $4::bytea)
+                        ON CONFLICT (container, peer, sequence) DO NOTHING RETURNING position
+                        """,
+                        [.text(self.container), .text(file.name.peer.uuidString), .text(String(file.name.sequence)),
+                         .bytes(file.data)])
+                    guard rows.count == 1, let position = rows.text(0, 0) else {
+                        outcomes.append(.alreadyExists)
+                        break
+                    }
+                    outcomes.append(.created)
+                    last = position
+                }
+                if let last { try c.execute("SELECT pg_notify($1, $2)", [.text(self.names.channel), .text(last)]) }
+                return outcomes
+            }
+        }
+    }
+
+    /// A `uuid` in binary form.
+    private static func uuid(_ d: Data) -> UUID? {
+        guard d.count == 16 else { return nil }
+        var u: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &u) { $0.copyBytes(from: d) }
+        return UUID(uuid: u)
+    }
+
+    /// A `bigint` in binary form (big-endian).
+    private static func int64(_ d: Data) -> Int64? {
+        guard d.count == 8 else { return nil }
+        return d.reduce(Int64(0)) { $0 << 8 | Int64($1) }
     }
 
     // MARK: Acknowledgements and purge

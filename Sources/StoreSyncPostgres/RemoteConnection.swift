@@ -1,5 +1,6 @@
 import CLibPQ
 import Foundation
+import PostgresBackend
 import StoreAPI
 import StoreSync
 #if canImport(Glibc)
@@ -8,128 +9,108 @@ import Glibc
 import Darwin
 #endif
 
-/// One libpq connection of a ``PostgresRemote``, used by one thread at a time: the remote runs every call on its
-/// own serial queue (hence `@unchecked Sendable`).
+/// One connection of a ``PostgresRemote``, used by one thread at a time: the remote runs every call on its own
+/// serial queue (hence `@unchecked Sendable`).
 ///
-/// The remote keeps a connection of its own rather than borrowing the PostgreSQL store backend's: it needs binary
-/// parameters and results (change files are bytes) and asynchronous notifications, and a sync remote must not
-/// depend on how a store backend pools and times out its connections. Values are always parameters, never spliced
-/// into SQL; errors name the remote without its password.
+/// It is the PostgreSQL store backend's connection, so the remote waits for the server the same bounded way a
+/// store does: libpq in nonblocking mode and every wait a `poll` with a deadline of the statement timeout plus a
+/// grace period. A server that stops answering (its process stopped, hung) fails the call with an error naming the
+/// server's host and port instead of holding the remote's thread; the connection is then given up and the next
+/// call connects again. Values are always parameters, never spliced into SQL; errors name the remote without its
+/// password.
 final class RemoteConnection: @unchecked Sendable {
-    private var conn: OpaquePointer?
+    private let connection: PostgresConnection
     let location: RemoteLocation
 
-    /// Connects and sets the session up (UTC, warnings only).
+    /// The statement timeout used when the URL sets none: far beyond what any call of the remote takes, and a bound
+    /// on a server that stops answering.
+    static let defaultStatementTimeoutMilliseconds = 120_000
+
+    /// Connects and sets the session up (UTC, warnings only, the statement timeout).
     init(_ location: RemoteLocation, connectTimeout: Double) throws {
         self.location = location
-        var params = location.parameters
-        if !params.contains(where: { $0.0 == "connect_timeout" }) {
-            params.append(("connect_timeout", String(max(2, Int(connectTimeout.rounded(.up))))))
+        let statementTimeout = location.connection.statementTimeoutMilliseconds ?? Self.defaultStatementTimeoutMilliseconds
+        do {
+            connection = try PostgresConnection(location.connection, connectTimeout: max(2, connectTimeout),
+                                                statementTimeoutMilliseconds: statementTimeout)
+        } catch {
+            throw Self.remoteError(error, location)
         }
-        if !params.contains(where: { $0.0 == "application_name" }) { params.append(("application_name", "storesync")) }
-        let c = Self.connect(params)
-        guard let c, PQstatus(c) == CONNECTION_OK else {
-            let why = c.map { Self.message(PQerrorMessage($0)) } ?? "out of memory"
-            if let c { PQfinish(c) }
-            throw SyncError.remote(location.displayName, reason: "cannot connect to the PostgreSQL server at "
-                + "\(location.hostDescription): \(location.scrub(why))")
-        }
-        conn = c
-        try execute("SET client_min_messages = warning")
-        try execute("SET TIME ZONE 'UTC'")
     }
 
     deinit { close() }
 
-    func close() {
-        if let c = conn { PQfinish(c) }
-        conn = nil
-    }
+    func close() { connection.close() }
 
     /// Whether the connection is usable (a broken one is replaced by the remote before its next call).
-    var isHealthy: Bool { conn.map { PQstatus($0) == CONNECTION_OK } ?? false }
+    var isHealthy: Bool {
+        guard !connection.isBroken, let c = try? connection.handle() else { return false }
+        return PQstatus(c) == CONNECTION_OK
+    }
 
     /// The server process serving this connection.
-    var backendPID: Int32 { conn.map { PQbackendPID($0) } ?? 0 }
+    var backendPID: Int32 { connection.backendPID }
 
     /// The socket, for waiting on notifications.
-    var socket: Int32 { conn.map { PQsocket($0) } ?? -1 }
+    var socket: Int32 { (try? connection.handle()).map { PQsocket($0) } ?? -1 }
 
-    /// A parameter: text, bytes (sent in binary form), or NULL.
+    /// A parameter: text, bytes (a `bytea`, sent as its hex text form), or NULL.
     enum Parameter {
         case text(String)
         case bytes(Data)
         case null
+
+        var text: String? {
+            switch self {
+            case .text(let s): s
+            case .bytes(let d): Self.hex(d)
+            case .null: nil
+            }
+        }
+
+        private static let digits = Array("0123456789abcdef".utf8)
+
+        /// `\x` and two hex digits per byte: `bytea`'s text form.
+        static func hex(_ data: Data) -> String {
+            String(unsafeUninitializedCapacity: 2 + data.count * 2) { out in
+                out[0] = UInt8(ascii: "\\")
+                out[1] = UInt8(ascii: "x")
+                var i = 2
+                data.withUnsafeBytes { bytes in
+                    for b in bytes {
+                        out[i] = digits[Int(b >> 4)]
+                        out[i + 1] = digits[Int(b & 0xF)]
+                        i += 2
+                    }
+                }
+                return i
+            }
+        }
     }
 
     /// Runs `sql` with `parameters`; `binaryResults` asks for column values in binary form (for `bytea`).
     @discardableResult
     func execute(_ sql: String, _ parameters: [Parameter] = [], binaryResults: Bool = false) throws -> RemoteRows {
-        guard let c = conn else { throw SyncError.remote(location.displayName, reason: "the connection is closed") }
-        var buffers: [UnsafeMutablePointer<CChar>?] = []
-        var lengths: [Int32] = []
-        var formats: [Int32] = []
-        defer { for b in buffers { free(b) } }
-        for p in parameters {
-            switch p {
-            case .text(let s):
-                buffers.append(strdup(s))
-                lengths.append(0)
-                formats.append(0)
-            case .bytes(let d):
-                // malloc, like strdup, so that one `free` releases every buffer.
-                guard let m = malloc(max(d.count, 1))?.assumingMemoryBound(to: CChar.self) else {
-                    throw SyncError.remote(location.displayName, reason: "out of memory for a \(d.count)-byte change file")
-                }
-                d.withUnsafeBytes { raw in if let base = raw.baseAddress { _ = memcpy(m, base, d.count) } }
-                buffers.append(m)
-                lengths.append(Int32(d.count))
-                formats.append(1)
-            case .null:
-                buffers.append(nil)
-                lengths.append(0)
-                formats.append(0)
-            }
+        let values = parameters.map(\.text)
+        do {
+            return RemoteRows(binaryResults ? try connection.executeBinary(sql, values) : try connection.execute(sql, values))
+        } catch {
+            throw Self.remoteError(error, location)
         }
-        let result: OpaquePointer? = buffers.withUnsafeBufferPointer { b in
-            b.baseAddress.map { base in
-                base.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: b.count) { values in
-                    PQexecParams(c, sql, Int32(parameters.count), nil, values, lengths, formats, binaryResults ? 1 : 0)
-                }
-            } ?? PQexecParams(c, sql, 0, nil, nil, nil, nil, binaryResults ? 1 : 0)
-        }
-        guard let result else {
-            throw SyncError.remote(location.displayName, reason: location.scrub(Self.message(PQerrorMessage(c))))
-        }
-        let status = PQresultStatus(result)
-        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
-            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
-            let text = PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) }
-                ?? Self.message(PQerrorMessage(c))
-            PQclear(result)
-            let lost = PQstatus(c) != CONNECTION_OK
-            throw SyncError.remote(location.displayName, reason: (lost ? "the connection to the server was lost: " : "")
-                + location.scrub(text) + (state.isEmpty ? "" : " (SQLSTATE \(state))"))
-        }
-        return RemoteRows(result)
     }
 
     /// Runs `body` in a transaction: committed when it returns, rolled back when it throws.
     func transaction<T>(_ body: () throws -> T) throws -> T {
-        try execute("BEGIN")
         do {
-            let value = try body()
-            try execute("COMMIT")
-            return value
+            return try connection.transaction(body)
         } catch {
-            if isHealthy { _ = try? execute("ROLLBACK") }
-            throw error
+            throw Self.remoteError(error, location)
         }
     }
 
     /// Reads whatever the server sent and returns the notifications received on `channel` (their count).
     func drainNotifications() throws -> Int {
-        guard let c = conn else { return 0 }
+        guard let c = try? connection.handle() else { return 0 }
         guard PQconsumeInput(c) == 1 else {
             throw SyncError.remote(location.displayName, reason: "the connection to the server was lost: "
                 + location.scrub(Self.message(PQerrorMessage(c))))
@@ -142,26 +123,17 @@ final class RemoteConnection: @unchecked Sendable {
         return count
     }
 
-    private static func connect(_ params: [(String, String)]) -> OpaquePointer? {
-        var keys = params.map { strdup($0.0) }
-        var values = params.map { strdup($0.1) }
-        keys.append(nil)
-        values.append(nil)
-        defer {
-            for k in keys { free(k) }
-            for v in values { free(v) }
+    /// The connection's errors as the remote's: a ``StoreSync/SyncError/remote(_:reason:)`` naming the remote
+    /// without its password; a sync error passes through.
+    static func remoteError(_ error: any Error, _ location: RemoteLocation) -> any Error {
+        if error is SyncError { return error }
+        let reason: String
+        if case StoreError.io(_, let operation, let why) = error {
+            reason = "\(operation) failed: \(why)"
+        } else {
+            reason = "\(error)"
         }
-        return keys.withUnsafeBufferPointer { k in
-            values.withUnsafeBufferPointer { v -> OpaquePointer? in
-                guard let kb = k.baseAddress, let vb = v.baseAddress else { return nil }
-                return kb.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: keys.count) { kp in
-                    vb.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: values.count) { vp in
-                        // expand_dbname 0: a database name is a name, never a connection string.
-                        PQconnectdbParams(kp, vp, 0)
-                    }
-                }
-            }
-        }
+        return SyncError.remote(location.displayName, reason: location.scrub(reason))
     }
 
     static func message(_ text: UnsafePointer<CChar>?) -> String {
@@ -171,32 +143,22 @@ final class RemoteConnection: @unchecked Sendable {
 
 /// The rows of one result.
 final class RemoteRows {
-    private let result: OpaquePointer
+    private let rows: PostgresRows
 
-    init(_ result: OpaquePointer) { self.result = result }
-    deinit { PQclear(result) }
+    init(_ rows: PostgresRows) { self.rows = rows }
 
-    var count: Int { Int(PQntuples(result)) }
+    var count: Int { rows.count }
 
-    func isNull(_ row: Int, _ column: Int) -> Bool {
-        guard row >= 0, row < count, column >= 0, column < Int(PQnfields(result)) else { return true }
-        return PQgetisnull(result, Int32(row), Int32(column)) == 1
-    }
+    func isNull(_ row: Int, _ column: Int) -> Bool { rows.isNull(row, column) }
 
     /// A value in text form (of a text-format result).
-    func text(_ row: Int, _ column: Int) -> String? {
-        guard let d = data(row, column) else { return nil }
-        return String(decoding: d, as: UTF8.self)
-    }
+    func text(_ row: Int, _ column: Int) -> String? { rows.text(row, column) }
 
     /// A value's bytes as sent (binary form in a binary-format result).
-    func data(_ row: Int, _ column: Int) -> Data? {
-        guard !isNull(row, column), let p = PQgetvalue(result, Int32(row), Int32(column)) else { return nil }
-        return Data(bytes: p, count: Int(PQgetlength(result, Int32(row), Int32(column))))
-    }
+    func data(_ row: Int, _ column: Int) -> Data? { rows.binary(row, column) { Data($0) } }
 
-    func int64(_ row: Int, _ column: Int) -> Int64? { text(row, column).flatMap { Int64($0) } }
+    func int64(_ row: Int, _ column: Int) -> Int64? { rows.int64(row, column) }
 
     /// Rows changed by an `INSERT`, `UPDATE` or `DELETE`.
-    var affected: Int { Int(String(cString: PQcmdTuples(result))) ?? 0 }
+    var affected: Int { rows.affected }
 }

@@ -9,16 +9,16 @@ import StoreAPI
 /// the SQL — and identifiers quoted by ``PostgresLayout/quote(_:)``. Every wait for the server is bounded by
 /// ``answerTimeout`` (see `PostgresConnection+Deadline.swift`). Errors become ``StoreError``s naming the store
 /// by its redacted URL (``PostgresLocation/redacted``) and carry the server's message, never the password.
-final class PostgresConnection: @unchecked Sendable {
+package final class PostgresConnection: @unchecked Sendable {
     private var conn: OpaquePointer?
     let location: PostgresLocation
     /// Whether the last statement failed because the connection itself broke (the next use reconnects).
-    private(set) var isBroken = false
+    package private(set) var isBroken = false
     /// The store's uniqueness indexes, so that a violation is reported as the constraint it breaks.
     var uniqueIndexes: [String: UniqueIndex] = [:]
     /// Seconds the client waits for the server to answer (or to take what is sent) before it gives the connection
     /// up: past the statement timeout, so that the server's own cancel comes first when the server runs at all.
-    let answerTimeout: Double
+    package let answerTimeout: Double
 
     var url: URL { location.url }
 
@@ -34,7 +34,7 @@ final class PostgresConnection: @unchecked Sendable {
     /// URL sets its own) and the keepalive defaults, and sets the session up: UTC, no notices, the statement timeout
     /// (`statementTimeoutMilliseconds`, or the URL's), and the client's own deadline for answers
     /// (``PostgresSessionOptions/answerTimeout(statementTimeoutMilliseconds:)``).
-    init(_ location: PostgresLocation, connectTimeout: Double, statementTimeoutMilliseconds: Int? = nil) throws {
+    package init(_ location: PostgresLocation, connectTimeout: Double, statementTimeoutMilliseconds: Int? = nil) throws {
         self.location = location
         let statementTimeout = statementTimeoutMilliseconds ?? location.statementTimeoutMilliseconds
         answerTimeout = PostgresSessionOptions.answerTimeout(statementTimeoutMilliseconds: statementTimeout)
@@ -90,30 +90,30 @@ final class PostgresConnection: @unchecked Sendable {
 
     deinit { close() }
 
-    func close() {
+    package func close() {
         if let c = conn { PQfinish(c) }
         conn = nil
     }
 
     /// The server process serving this connection (tests terminate it to prove a save fails cleanly).
-    var backendPID: Int32 { conn.map { PQbackendPID($0) } ?? 0 }
+    package var backendPID: Int32 { conn.map { PQbackendPID($0) } ?? 0 }
 
     // MARK: Statements
 
     /// Runs `sql` with `parameters` (text form; `nil` is SQL NULL) and returns its rows in text form.
     @discardableResult
-    func execute(_ sql: String, _ parameters: [String?] = []) throws -> PostgresRows {
+    package func execute(_ sql: String, _ parameters: [String?] = []) throws -> PostgresRows {
         try runStatement(sql, parameters, binaryResults: false)
     }
 
     /// Runs `sql` with `parameters` (text form) and returns its rows in PostgreSQL's binary form: what record
     /// reads use, as it spares formatting every value as text on the server and parsing it back here.
-    func executeBinary(_ sql: String, _ parameters: [String?] = []) throws -> PostgresRows {
+    package func executeBinary(_ sql: String, _ parameters: [String?] = []) throws -> PostgresRows {
         try runStatement(sql, parameters, binaryResults: true)
     }
 
     /// The open libpq connection; a connection that broke is not used again (its owner connects anew).
-    func handle() throws -> OpaquePointer {
+    package func handle() throws -> OpaquePointer {
         guard let c = conn else {
             throw StoreError.io(url, operation: "using the store", reason: "the connection is closed")
         }
@@ -125,7 +125,7 @@ final class PostgresConnection: @unchecked Sendable {
 
     /// The error of a call that returned no result: the connection's own message (a broken connection, out of
     /// memory), noting whether the connection broke.
-    func connectionFailure(_ operation: String) -> StoreError {
+    package func connectionFailure(_ operation: String) -> StoreError {
         guard let c = conn else {
             return StoreError.io(url, operation: operation, reason: "the connection is closed")
         }
@@ -150,7 +150,7 @@ final class PostgresConnection: @unchecked Sendable {
 
     /// Runs `body` in a transaction: committed when it returns, rolled back when it throws (a broken connection
     /// rolls back on the server by itself).
-    func transaction<T>(readOnly: Bool = false, _ body: () throws -> T) throws -> T {
+    package func transaction<T>(readOnly: Bool = false, _ body: () throws -> T) throws -> T {
         try execute(readOnly ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN")
         do {
             let value = try body()
@@ -186,10 +186,10 @@ final class PostgresConnection: @unchecked Sendable {
 }
 
 /// The rows of one statement's result, in text form (or binary, for ``PostgresConnection/executeBinary(_:_:)``).
-final class PostgresRows {
+package final class PostgresRows {
     private let result: OpaquePointer
-    let count: Int
-    let columns: Int
+    package let count: Int
+    package let columns: Int
 
     init(_ result: OpaquePointer) {
         self.result = result
@@ -203,23 +203,23 @@ final class PostgresRows {
 
     /// The value's bytes as they arrived (binary form for a binary result), `nil` for NULL.
     @inline(__always)
-    func binary<T>(_ row: Int, _ column: Int, _ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T? {
+    package func binary<T>(_ row: Int, _ column: Int, _ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T? {
         guard row >= 0, row < count, column >= 0, column < columns else { return nil }
         let r = Int32(row), c = Int32(column)
         guard PQgetisnull(result, r, c) == 0, let p = PQgetvalue(result, r, c) else { return nil }
         return try body(UnsafeRawBufferPointer(start: p, count: Int(PQgetlength(result, r, c))))
     }
     /// Rows changed by an `INSERT`, `UPDATE` or `DELETE`.
-    var affected: Int { Int(String(cString: PQcmdTuples(result))) ?? 0 }
+    package var affected: Int { Int(String(cString: PQcmdTuples(result))) ?? 0 }
 
     /// Whether the value is NULL; a position outside the result counts as NULL (libpq would complain on stderr).
-    func isNull(_ row: Int, _ column: Int) -> Bool {
+    package func isNull(_ row: Int, _ column: Int) -> Bool {
         guard row >= 0, row < count, column >= 0, column < columns else { return true }
         return PQgetisnull(result, Int32(row), Int32(column)) == 1
     }
 
     /// The value's text, `nil` for NULL.
-    func text(_ row: Int, _ column: Int) -> String? {
+    package func text(_ row: Int, _ column: Int) -> String? {
         guard !isNull(row, column) else { return nil }
         let p = PQgetvalue(result, Int32(row), Int32(column))
         let n = Int(PQgetlength(result, Int32(row), Int32(column)))
@@ -236,7 +236,7 @@ final class PostgresRows {
         return try p.withMemoryRebound(to: UInt8.self, capacity: n) { try body(UnsafeBufferPointer(start: $0, count: n)) }
     }
 
-    func int64(_ row: Int, _ column: Int) -> Int64? { text(row, column).flatMap { Int64($0) } }
+    package func int64(_ row: Int, _ column: Int) -> Int64? { text(row, column).flatMap { Int64($0) } }
 }
 
 /// An error the server reported, with its SQLSTATE and the constraint it names.

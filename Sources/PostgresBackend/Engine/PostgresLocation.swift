@@ -13,15 +13,15 @@ import Foundation
 ///
 /// The password never leaves this value except into libpq: ``redacted`` is the only form that names the store in
 /// errors, logs and output.
-struct PostgresLocation: Sendable, Hashable {
+package struct PostgresLocation: Sendable, Hashable {
     /// The URL as given.
-    let url: URL
+    package let url: URL
     /// The PostgreSQL schema holding the store.
-    let schema: String
+    package let schema: String
     /// libpq keywords and values, in order.
-    let parameters: [(String, String)]
+    package let parameters: [(String, String)]
     /// `statement_timeout` in milliseconds, when the URL sets one.
-    let statementTimeoutMilliseconds: Int?
+    package let statementTimeoutMilliseconds: Int?
 
     /// The URL schemes this backend answers to.
     static let schemes: Set<String> = ["postgres", "postgresql"]
@@ -29,11 +29,11 @@ struct PostgresLocation: Sendable, Hashable {
     /// The longest identifier PostgreSQL keeps (`NAMEDATALEN - 1` bytes); longer ones would be truncated silently.
     static let maxIdentifierBytes = 63
 
-    static func == (a: PostgresLocation, b: PostgresLocation) -> Bool {
+    package static func == (a: PostgresLocation, b: PostgresLocation) -> Bool {
         a.url == b.url
     }
 
-    func hash(into hasher: inout Hasher) { hasher.combine(url) }
+    package func hash(into hasher: inout Hasher) { hasher.combine(url) }
 
     /// Whether `url` is a PostgreSQL URL at all (so file backends and this one never argue over a path).
     static func isPostgresURL(_ url: URL) -> Bool {
@@ -43,7 +43,7 @@ struct PostgresLocation: Sendable, Hashable {
 
     /// Parses `url`; a URL that is not a usable PostgreSQL store URL is ``StoreError/invalidArgument(_:)`` naming
     /// what is wrong (and, through ``redact(_:)``, never its password).
-    init(_ url: URL) throws {
+    package init(_ url: URL) throws {
         guard Self.isPostgresURL(url),
               let components = URLComponents(url: url, resolvingAgainstBaseURL: false)
         else {
@@ -100,14 +100,14 @@ struct PostgresLocation: Sendable, Hashable {
     }
 
     /// The host the connection goes to, for messages: the URL's host, a `host=` parameter, or libpq's default.
-    var hostDescription: String {
+    package var hostDescription: String {
         let host = parameters.last { $0.0 == "host" }?.1 ?? "the default socket"
         let port = parameters.last { $0.0 == "port" }?.1
         return port.map { "\(host) port \($0)" } ?? host
     }
 
     /// The URL without its password.
-    var redacted: String { Self.redact(url) }
+    package var redacted: String { Self.redact(url) }
 
     /// `url` without a password: ``URL/storeName``, the framework's one redaction of server URLs.
     static func redact(_ url: URL) -> String { url.storeName }

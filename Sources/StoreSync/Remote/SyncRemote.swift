@@ -28,6 +28,38 @@ public protocol SyncRemote: Sendable {
     /// Writes a new change file under `name`, all at once or not at all. A name is written once: when it already
     /// exists, nothing is written and the answer is ``PutOutcome/alreadyExists``.
     func put(_ data: Data, as name: ChangeFileName) async throws -> PutOutcome
+
+    /// The bytes of several listed change files, in the order of `names`: a remote that can answer many files in one
+    /// request (a server) saves a round trip per file. The default fetches them one by one.
+    func fetch(_ names: [ChangeFileName]) async throws -> [Data]
+
+    /// Writes new change files in order, each all at once or not at all, and stops at the first whose name exists:
+    /// the answer holds ``PutOutcome/created`` for each file written, then ``PutOutcome/alreadyExists`` for that one
+    /// (the files after it are not written). A remote that can take many files in one request (a server, in one
+    /// transaction) saves a round trip per file. The default puts them one by one.
+    func put(_ files: [(name: ChangeFileName, data: Data)]) async throws -> [PutOutcome]
+}
+
+extension SyncRemote {
+    /// Fetches each file with ``fetch(_:)-(ChangeFileName)``.
+    public func fetch(_ names: [ChangeFileName]) async throws -> [Data] {
+        var result: [Data] = []
+        result.reserveCapacity(names.count)
+        for name in names { result.append(try await fetch(name)) }
+        return result
+    }
+
+    /// Puts each file with ``put(_:as:)``, stopping at the first name that exists.
+    public func put(_ files: [(name: ChangeFileName, data: Data)]) async throws -> [PutOutcome] {
+        var outcomes: [PutOutcome] = []
+        outcomes.reserveCapacity(files.count)
+        for file in files {
+            let outcome = try await put(file.data, as: file.name)
+            outcomes.append(outcome)
+            if outcome == .alreadyExists { break }
+        }
+        return outcomes
+    }
 }
 
 /// The name of one change file: the peer that wrote it and its position among that peer's files (from 1).

@@ -2,32 +2,72 @@ import Foundation
 @testable import StoreSync
 import Testing
 
-/// Change files are written and read directly, as the same JSON document `Codable` makes of them, so files of
-/// either writer read the same.
+/// Change files are written in format 2 (lines with tables of names and stamps) and read in format 2 and in format 1
+/// (JSON, as `Codable` makes it, written by peers of earlier versions); anything else is ignored, never misread.
 @Suite("Change files")
 struct ChangeFileTests {
-    @Test func theDirectCodecAndCodableAgree() throws {
+    static func sample() -> ChangeBatch {
         let peer = UUID()
         let clock = HybridLogicalClock(wall: 1_764_000_000_123, counter: 7, peer: peer)
         let later = HybridLogicalClock(wall: 1_764_000_000_124, counter: 0, peer: UUID())
-        var change = RecordChange(entity: "Bóok \"quoted\"", id: UUID())
-        change.values["title"] = StampedValue(clock: clock, text: "\"tab\there\", new\nline, back\\slash, bell \u{07}, é ✓")
+        var change = RecordChange(entity: "Bóok \"quoted\"\tand tab", id: UUID())
+        change.values["title"] = StampedValue(clock: clock, text: "\"tab\there\", new\nline, back\\slash, \\t, bell \u{07}, é ✓\r")
         change.values["pages"] = StampedValue(clock: later, text: "42")
+        change.values["empty"] = StampedValue(clock: clock, text: "")
         change.members["tags"] = [MemberChange(target: UUID(), present: true, clock: clock),
                                   MemberChange(target: UUID(), present: false, clock: later, observed: clock)]
         let deleted = RecordChange(entity: "", id: UUID(), deleted: later)
-        let batch = ChangeBatch(peer: peer, sequence: 12, changes: [change, deleted])
+        return ChangeBatch(peer: peer, sequence: 12, changes: [change, deleted, RecordChange(entity: "Tag", id: UUID())])
+    }
 
-        let direct = batch.encoded()
+    @Test func format2RoundTripsAndRefusesDamage() throws {
+        let batch = Self.sample()
+        let data = batch.encoded()
+        #expect(batch.format == 2)
+        #expect(ChangeBatch.decode(data) == batch)
+        #expect(ChangeBatch.decode(ChangeBatch(peer: UUID(), sequence: 1, changes: []).encoded())?.changes == [])
+        // Cut anywhere, it does not read: the end marker is missing or a line is broken.
+        for cut in stride(from: 1, to: data.count, by: max(1, data.count / 97)) {
+            #expect(ChangeBatch.decode(data.prefix(cut)) == nil, "cut at \(cut)")
+        }
+        let text = String(decoding: data, as: UTF8.self)
+        func damaged(_ from: String, _ to: String) -> Data { Data(text.replacingOccurrences(of: from, with: to).utf8) }
+        #expect(ChangeBatch.decode(damaged("storesync-changes\t2\t", "storesync-changes\t3\t")) == nil, "a later format")
+        #expect(ChangeBatch.decode(damaged("\t12\t3\n", "\t12\t4\n")) == nil, "a record count that does not match")
+        #expect(ChangeBatch.decode(damaged("\nD\t", "\nD\t9")) == nil, "a stamp number out of the table")
+        #expect(ChangeBatch.decode(damaged("\nE\n", "\nX\n")) == nil, "an unknown line")
+        #expect(ChangeBatch.decode(data + Data("R\t\n".utf8)) == nil, "lines after the end")
+    }
+
+    @Test func format1FilesOfEarlierPeersStillRead() throws {
+        var batch = Self.sample()
+        batch.format = 1
+        let direct = batch.jsonEncoded()
         #expect(ChangeBatch.decode(direct) == batch)
         #expect(try JSONDecoder().decode(ChangeBatch.self, from: direct) == batch)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let viaCodable = try encoder.encode(batch)
         #expect(ChangeBatch.decode(viaCodable) == batch)
-        // Not change files of this layout: ignored, never misread.
+        // Not change files of a layout this version reads: ignored, never misread.
         #expect(ChangeBatch.decode(Data("{}".utf8)) == nil)
-        #expect(ChangeBatch.decode(Data(String(decoding: direct, as: UTF8.self).replacingOccurrences(of: #""format":1"#, with: #""format":2"#).utf8)) == nil)
+        #expect(ChangeBatch.decode(Data(String(decoding: direct, as: UTF8.self).replacingOccurrences(of: #""format":1"#, with: #""format":3"#).utf8)) == nil)
         #expect(ChangeBatch.decode(direct.prefix(direct.count / 2)) == nil)
+    }
+
+    /// Stamps of the same time and counter order by peer ID as its string form does, whichever bytes differ.
+    @Test func stampTiesOrderByThePeerIDsStringForm() {
+        for _ in 0..<2_000 {
+            var a = UUID().uuid, b = UUID().uuid
+            // Often equal up to a random byte, so that every position decides some comparisons.
+            if Bool.random() {
+                b = a
+                withUnsafeMutableBytes(of: &b) { $0[Int.random(in: 0..<16)] = UInt8.random(in: 0...255) }
+            }
+            let x = HybridLogicalClock(wall: 5, counter: 1, peer: UUID(uuid: a))
+            let y = HybridLogicalClock(wall: 5, counter: 1, peer: UUID(uuid: b))
+            #expect((x < y) == (x.peer.uuidString < y.peer.uuidString))
+            #expect((y < x) == (y.peer.uuidString < x.peer.uuidString))
+        }
     }
 }

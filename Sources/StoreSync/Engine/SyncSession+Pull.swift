@@ -24,7 +24,7 @@ extension SyncSession {
             report.rebaselined = true
             listing = try await calls.run { try await remote.list(after: nil) }
         }
-        var batches: [ChangeBatch] = []
+        var wanted: [ChangeFileName] = []
         for name in listing.names {
             if name.peer == state.peer {
                 if name.sequence <= state.sequence { continue }
@@ -33,14 +33,27 @@ extension SyncSession {
                               metadata: ["peer": "\(state.peer)", "remote": "\(remote.displayName)"])
                 becomeNewPeer()
             }
-            let data = try await calls.run { try await remote.fetch(name) }
-            guard let batch = ChangeBatch.decode(data), batch.name == name else {
-                report.ignoredFiles += 1
-                logger.warning("sync: ignoring a change file that is not one this version reads",
-                               metadata: ["file": "\(name)", "remote": "\(remote.displayName)"])
-                continue
+            wanted.append(name)
+        }
+        var batches: [ChangeBatch] = []
+        var start = 0
+        while start < wanted.count {
+            // Several files per request, each request within the call time limit.
+            let names = Array(wanted[start..<min(start + Self.filesPerRequest, wanted.count)])
+            start += names.count
+            let files = try await calls.run { try await remote.fetch(names) }
+            guard files.count == names.count else {
+                throw SyncError.remote(remote.displayName, reason: "answered \(files.count) files for \(names.count) asked for")
             }
-            batches.append(batch)
+            for (name, data) in zip(names, files) {
+                guard let batch = ChangeBatch.decode(data), batch.name == name else {
+                    report.ignoredFiles += 1
+                    logger.warning("sync: ignoring a change file that is not one this version reads",
+                                   metadata: ["file": "\(name)", "remote": "\(remote.displayName)"])
+                    continue
+                }
+                batches.append(batch)
+            }
         }
         report.pulledFiles += batches.count
         try apply(batches)
@@ -246,16 +259,29 @@ extension SyncSession {
             }
         }
         for rel in w.members.keys.sorted() where shape.owns(rel) {
-            for (raw, m) in w.members[rel] ?? [:] {
+            // The relationship is set once with every change of the pull: adding members one by one reads and
+            // writes the whole list per member.
+            var adds: [ManagedObject] = []
+            var removes = Set<ObjectIdentifier>()
+            let changes = (w.members[rel] ?? [:]).sorted { $0.key.uuidString < $1.key.uuidString }
+            for (raw, m) in changes {
                 if merging {
-                    if m.present, let t = try target(raw), t !== o { try o.addObject(t, forKey: rel) }
+                    if m.present, let t = try target(raw), t !== o { adds.append(t) }
                     continue
                 }
                 if let t = try target(raw) {
-                    if m.present { try o.addObject(t, forKey: rel) } else { try o.removeObject(t, forKey: rel) }
+                    if m.present { adds.append(t) } else { removes.insert(ObjectIdentifier(t)) }
                 } else if m.present, missing(raw) {
                     waiting.members[rel, default: []].append(m)
                 }
+            }
+            guard !adds.isEmpty || !removes.isEmpty else { continue }
+            let current = try o.objects(forKey: rel)
+            var list = current.filter { !removes.contains(ObjectIdentifier($0)) }
+            var present = Set(list.map(ObjectIdentifier.init))
+            for t in adds where present.insert(ObjectIdentifier(t)).inserted { list.append(t) }
+            if list.count != current.count || zip(list, current).contains(where: { $0 !== $1 }) {
+                try o.setObjects(list, forKey: rel)
             }
         }
         if !merging, !waiting.values.isEmpty || !waiting.members.isEmpty { state.dangling[id.uuidString] = waiting }

@@ -18,10 +18,13 @@ extension SyncSession {
         // The token first: a save between this and the scan is pushed again next time, never lost.
         let token = try store.history(after: state.pushedToken).last?.token ?? state.pushedToken
         var records: [(UUID, Touched)] = []
+        var loaded: [String: [Int64: Record]] = [:]
         try forEachRecord { r in
             records.append((r.globalID, Touched(entity: r.entity, primaryKey: r.primaryKey, keys: nil, deleted: false)))
+            if let shape = shapes.shapes[r.entity] { loaded[shape.entity.rootName, default: [:]][r.primaryKey] = r }
         }
-        try await push(records, onlyUnstamped: true)
+        // The records just scanned are what is pushed: they are not read again.
+        try await push(records, onlyUnstamped: true, loaded: loaded)
         state.pushedToken = token
         state.baselinePushed = true
     }
@@ -89,10 +92,19 @@ extension SyncSession {
     func pushSnapshot() async throws {
         var cache: [String: [Int64: UUID]] = [:]
         var changes: [RecordChange] = []
+        var files: [[RecordChange]] = []
         func flush() async throws {
-            guard !changes.isEmpty else { return }
-            try await write(changes)
+            if !changes.isEmpty { files.append(changes) }
             changes = []
+            guard !files.isEmpty else { return }
+            try await write(files)
+            files = []
+        }
+        func fileFull() async throws {
+            guard changes.count >= Self.recordsPerFile else { return }
+            files.append(changes)
+            changes = []
+            if files.count >= Self.filesPerRequest { try await flush() }
         }
         var records: [Record] = []
         try forEachRecord { records.append($0) }
@@ -116,23 +128,26 @@ extension SyncSession {
                 if !members.isEmpty { change.members[rel] = members.sorted { $0.target.uuidString < $1.target.uuidString } }
             }
             if !change.values.isEmpty || !change.members.isEmpty { changes.append(change) }
-            if changes.count >= Self.recordsPerFile { try await flush() }
+            try await fileFull()
         }
         for (id, stamp) in state.tombstones.sorted(by: { $0.key < $1.key }) {
             guard let uuid = UUID(uuidString: id) else { continue }
             changes.append(RecordChange(entity: "", id: uuid, deleted: stamp))
-            if changes.count >= Self.recordsPerFile { try await flush() }
+            try await fileFull()
         }
         try await flush()
     }
 
     /// Writes the changes of the touched records as change files, reading each record's current values.
-    private func push(_ touched: [(UUID, Touched)], onlyUnstamped: Bool) async throws {
+    /// `loaded`: records already read, by hierarchy root and primary key.
+    private func push(_ touched: [(UUID, Touched)], onlyUnstamped: Bool,
+                      loaded: [String: [Int64: Record]] = [:]) async throws {
         guard !touched.isEmpty else { return }
         let now = Date()
         state.clock = state.clock.tick(now: now, peer: state.peer)
         let stamp = state.clock
         var cache: [String: [Int64: UUID]] = [:]
+        var files: [[RecordChange]] = []
         var start = 0
         while start < touched.count {
             let slice = touched[start..<min(start + Self.recordsPerFile, touched.count)]
@@ -144,7 +159,11 @@ extension SyncSession {
             }
             var current: [String: [Int64: Record]] = [:]
             for (root, keys) in byRoot {
-                for r in try store.records(withKeys: Array(keys), root: root) { current[root, default: [:]][r.primaryKey] = r }
+                let known = loaded[root] ?? [:]
+                let missing = keys.filter { known[$0] == nil }
+                for k in keys { if let r = known[k] { current[root, default: [:]][k] = r } }
+                guard !missing.isEmpty else { continue }
+                for r in try store.records(withKeys: Array(missing), root: root) { current[root, default: [:]][r.primaryKey] = r }
             }
             var changes: [RecordChange] = []
             for (id, t) in slice {
@@ -165,8 +184,13 @@ extension SyncSession {
                 if !change.values.isEmpty || !change.members.isEmpty { changes.append(change) }
             }
             guard !changes.isEmpty else { continue }
-            try await write(changes)
+            files.append(changes)
+            if files.count >= Self.filesPerRequest {
+                try await write(files)
+                files = []
+            }
         }
+        if !files.isEmpty { try await write(files) }
     }
 
     /// The change of one record: its values for `keys` (all for `nil`), stamped.
@@ -189,6 +213,8 @@ extension SyncSession {
         for i in shape.relationships {
             let rel = shape.entity.relationships[i]
             guard keys?.contains(rel.name) ?? true else { continue }
+            // A value already stamped is not looked up (a first push of records that all came from the remote).
+            if !rel.isToMany || rel.isOrdered, !wanted(rel.name) { continue }
             let root = shape.destinationRoots[i]
             let targetKeys = r.relationships[i].keys
             let ids = try globalIDs(root: root, keys: Set(targetKeys), cache: &cache)
@@ -221,21 +247,31 @@ extension SyncSession {
         return change
     }
 
-    /// Writes one change file under this peer's next sequence and records what it won. A name that exists already
-    /// means another replica shares this peer identity (a copy, or a backup restored in place): this store then
-    /// becomes a new peer and writes the file under that one.
-    private func write(_ changes: [RecordChange]) async throws {
-        while true {
-            let batch = ChangeBatch(peer: state.peer, sequence: state.sequence + 1, changes: changes)
-            let data = batch.encoded()
+    /// Writes change files under this peer's next sequences, in one request, and records what they won. A name
+    /// that exists already means another replica shares this peer identity (a copy, or a backup restored in place):
+    /// this store then becomes a new peer and writes that file and the ones after it under that one.
+    private func write(_ files: [[RecordChange]]) async throws {
+        var rest = files[...]
+        while !rest.isEmpty {
+            let batches = rest.enumerated().map { n, changes in
+                ChangeBatch(peer: state.peer, sequence: state.sequence + 1 + Int64(n), changes: changes)
+            }
+            let payload = batches.map { (name: $0.name, data: $0.encoded()) }
             let remote = self.remote
-            let outcome = try await calls.run { try await remote.put(data, as: batch.name) }
-            if outcome == .created {
+            let outcomes = try await calls.run { try await remote.put(payload) }
+            var written = 0
+            for (batch, outcome) in zip(batches, outcomes) {
+                guard outcome == .created else { break }
                 state.sequence = batch.sequence
                 record(batch)
                 report.pushedFiles += 1
-                report.pushedRecords += changes.count
-                return
+                report.pushedRecords += batch.changes.count
+                written += 1
+            }
+            rest = rest.dropFirst(written)
+            guard written < batches.count else { return }
+            guard outcomes.count > written, outcomes[written] == .alreadyExists else {
+                throw SyncError.remote(remote.displayName, reason: "answered \(outcomes.count) outcomes for \(batches.count) files")
             }
             logger.notice("sync: change file name taken by another replica with this peer identity; becoming a new peer",
                           metadata: ["peer": "\(state.peer)", "remote": "\(remote.displayName)"])

@@ -40,6 +40,10 @@ final class SyncSession {
     /// a big store is a manageable number of files.
     static let recordsPerFile = 2_000
 
+    /// Change files per remote request (a fetch or a put of several): few requests for a big push or pull, each
+    /// small enough to finish well within the call time limit.
+    static let filesPerRequest = 16
+
     init(loaded: LoadedStore, coordinator: StoreCoordinator, remote: any SyncRemote, calls: RemoteTimeout, logger: Logger,
          state: SyncState, report: SyncReport, index: RecordIndex) {
         self.index = index

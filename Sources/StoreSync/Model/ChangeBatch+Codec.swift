@@ -1,12 +1,12 @@
 import Foundation
 @_spi(BackendKit) import StoreAPI
 
-/// The change file's JSON written and read directly: the same document `Codable` makes of a ``ChangeBatch`` (keys
-/// sorted, absent optionals left out), without building and walking a container per value, which was most of the
-/// cost of pushing and pulling many records.
+/// Format 1 of change files, JSON, written and read directly: the same document `Codable` makes of a ``ChangeBatch``
+/// (keys sorted, absent optionals left out), without building and walking a container per value. Peers write
+/// format 2 (`ChangeBatch+Lines.swift`) and read both.
 extension ChangeBatch {
-    /// The file's bytes.
-    func encoded() -> Data {
+    /// The file's bytes in format 1 (for files of peers of earlier versions, and tests).
+    func jsonEncoded() -> Data {
         var out: [UInt8] = []
         out.reserveCapacity(changes.count * 200 + 128)
         out += Array(#"{"changes":["#.utf8)
@@ -54,7 +54,7 @@ extension ChangeBatch {
             }
             out += Array("}}".utf8)
         }
-        out += Array(#"],"format":\#(format),"peer":"#.utf8)
+        out += Array(#"],"format":1,"peer":"#.utf8)
         Self.string(peer.uuidString, into: &out)
         out += Array(#","sequence":\#(sequence)}"#.utf8)
         return Data(out)
@@ -79,10 +79,20 @@ extension ChangeBatch {
         out.append(UInt8(ascii: "\""))
     }
 
-    /// Decodes a fetched file; `nil` when it is not a change file of this layout (a foreign or damaged file).
+    /// Decodes a fetched file of format 1 or 2; `nil` when it is not a change file of either layout (a foreign or
+    /// damaged file, or one of a later version).
     static func decode(_ data: Data) -> ChangeBatch? {
+        let magic = Array(linesMagic.utf8)
+        if data.starts(with: magic) {
+            return data.withUnsafeBytes { raw in decodeLines(raw.bindMemory(to: UInt8.self)) }
+        }
+        return decodeJSON(data)
+    }
+
+    /// Reads a format 1 file.
+    static func decodeJSON(_ data: Data) -> ChangeBatch? {
         guard let root = try? JSONParser.parse([UInt8](data)[...]), case .object(let top) = root,
-              let format = Self.int(Self.member(top, "format")), format == Int64(currentFormat),
+              let format = Self.int(Self.member(top, "format")), format == 1,
               let peer = Self.uuid(Self.member(top, "peer")), let sequence = Self.int(Self.member(top, "sequence")),
               case .array(let items)? = Self.member(top, "changes")
         else { return nil }

@@ -3,8 +3,9 @@ import Foundation
 /// One immutable change file: the changes one peer pushed in one go, each value with the clock stamp of the change
 /// that set it. Records are named by global ID only; primary keys never leave a store.
 struct ChangeBatch: Sendable, Hashable, Codable {
-    /// The layout this version writes; files of another layout are ignored, never misread.
-    static let currentFormat = 1
+    /// The layout this version writes (format 2, lines with tables of names and stamps); it reads format 1 (JSON)
+    /// too. Files of another layout are ignored, never misread.
+    static let currentFormat = 2
 
     var format: Int
     /// The writing peer.

@@ -22,11 +22,15 @@ struct HybridLogicalClock: Sendable, Hashable, Comparable, Codable, CustomString
         self.peer = peer
     }
 
-    /// Orders by wall time, counter, then peer ID (its string form, the same on every platform).
+    /// Orders by wall time, counter, then peer ID (its string form, the same on every platform). The bytes are
+    /// compared rather than the strings: the string is the bytes in order as upper-case hex digits with dashes at
+    /// fixed places, so the two orders agree, and comparing bytes makes no string per comparison.
     static func < (a: HybridLogicalClock, b: HybridLogicalClock) -> Bool {
         if a.wall != b.wall { return a.wall < b.wall }
         if a.counter != b.counter { return a.counter < b.counter }
-        return a.peer.uuidString < b.peer.uuidString
+        return withUnsafeBytes(of: a.peer.uuid) { x in
+            withUnsafeBytes(of: b.peer.uuid) { y in x.lexicographicallyPrecedes(y) }
+        }
     }
 
     /// The next stamp of `peer` after `self`: now, or later than every stamp seen so far.

@@ -1,0 +1,326 @@
+import Foundation
+
+/// Format 2 of change files: lines of tab-separated fields, with each entity or key name and each clock stamp written
+/// once in a table and named by its number after that.
+///
+/// ```
+/// storesync-changes  2  <peer>  <sequence>  <records>    the header
+/// S  <name>                                             a name: entity, attribute or relationship (numbered from 0)
+/// C  <wall>  <counter>  <peer>                          a clock stamp (numbered from 0)
+/// R  <global ID>  <entity name number>                  a record's change starts
+/// D  <stamp number>                                     it was deleted
+/// V  <key name number>  <stamp number>  <text>          a stamped value
+/// M  <relationship name number>  <target>  <1|0>  <stamp number>  <observed stamp number or nothing>
+/// E                                                     the end: a file without it is cut short
+/// ```
+///
+/// Every value of one push carries the same stamp, and in format 1 each repeated it in full (a peer ID per value):
+/// the tables make a record's line about as long as its values. Texts escape backslash, tab and newline with a
+/// backslash. Readers take format 1 (JSON) files too; a file of any other layout, or damaged in any way, is not
+/// read at all.
+extension ChangeBatch {
+    /// The first field of a format 2 file.
+    static let linesMagic = "storesync-changes"
+
+    /// The file's bytes in format 2.
+    func encoded() -> Data {
+        var names: [String: Int] = [:]
+        var nameList: [String] = []
+        var stamps: [HybridLogicalClock: Int] = [:]
+        var stampList: [HybridLogicalClock] = []
+        func name(_ s: String) -> Int {
+            if let n = names[s] { return n }
+            names[s] = nameList.count
+            nameList.append(s)
+            return nameList.count - 1
+        }
+        func stamp(_ c: HybridLogicalClock) -> Int {
+            if let n = stamps[c] { return n }
+            stamps[c] = stampList.count
+            stampList.append(c)
+            return stampList.count - 1
+        }
+        var body: [UInt8] = []
+        body.reserveCapacity(changes.count * 120)
+        for c in changes {
+            body.append(UInt8(ascii: "R"))
+            body.append(9)
+            Self.append(c.id, to: &body)
+            body.append(9)
+            Self.append(name(c.entity), to: &body)
+            body.append(10)
+            if let d = c.deleted {
+                body.append(UInt8(ascii: "D"))
+                body.append(9)
+                Self.append(stamp(d), to: &body)
+                body.append(10)
+            }
+            for key in c.values.keys.sorted() {
+                guard let v = c.values[key] else { continue }
+                body.append(UInt8(ascii: "V"))
+                body.append(9)
+                Self.append(name(key), to: &body)
+                body.append(9)
+                Self.append(stamp(v.clock), to: &body)
+                body.append(9)
+                Self.escape(v.text, to: &body)
+                body.append(10)
+            }
+            for rel in c.members.keys.sorted() {
+                for m in c.members[rel] ?? [] {
+                    body.append(UInt8(ascii: "M"))
+                    body.append(9)
+                    Self.append(name(rel), to: &body)
+                    body.append(9)
+                    Self.append(m.target, to: &body)
+                    body.append(9)
+                    body.append(m.present ? UInt8(ascii: "1") : UInt8(ascii: "0"))
+                    body.append(9)
+                    Self.append(stamp(m.clock), to: &body)
+                    body.append(9)
+                    if let o = m.observed { Self.append(stamp(o), to: &body) }
+                    body.append(10)
+                }
+            }
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(body.count + nameList.count * 16 + stampList.count * 64 + 128)
+        out += Array("\(Self.linesMagic)\t2\t".utf8)
+        Self.append(peer, to: &out)
+        out += Array("\t\(sequence)\t\(changes.count)\n".utf8)
+        for s in nameList {
+            out.append(UInt8(ascii: "S"))
+            out.append(9)
+            Self.escape(s, to: &out)
+            out.append(10)
+        }
+        for c in stampList {
+            out += Array("C\t\(c.wall)\t\(c.counter)\t".utf8)
+            Self.append(c.peer, to: &out)
+            out.append(10)
+        }
+        out += body
+        out += [UInt8(ascii: "E"), 10]
+        return Data(out)
+    }
+
+    /// Reads a format 2 file; `nil` when anything in it is not as ``encoded()`` writes it.
+    static func decodeLines(_ bytes: UnsafeBufferPointer<UInt8>) -> ChangeBatch? {
+        var lines = LineReader(bytes)
+        guard let header = lines.next(), header.count == 5, header.string(0) == linesMagic, header.int(1) == 2,
+              let peer = header.uuid(2), let sequence = header.int(3), let count = header.int(4), count >= 0
+        else { return nil }
+        var names: [String] = []
+        var stamps: [HybridLogicalClock] = []
+        var changes: [RecordChange] = []
+        changes.reserveCapacity(min(count, 1 << 20))
+        var current: RecordChange?
+        var ended = false
+        func stamp(_ n: Int?) -> HybridLogicalClock? {
+            guard let n, n >= 0, n < stamps.count else { return nil }
+            return stamps[n]
+        }
+        func name(_ n: Int?) -> String? {
+            guard let n, n >= 0, n < names.count else { return nil }
+            return names[n]
+        }
+        while let f = lines.next() {
+            guard !ended, f.count > 0, f.length(0) == 1 else { return nil }
+            switch (f.byte(0), f.count) {
+            case (UInt8(ascii: "S"), 2):
+                guard current == nil, stamps.isEmpty, let s = f.unescaped(1) else { return nil }
+                names.append(s)
+            case (UInt8(ascii: "C"), 4):
+                guard current == nil, let wall = f.int(1), let counter = f.int(2), let counter32 = Int32(exactly: counter),
+                      let p = f.uuid(3)
+                else { return nil }
+                stamps.append(HybridLogicalClock(wall: Int64(wall), counter: counter32, peer: p))
+            case (UInt8(ascii: "R"), 3):
+                guard let id = f.uuid(1), let entity = name(f.int(2)) else { return nil }
+                if let c = current { changes.append(c) }
+                current = RecordChange(entity: entity, id: id)
+            case (UInt8(ascii: "D"), 2):
+                guard current != nil, current?.deleted == nil, let d = stamp(f.int(1)) else { return nil }
+                current?.deleted = d
+            case (UInt8(ascii: "V"), 4):
+                guard current != nil, let key = name(f.int(1)), let clock = stamp(f.int(2)), let text = f.unescaped(3)
+                else { return nil }
+                current?.values[key] = StampedValue(clock: clock, text: text)
+            case (UInt8(ascii: "M"), 6):
+                guard current != nil, let rel = name(f.int(1)), let target = f.uuid(2), f.length(3) == 1,
+                      let clock = stamp(f.int(4))
+                else { return nil }
+                let present: Bool
+                switch f.byte(3) {
+                case UInt8(ascii: "1"): present = true
+                case UInt8(ascii: "0"): present = false
+                default: return nil
+                }
+                var observed: HybridLogicalClock?
+                if f.length(5) > 0 {
+                    guard let o = stamp(f.int(5)) else { return nil }
+                    observed = o
+                }
+                current?.members[rel, default: []].append(MemberChange(target: target, present: present, clock: clock,
+                                                                       observed: observed))
+            case (UInt8(ascii: "E"), 1):
+                ended = true
+            default:
+                return nil
+            }
+        }
+        guard ended else { return nil }
+        if let c = current { changes.append(c) }
+        guard changes.count == count else { return nil }
+        var batch = ChangeBatch(peer: peer, sequence: Int64(sequence), changes: changes)
+        batch.format = 2
+        return batch
+    }
+
+    private static let hexDigits: [UInt8] = Array("0123456789ABCDEF".utf8)
+
+    /// A UUID in its upper-case string form.
+    private static func append(_ id: UUID, to out: inout [UInt8]) {
+        withUnsafeBytes(of: id.uuid) { raw in
+            for (i, b) in raw.enumerated() {
+                if i == 4 || i == 6 || i == 8 || i == 10 { out.append(UInt8(ascii: "-")) }
+                out.append(hexDigits[Int(b >> 4)])
+                out.append(hexDigits[Int(b & 0xF)])
+            }
+        }
+    }
+
+    private static func append(_ n: Int, to out: inout [UInt8]) {
+        if n < 10 {
+            out.append(UInt8(ascii: "0") + UInt8(n))
+            return
+        }
+        var digits: [UInt8] = []
+        var v = n
+        while v > 0 {
+            digits.append(UInt8(ascii: "0") + UInt8(v % 10))
+            v /= 10
+        }
+        out += digits.reversed()
+    }
+
+    private static func escape(_ s: String, to out: inout [UInt8]) {
+        for b in s.utf8 {
+            switch b {
+            case UInt8(ascii: "\\"): out += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
+            case 9: out += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+            case 10: out += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+            default: out.append(b)
+            }
+        }
+    }
+}
+
+/// The lines of a format 2 change file, each split into its tab-separated fields.
+private struct LineReader {
+    let bytes: UnsafeBufferPointer<UInt8>
+    var offset = 0
+
+    init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+
+    /// The next line's fields; `nil` at the end. A last line without its newline is returned too (and then fails
+    /// the end check, as the end marker is a whole line).
+    mutating func next() -> Fields? {
+        guard offset < bytes.count else { return nil }
+        var fields = Fields(bytes: bytes)
+        var start = offset
+        var i = offset
+        while i < bytes.count, bytes[i] != 10 {
+            if bytes[i] == 9 {
+                fields.ranges.append(start..<i)
+                start = i + 1
+            }
+            i += 1
+        }
+        fields.ranges.append(start..<i)
+        offset = i + 1
+        if i == bytes.count { fields.ranges = [] }
+        return fields
+    }
+}
+
+/// One line's fields.
+private struct Fields {
+    let bytes: UnsafeBufferPointer<UInt8>
+    var ranges: [Range<Int>] = []
+
+    var count: Int { ranges.count }
+
+    func length(_ i: Int) -> Int { ranges[i].count }
+
+    func byte(_ i: Int) -> UInt8 { bytes[ranges[i].lowerBound] }
+
+    func string(_ i: Int) -> String { String(decoding: UnsafeBufferPointer(rebasing: bytes[ranges[i]]), as: UTF8.self) }
+
+    /// A non-negative decimal number (at most 18 digits).
+    func int(_ i: Int) -> Int? {
+        let r = ranges[i]
+        guard !r.isEmpty, r.count <= 18 else { return nil }
+        var v = 0
+        for j in r {
+            let d = bytes[j] &- UInt8(ascii: "0")
+            guard d < 10 else { return nil }
+            v = v * 10 + Int(d)
+        }
+        return v
+    }
+
+    /// A UUID in its upper-case string form (as written; other forms are not read).
+    func uuid(_ i: Int) -> UUID? {
+        let r = ranges[i]
+        guard r.count == 36 else { return nil }
+        var u: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        let ok = withUnsafeMutableBytes(of: &u) { out -> Bool in
+            var j = r.lowerBound
+            for n in 0..<16 {
+                if n == 4 || n == 6 || n == 8 || n == 10 {
+                    guard bytes[j] == UInt8(ascii: "-") else { return false }
+                    j += 1
+                }
+                guard let hi = Self.hex(bytes[j]), let lo = Self.hex(bytes[j + 1]) else { return false }
+                out[n] = hi << 4 | lo
+                j += 2
+            }
+            return true
+        }
+        return ok ? UUID(uuid: u) : nil
+    }
+
+    private static func hex(_ b: UInt8) -> UInt8? {
+        switch b {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): b - UInt8(ascii: "0")
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): b - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
+    /// The field's text with its escapes undone; `nil` for an escape ``ChangeBatch/encoded()`` does not write.
+    func unescaped(_ i: Int) -> String? {
+        let slice = UnsafeBufferPointer(rebasing: bytes[ranges[i]])
+        guard slice.contains(UInt8(ascii: "\\")) else { return String(decoding: slice, as: UTF8.self) }
+        var out: [UInt8] = []
+        out.reserveCapacity(slice.count)
+        var escaping = false
+        for b in slice {
+            if escaping {
+                switch b {
+                case UInt8(ascii: "\\"): out.append(b)
+                case UInt8(ascii: "t"): out.append(9)
+                case UInt8(ascii: "n"): out.append(10)
+                default: return nil
+                }
+                escaping = false
+            } else if b == UInt8(ascii: "\\") {
+                escaping = true
+            } else {
+                out.append(b)
+            }
+        }
+        return escaping ? nil : String(decoding: out, as: UTF8.self)
+    }
+}

@@ -1,4 +1,5 @@
 import Foundation
+import StoreAPI
 @testable import StoreSync
 import Testing
 
@@ -53,6 +54,36 @@ struct ChangeFileTests {
         #expect(ChangeBatch.decode(Data("{}".utf8)) == nil)
         #expect(ChangeBatch.decode(Data(String(decoding: direct, as: UTF8.self).replacingOccurrences(of: #""format":1"#, with: #""format":3"#).utf8)) == nil)
         #expect(ChangeBatch.decode(direct.prefix(direct.count / 2)) == nil)
+    }
+
+    /// Value texts written directly read back to the same value, here and through `JSONSerialization` (as peers of
+    /// earlier versions read them); texts those peers wrote read the same here.
+    @Test func valueTextsRoundTripAndReadAsJSONSerializationReadsThem() throws {
+        let values: [(StoreValue, AttributeType)] = [
+            (.string("plain"), .string), (.string(""), .string), (.string("é ✓ 🙂 / \u{2028}"), .string),
+            (.string("\"quote\" back\\slash\ttab\nnew\rret \u{07} \u{1F}"), .string),
+            (.integer16(.min), .integer16), (.integer32(-7), .integer32), (.integer64(.max), .integer64), (.integer64(0), .integer64),
+            (.double(0.1), .double), (.double(-1234.5678e-300), .double), (.double(1e300), .double), (.double(5), .double),
+            (.double(-0.0), .double), (.double(.infinity), .double), (.boolean(true), .boolean), (.boolean(false), .boolean),
+            (.null, .string), (.null, .integer64), (.float(1.5), .float), (.decimal(Decimal(string: "12.345") ?? 0), .decimal),
+            (.date(Date(timeIntervalSince1970: 1_764_000_000.125)), .date), (.uuid(UUID()), .uuid),
+            (.binary(Data([0, 1, 255])), .binary),
+        ]
+        for (value, type) in values {
+            let text = try SyncedSchema.text(of: value)
+            #expect(SyncedSchema.value(of: text, type: type) == value, "\(text)")
+            let parsed = try JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed]) as? [Any]
+            #expect(parsed.flatMap { $0.count == 1 ? StoreValue(json: $0[0], type: type) : nil } == value, "\(text) as JSON")
+            let earlier = String(decoding: try JSONSerialization.data(withJSONObject: [value.jsonObject], options: [.fragmentsAllowed]),
+                                 as: UTF8.self)
+            #expect(SyncedSchema.value(of: earlier, type: type) == value, "\(earlier) of an earlier peer")
+        }
+        #expect(SyncedSchema.value(of: "[nan]", type: .double) == nil)
+        #expect(SyncedSchema.value(of: "[1.5]", type: .integer64) == nil)
+        #expect(SyncedSchema.value(of: "[70000]", type: .integer16) == nil)
+        #expect(SyncedSchema.value(of: "[\"x\"]", type: .integer64) == nil)
+        #expect(SyncedSchema.value(of: "[1]", type: .string) == nil)
+        #expect(SyncedSchema.value(of: "[\"unterminated]", type: .string) == nil)
     }
 
     /// Stamps of the same time and counter order by peer ID as its string form does, whichever bytes differ.

@@ -77,17 +77,97 @@ struct SyncedSchema {
 
     /// The JSON text of an attribute value: a one-element array, so every value (a bare string or number too) is a
     /// complete JSON document.
+    ///
+    /// Strings, integers, Booleans and finite doubles are written directly (every push writes a text per value, and
+    /// `JSONSerialization` builds objects for each); the rest through `JSONSerialization`. Either way the text is
+    /// JSON that any peer reads back to the same value.
     static func text(of value: StoreValue) throws -> String {
-        let data = try JSONSerialization.data(withJSONObject: [value.jsonObject], options: [.fragmentsAllowed])
-        return String(decoding: data, as: UTF8.self)
+        switch value {
+        case .string(let s): return "[" + jsonString(s) + "]"
+        case .integer16(let v): return "[\(v)]"
+        case .integer32(let v): return "[\(v)]"
+        case .integer64(let v): return "[\(v)]"
+        case .boolean(let v): return v ? "[true]" : "[false]"
+        case .double(let v) where v.isFinite && !(v == 0 && v.sign == .minus): return "[\(v)]"
+        case .null: return "[null]"
+        default:
+            let data = try JSONSerialization.data(withJSONObject: [value.jsonObject], options: [.fragmentsAllowed])
+            return String(decoding: data, as: UTF8.self)
+        }
     }
 
-    /// Reads an attribute value written by ``text(of:)``; `nil` when the text is not a value of `type`.
+    /// A JSON string: quotes, backslashes and control characters escaped.
+    private static func jsonString(_ s: String) -> String {
+        guard s.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
+            return "\"" + s + "\""
+        }
+        var out: [UInt8] = [UInt8(ascii: "\"")]
+        out.reserveCapacity(s.utf8.count + 16)
+        let hex = Array("0123456789abcdef".utf8)
+        for b in s.utf8 {
+            switch b {
+            case UInt8(ascii: "\""): out += [UInt8(ascii: "\\"), b]
+            case UInt8(ascii: "\\"): out += [b, b]
+            case 0x0A: out += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+            case 0x0D: out += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
+            case 0x09: out += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+            case 0..<0x20: out += [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(b >> 4)], hex[Int(b & 15)]]
+            default: out.append(b)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Reads an attribute value written by ``text(of:)``; `nil` when the text is not a value of `type`. The forms
+    /// ``text(of:)`` writes directly are read directly; anything else through `JSONSerialization`.
     static func value(of text: String, type: AttributeType) -> StoreValue? {
+        if let v = directValue(of: text, type: type) { return v }
         guard let array = try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed]) as? [Any],
               array.count == 1
         else { return nil }
         return StoreValue(json: array[0], type: type)
+    }
+
+    /// The value of a text in one of the simple forms ``text(of:)`` writes directly: a string without escapes, a
+    /// plain integer, `true` or `false`, a plain decimal number for a double, `null`. `nil` for any other text,
+    /// which is then read through `JSONSerialization` (and refused there when it is not a value of `type`).
+    private static func directValue(of text: String, type: AttributeType) -> StoreValue? {
+        let utf8 = text.utf8
+        guard utf8.count >= 3, utf8.first == UInt8(ascii: "["), utf8.last == UInt8(ascii: "]") else { return nil }
+        let inner = utf8.dropFirst().dropLast()
+        if inner.elementsEqual("null".utf8) { return .null }
+        switch type {
+        case .string:
+            guard inner.count >= 2, inner.first == UInt8(ascii: "\""), inner.last == UInt8(ascii: "\"") else { return nil }
+            let body = inner.dropFirst().dropLast()
+            // Escapes, and bytes JSON does not allow raw, take the general path.
+            guard !body.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") }) else { return nil }
+            return .string(String(Substring(body)))
+        case .integer16, .integer32, .integer64:
+            guard inner.allSatisfy({ ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: "-") }),
+                  let i = Int64(Substring(inner))
+            else { return nil }
+            switch type {
+            case .integer16: return Int16(exactly: i).map { .integer16($0) }
+            case .integer32: return Int32(exactly: i).map { .integer32($0) }
+            default: return .integer64(i)
+            }
+        case .boolean:
+            if inner.elementsEqual("true".utf8) { return .boolean(true) }
+            if inner.elementsEqual("false".utf8) { return .boolean(false) }
+            return nil
+        case .double:
+            // JSON numbers only: Double(_:) would also take "nan", "inf" or hexadecimal forms.
+            guard let first = inner.first, first == UInt8(ascii: "-") || (first >= UInt8(ascii: "0") && first <= UInt8(ascii: "9")),
+                  inner.allSatisfy({ ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: "-")
+                      || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }),
+                  let d = Double(Substring(inner)), d.isFinite, !(d == 0 && d.sign == .minus)
+            else { return nil }
+            return .double(d)
+        default:
+            return nil
+        }
     }
 
     /// The text of an ordered to-many value: a JSON array of global IDs.

@@ -177,32 +177,9 @@ extension ChangeBatch {
         return batch
     }
 
-    private static let hexDigits: [UInt8] = Array("0123456789ABCDEF".utf8)
+    private static func append(_ id: UUID, to out: inout [UInt8]) { TextBytes.append(id, to: &out) }
 
-    /// A UUID in its upper-case string form.
-    private static func append(_ id: UUID, to out: inout [UInt8]) {
-        withUnsafeBytes(of: id.uuid) { raw in
-            for (i, b) in raw.enumerated() {
-                if i == 4 || i == 6 || i == 8 || i == 10 { out.append(UInt8(ascii: "-")) }
-                out.append(hexDigits[Int(b >> 4)])
-                out.append(hexDigits[Int(b & 0xF)])
-            }
-        }
-    }
-
-    private static func append(_ n: Int, to out: inout [UInt8]) {
-        if n < 10 {
-            out.append(UInt8(ascii: "0") + UInt8(n))
-            return
-        }
-        var digits: [UInt8] = []
-        var v = n
-        while v > 0 {
-            digits.append(UInt8(ascii: "0") + UInt8(v % 10))
-            v /= 10
-        }
-        out += digits.reversed()
-    }
+    private static func append(_ n: Int, to out: inout [UInt8]) { TextBytes.append(n, to: &out) }
 
     private static func escape(_ s: String, to out: inout [UInt8]) {
         for b in s.utf8 {

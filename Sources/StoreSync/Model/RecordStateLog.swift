@@ -216,22 +216,53 @@ private struct RecordMaps {
     }
 
     static func encode(ids: Set<String>, members: Set<String>, of state: SyncState) -> [UInt8] {
-        var out = ""
-        out.reserveCapacity(ids.count * 160 + members.count * 120)
+        // Written byte by byte: a first push or pull writes a line per synced value.
+        var out: [UInt8] = []
+        out.reserveCapacity(ids.count * 200 + members.count * 120)
+        func line(_ kind: UInt8, _ fields: () -> Void) {
+            out.append(kind)
+            fields()
+            out.append(10)
+        }
+        func field(_ text: String) {
+            out.append(9)
+            out += escape(text).utf8
+        }
+        func field(_ stamp: HybridLogicalClock) {
+            out.append(9)
+            TextBytes.append(stamp, to: &out)
+        }
         for id in ids.sorted() {
-            out += "G\t\(escape(id))\n"
-            if let t = state.tombstones[id] { out += "T\t\(t.description)\n" }
-            for (key, stamp) in (state.clocks[id] ?? [:]).sorted(by: { $0.key < $1.key }) {
-                out += "C\t\(escape(key))\t\(stamp.description)\n"
+            line(UInt8(ascii: "G")) { field(id) }
+            if let t = state.tombstones[id] { line(UInt8(ascii: "T")) { field(t) } }
+            if let clocks = state.clocks[id] {
+                for key in clocks.keys.sorted() {
+                    guard let stamp = clocks[key] else { continue }
+                    line(UInt8(ascii: "C")) {
+                        field(key)
+                        field(stamp)
+                    }
+                }
             }
-            for (key, text) in (state.orderHints[id] ?? [:]).sorted(by: { $0.key < $1.key }) {
-                out += "O\t\(escape(key))\t\(escape(text))\n"
+            if let hints = state.orderHints[id] {
+                for key in hints.keys.sorted() {
+                    line(UInt8(ascii: "O")) {
+                        field(key)
+                        field(hints[key] ?? "")
+                    }
+                }
             }
         }
         for member in members.sorted() {
-            out += "M\t\(escape(member))\t\(state.covers?[member]?.description ?? "")\t\(state.removed.contains(member) ? "1" : "0")\n"
+            line(UInt8(ascii: "M")) {
+                field(member)
+                out.append(9)
+                if let cover = state.covers?[member] { TextBytes.append(cover, to: &out) }
+                out.append(9)
+                out.append(state.removed.contains(member) ? UInt8(ascii: "1") : UInt8(ascii: "0"))
+            }
         }
-        return Array(out.utf8)
+        return out
     }
 
     private static func escape(_ s: String) -> String {

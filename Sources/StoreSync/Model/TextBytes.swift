@@ -1,0 +1,37 @@
+import Foundation
+
+/// Text forms written straight into a byte buffer, for the files sync writes a line per record or value to (change
+/// files, the record state log): the same text as the values' string forms, without a string made per value.
+enum TextBytes {
+    private static let upperHex: [UInt8] = Array("0123456789ABCDEF".utf8)
+
+    /// A UUID in its upper-case string form (``Foundation/UUID/uuidString``).
+    static func append(_ id: UUID, to out: inout [UInt8]) {
+        withUnsafeBytes(of: id.uuid) { raw in
+            for (i, b) in raw.enumerated() {
+                if i == 4 || i == 6 || i == 8 || i == 10 { out.append(UInt8(ascii: "-")) }
+                out.append(upperHex[Int(b >> 4)])
+                out.append(upperHex[Int(b & 0xF)])
+            }
+        }
+    }
+
+    /// An integer in decimal.
+    static func append<T: BinaryInteger>(_ n: T, to out: inout [UInt8]) {
+        if n >= 0, n < 10 {
+            out.append(UInt8(ascii: "0") + UInt8(n))
+            return
+        }
+        var text = String(n)
+        text.withUTF8 { out.append(contentsOf: $0) }
+    }
+
+    /// A clock stamp in its compact form (``HybridLogicalClock/description``).
+    static func append(_ c: HybridLogicalClock, to out: inout [UInt8]) {
+        append(c.wall, to: &out)
+        out.append(UInt8(ascii: "."))
+        append(c.counter, to: &out)
+        out.append(UInt8(ascii: "."))
+        append(c.peer, to: &out)
+    }
+}

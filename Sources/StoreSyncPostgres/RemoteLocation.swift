@@ -45,6 +45,10 @@ struct RemoteLocation: Sendable {
         }
         items.removeAll { $0.name == "schema" }
         items.append(URLQueryItem(name: "schema", value: schema))
+        // The server lists the remote's sessions as sync's, unless the URL names them.
+        if !items.contains(where: { $0.name == "application_name" }) {
+            items.append(URLQueryItem(name: "application_name", value: "storesync"))
+        }
         components.queryItems = items
         guard let connectionURL = components.url else {
             throw SyncError.unsupportedRemote(SyncRemotes.displayName(of: url), reason: "the URL cannot name its schema")

@@ -99,6 +99,7 @@ struct ChangeFileTests {
             let y = HybridLogicalClock(wall: 5, counter: 1, peer: UUID(uuid: b))
             #expect((x < y) == (x.peer.uuidString < y.peer.uuidString))
             #expect((y < x) == (y.peer.uuidString < x.peer.uuidString))
+            #expect(x.peer.keyString == x.peer.uuidString && y.peer.keyString == y.peer.uuidString)
         }
     }
 }

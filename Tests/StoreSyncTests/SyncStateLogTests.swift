@@ -86,6 +86,38 @@ struct SyncStateLogTests {
         #expect(RecordStateLog.read(at: url, id: log, revision: 3, into: &read4) == nil)
     }
 
+    /// A log of the earlier layout (version 1: every stamp written in full) still reads; the next write rewrites it
+    /// in the current layout instead of appending a frame of another layout to it.
+    @Test func aLogOfTheEarlierLayoutStillReadsAndIsRewritten() throws {
+        let dir = try TemporaryDirectory("sync-log-v1")
+        let url = dir.path("x.storesync")
+        let peer = UUID()
+        let id = UUID().uuidString
+        let log = UUID()
+        func stamp(_ wall: Int64) -> HybridLogicalClock { HybridLogicalClock(wall: wall, counter: 0, peer: peer) }
+        let body = Array("G\t\(id)\nC\ttitle\t7.0.\(peer.uuidString)\nM\t\(id) tags→x\t8.0.\(peer.uuidString)\t1\n".utf8)
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in body {
+            hash ^= UInt64(b)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        let file = Array("storesync-records\t1\t\(log.uuidString)\nF\t1\tS\t\(body.count)\t\(String(hash, radix: 16))\n".utf8) + body
+        try Data(file).write(to: url)
+        var state = SyncState(peer: peer, location: "here", storeUUID: UUID())
+        let position = try #require(RecordStateLog.read(at: url, id: log, revision: 1, into: &state))
+        #expect(position.version == 1)
+        #expect(state.clocks[id] == ["title": stamp(7)])
+        #expect(state.covers?["\(id) tags→x"] == stamp(8) && state.removed == ["\(id) tags→x"])
+        state.clocks[id]?["pages"] = stamp(9)
+        let next = try RecordStateLog.append(at: url, position: position, revision: 2, ids: [id], members: [], state: state)
+        #expect(next.version == RecordStateLog.currentVersion)
+        let text = String(decoding: try Data(contentsOf: url), as: UTF8.self)
+        #expect(text.hasPrefix("storesync-records\t\(RecordStateLog.currentVersion)\t\(log.uuidString)\n"))
+        var reread = SyncState(peer: peer, location: "here", storeUUID: UUID())
+        #expect(RecordStateLog.read(at: url, id: log, revision: 2, into: &reread) == next)
+        #expect(reread.clocks == state.clocks && reread.covers == state.covers && reread.removed == state.removed)
+    }
+
     @Test func aLostLogIsRebuiltFromTheRemoteWithoutDuplicates() async throws {
         let dir = try TemporaryDirectory("sync-log-lost")
         let remote = InMemoryRemote()

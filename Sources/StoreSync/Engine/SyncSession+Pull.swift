@@ -86,7 +86,7 @@ extension SyncSession {
     }
 
     private func merge(_ c: RecordChange, into winners: inout [UUID: Winner], order: inout [UUID]) {
-        let id = c.id.uuidString
+        let id = c.id.keyString
         // A deletion names a global ID, whatever its entity (a baseline's tombstones name none).
         guard shapes.shapes[c.entity] != nil || c.deleted != nil else {
             report.ignoredChanges += 1
@@ -115,7 +115,7 @@ extension SyncSession {
         for (rel, members) in c.members {
             for m in members {
                 state.clock = state.clock.receiving(m.clock)
-                let key = "\(rel)→\(m.target.uuidString)"
+                let key = "\(rel)→\(m.target.keyString)"
                 // Add-wins: a removal takes away only the adds its peer had seen.
                 guard let present = mergeMember(id, key, m) else { continue }
                 w.members[rel, default: [:]][m.target] = MemberChange(target: m.target, present: present, clock: m.clock)
@@ -137,7 +137,7 @@ extension SyncSession {
             }
             return true
         }
-        func gone(_ id: UUID) -> Bool { state.tombstones[id.uuidString] != nil || state.redirects[id.uuidString] != nil }
+        func gone(_ id: UUID) -> Bool { state.tombstones[id.keyString] != nil || state.redirects[id.keyString] != nil }
         // Deleted and merged-away records go, wherever the deletion came from: a global ID never comes back.
         func leavingRecords() -> [UUID] {
             guard needsCleanup else { return [] }
@@ -176,7 +176,15 @@ extension SyncSession {
         var created: [UUID] = []
         for id in order where !gone(id) && index[id] == nil {
             guard let w = winners[id], objects[id] == nil else { continue }
-            objects[id] = try context.insert(w.entity, [:], globalID: id, into: loaded)
+            // Made with its attribute values, which the values' loop below then finds in place.
+            var values: [String: StoreValue] = [:]
+            if let shape = shapes.shapes[w.entity] {
+                for i in shape.attributes {
+                    let a = shape.entity.attributes[i]
+                    if let v = w.values[a.name], let value = SyncedSchema.value(of: v.text, type: a.type) { values[a.name] = value }
+                }
+            }
+            objects[id] = try context.insert(w.entity, values, globalID: id, into: loaded)
             created.append(id)
         }
         report.insertedRecords += created.count
@@ -187,7 +195,7 @@ extension SyncSession {
                 // Links added to a record merged away by deduplication go to the record it was merged into, as
                 // the merge moved the links it had then.
                 let into = state.resolved(id)
-                guard state.tombstones[id.uuidString] == nil, into != id, let o = try object(into) else { continue }
+                guard state.tombstones[id.keyString] == nil, into != id, let o = try object(into) else { continue }
                 _ = try apply(w, to: o, id: into, object: object, merging: true)
                 continue
             }
@@ -217,7 +225,7 @@ extension SyncSession {
         var waiting = RecordChange(entity: o.entity.name, id: id)
         func target(_ raw: UUID) throws -> ManagedObject? { try object(state.resolved(raw)) }
         func missing(_ raw: UUID) -> Bool {
-            let r = state.resolved(raw).uuidString
+            let r = state.resolved(raw).keyString
             return state.tombstones[r] == nil
         }
         for key in w.values.keys.sorted() {
@@ -263,7 +271,7 @@ extension SyncSession {
             // writes the whole list per member.
             var adds: [ManagedObject] = []
             var removes = Set<ObjectIdentifier>()
-            let changes = (w.members[rel] ?? [:]).sorted { $0.key.uuidString < $1.key.uuidString }
+            let changes = (w.members[rel] ?? [:]).sorted { $0.key.keyString < $1.key.keyString }
             for (raw, m) in changes {
                 if merging {
                     if m.present, let t = try target(raw), t !== o { adds.append(t) }
@@ -284,7 +292,7 @@ extension SyncSession {
                 try o.setObjects(list, forKey: rel)
             }
         }
-        if !merging, !waiting.values.isEmpty || !waiting.members.isEmpty { state.dangling[id.uuidString] = waiting }
+        if !merging, !waiting.values.isEmpty || !waiting.members.isEmpty { state.dangling[id.keyString] = waiting }
         return o.hasChanges
     }
 
@@ -298,14 +306,14 @@ extension SyncSession {
             guard let shape = shapes.shapes[o.entity.name], !shape.orderHints.isEmpty else { continue }
             for i in shape.orderHints {
                 let name = shape.entity.relationships[i].name
-                let hint = state.orderHints[o.globalID.uuidString]?[name].flatMap(SyncedSchema.ordered) ?? []
+                let hint = state.orderHints[o.globalID.keyString]?[name].flatMap(SyncedSchema.ordered) ?? []
                 var position: [UUID: Int] = [:]
                 for (n, id) in hint.enumerated() where position[id] == nil { position[id] = n }
                 let members = try o.objects(forKey: name)
                 let sorted = members.sorted {
                     let a = position[$0.globalID] ?? Int.max
                     let b = position[$1.globalID] ?? Int.max
-                    return a != b ? a < b : $0.globalID.uuidString < $1.globalID.uuidString
+                    return a != b ? a < b : $0.globalID.keyString < $1.globalID.keyString
                 }
                 if zip(members, sorted).contains(where: { $0 !== $1 }) { try o.setObjects(sorted, forKey: name) }
             }

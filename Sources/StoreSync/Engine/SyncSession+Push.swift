@@ -109,8 +109,8 @@ extension SyncSession {
         var records: [Record] = []
         try forEachRecord { records.append($0) }
         for r in records {
-            guard let shape = shapes.shapes[r.entity], state.tombstones[r.globalID.uuidString] == nil else { continue }
-            let id = r.globalID.uuidString
+            guard let shape = shapes.shapes[r.entity], state.tombstones[r.globalID.keyString] == nil else { continue }
+            let id = r.globalID.keyString
             let known = state.clocks[id] ?? [:]
             let full = try recordChange(r, shape: shape, keys: nil, stamp: .zero, onlyUnstamped: false, cache: &cache)
             var change = RecordChange(entity: r.entity, id: r.globalID)
@@ -125,7 +125,7 @@ extension SyncSession {
                     members.append(MemberChange(target: target, present: present, clock: stamp,
                                                 observed: present ? nil : state.covers?["\(id) \(key)"] ?? stamp))
                 }
-                if !members.isEmpty { change.members[rel] = members.sorted { $0.target.uuidString < $1.target.uuidString } }
+                if !members.isEmpty { change.members[rel] = members.sorted { $0.target.keyString < $1.target.keyString } }
             }
             if !change.values.isEmpty || !change.members.isEmpty { changes.append(change) }
             try await fileFull()
@@ -169,14 +169,14 @@ extension SyncSession {
             for (id, t) in slice {
                 guard let shape = shapes.shapes[t.entity] else { continue }
                 guard !t.deleted, let record = current[shape.entity.rootName]?[t.primaryKey], record.globalID == id else {
-                    if state.tombstones[id.uuidString] == nil {
+                    if state.tombstones[id.keyString] == nil {
                         changes.append(RecordChange(entity: t.entity, id: id, deleted: stamp))
                     }
                     continue
                 }
                 // A record under a global ID deleted or merged away elsewhere (inserted again here): the next apply
                 // removes it instead of pushing it.
-                if state.tombstones[id.uuidString] != nil || state.redirects[id.uuidString] != nil {
+                if state.tombstones[id.keyString] != nil || state.redirects[id.keyString] != nil {
                     needsCleanup = true
                     continue
                 }
@@ -197,7 +197,7 @@ extension SyncSession {
     private func recordChange(_ r: Record, shape: SyncedSchema.Shape, keys: Set<String>?, stamp: HybridLogicalClock,
                               onlyUnstamped: Bool, cache: inout [String: [Int64: UUID]]) throws -> RecordChange {
         var change = RecordChange(entity: r.entity, id: r.globalID)
-        let known = state.clocks[r.globalID.uuidString] ?? [:]
+        let known = state.clocks[r.globalID.keyString] ?? [:]
         func wanted(_ key: String) -> Bool { (keys?.contains(key) ?? true) && !(onlyUnstamped && known[key] != nil) }
         for i in shape.attributes {
             let name = shape.entity.attributes[i].name
@@ -221,7 +221,7 @@ extension SyncSession {
             let targets = targetKeys.compactMap { ids[$0] }
             if !rel.isToMany || rel.isOrdered {
                 guard wanted(rel.name) else { continue }
-                let text = rel.isToMany ? SyncedSchema.text(ofOrdered: targets) : (targets.first?.uuidString ?? "")
+                let text = rel.isToMany ? SyncedSchema.text(ofOrdered: targets) : (targets.first?.keyString ?? "")
                 change.values[rel.name] = StampedValue(clock: stamp, text: text)
             } else {
                 // Memberships that changed since they last synced: new targets added, vanished ones removed.
@@ -229,16 +229,16 @@ extension SyncSession {
                 var previous = Set<UUID>()
                 for (key, _) in known where key.hasPrefix(prefix) {
                     if let t = UUID(uuidString: String(key.dropFirst(prefix.count))),
-                       state.isMember(r.globalID.uuidString, key) { previous.insert(t) }
+                       state.isMember(r.globalID.keyString, key) { previous.insert(t) }
                 }
                 let now = Set(targets)
                 var members: [MemberChange] = []
                 for t in targets where !previous.contains(t) { members.append(MemberChange(target: t, present: true, clock: stamp)) }
                 if !onlyUnstamped {
-                    for t in previous.subtracting(now).sorted(by: { $0.uuidString < $1.uuidString }) {
+                    for t in previous.subtracting(now).sorted(by: { $0.keyString < $1.keyString }) {
                         // It removes the add this store saw, and no add it did not see.
                         members.append(MemberChange(target: t, present: false, clock: stamp,
-                                                    observed: known["\(prefix)\(t.uuidString)"]))
+                                                    observed: known["\(prefix)\(t.keyString)"]))
                     }
                 }
                 if !members.isEmpty { change.members[rel.name] = members }
@@ -282,7 +282,7 @@ extension SyncSession {
     /// Records the stamps of a change file this peer wrote as the winning ones.
     private func record(_ batch: ChangeBatch) {
         for c in batch.changes {
-            let id = c.id.uuidString
+            let id = c.id.keyString
             touchedIDs.insert(id)
             if let d = c.deleted {
                 state.tombstones[id] = d
@@ -295,7 +295,7 @@ extension SyncSession {
                 if shapes.shapes[c.entity]?.isOrderHint(key) == true { state.orderHints[id, default: [:]][key] = v.text }
             }
             for (rel, members) in c.members {
-                for m in members { _ = mergeMember(id, "\(rel)→\(m.target.uuidString)", m) }
+                for m in members { _ = mergeMember(id, "\(rel)→\(m.target.keyString)", m) }
             }
         }
     }

@@ -26,7 +26,13 @@ struct RecordStateLog {
         StoreCompanionFiles.syncStateLog(beside: storeURL)
     }
 
-    private static let magic = "storesync-records\t1\t"
+    /// The first line's start: the layout version and a tab. Version 2 frames write each clock stamp once, in a
+    /// table at the frame's top, and name it by number; version 1 frames (logs of earlier versions, still read)
+    /// repeat the whole stamp on every line.
+    private static func magic(_ version: Int) -> String { "storesync-records\t\(version)\t" }
+
+    /// The layout new logs are written in.
+    static let currentVersion = 2
 
     /// What reading the log found, for appending to it later.
     struct Position: Sendable, Hashable {
@@ -38,6 +44,8 @@ struct RecordStateLog {
         var length: Int
         /// The bytes of the snapshot frame: the log is compacted when its deltas outgrow it.
         var snapshotBytes: Int
+        /// The log's layout version: frames are appended only to a log of the current one.
+        var version = RecordStateLog.currentVersion
     }
 
     /// Reads the log into `state`'s per-record maps, applying frames up to `revision`. Returns `nil`, leaving `state`
@@ -45,9 +53,9 @@ struct RecordStateLog {
     static func read(at url: URL, id: UUID, revision: Int64, into state: inout SyncState) -> Position? {
         guard let data = FileManager.default.contents(atPath: url.path) else { return nil }
         let bytes = [UInt8](data)
-        guard let headerEnd = bytes.firstIndex(of: 0x0A),
-              String(decoding: bytes[..<headerEnd], as: UTF8.self) == magic + id.uuidString
-        else { return nil }
+        guard let headerEnd = bytes.firstIndex(of: 0x0A) else { return nil }
+        let header = String(decoding: bytes[..<headerEnd], as: UTF8.self)
+        guard let version = [currentVersion, 1].first(where: { header == magic($0) + id.uuidString }) else { return nil }
         var maps = RecordMaps()
         var offset = headerEnd + 1
         var applied: Int64?
@@ -69,20 +77,20 @@ struct RecordStateLog {
                 maps = RecordMaps()
                 snapshotBytes = size
             }
-            guard maps.apply(body) else { return nil }
+            guard maps.apply(body, version: version) else { return nil }
             applied = rev
             offset = lineEnd + 1 + size
             length = offset
         }
         guard applied == revision else { return nil }
         maps.store(into: &state)
-        return Position(id: id, revision: revision, length: length, snapshotBytes: snapshotBytes)
+        return Position(id: id, revision: revision, length: length, snapshotBytes: snapshotBytes, version: version)
     }
 
     /// Writes a new log holding every record's state at `revision`, atomically (a staging file renamed over it).
     static func writeSnapshot(at url: URL, id: UUID, revision: Int64, state: SyncState) throws -> Position {
         let body = RecordMaps.encodeAll(state)
-        var bytes = Array((magic + id.uuidString + "\n").utf8)
+        var bytes = Array((magic(currentVersion) + id.uuidString + "\n").utf8)
         let header = frameHeader(revision: revision, kind: "S", body: body)
         bytes += header
         bytes += body
@@ -97,7 +105,8 @@ struct RecordStateLog {
                        state: SyncState) throws -> Position {
         let body = RecordMaps.encode(ids: ids, members: members, of: state)
         let deltaBytes = position.length - position.snapshotBytes
-        if deltaBytes + body.count > max(position.snapshotBytes * 2, 1 << 20) {
+        // A log of an earlier layout is written anew in the current one.
+        if position.version != currentVersion || deltaBytes + body.count > max(position.snapshotBytes * 2, 1 << 20) {
             return try writeSnapshot(at: url, id: position.id, revision: revision, state: state)
         }
         let frame = frameHeader(revision: revision, kind: "D", body: body) + body
@@ -149,9 +158,10 @@ struct RecordStateLog {
 
 /// The per-record maps of a ``SyncState`` as the log's frames carry them.
 ///
-/// A frame body is lines of tab-separated fields (names and texts escaped): `G id` starts a record's whole state
-/// (tombstone `T stamp`, clocks `C key stamp`, order hints `O key text`), replacing what an earlier frame said of it;
-/// `M member cover removed` is one membership's state.
+/// A frame body is lines of tab-separated fields (names and texts escaped): `K stamp` lines first, the frame's stamp
+/// table; then `G id` starts a record's whole state (tombstone `T stamp`, clocks `C key stamp`, order hints
+/// `O key text`), replacing what an earlier frame said of it; `M member cover removed` is one membership's state.
+/// A stamp field is the stamp's number in the table (in logs of version 1, which have no table, the stamp itself).
 private struct RecordMaps {
     var clocks: [String: [String: HybridLogicalClock]] = [:]
     var tombstones: [String: HybridLogicalClock] = [:]
@@ -167,9 +177,16 @@ private struct RecordMaps {
         state.covers = covers.isEmpty ? nil : covers
     }
 
-    /// Applies one frame body; `false` when it does not read.
-    mutating func apply(_ body: ArraySlice<UInt8>) -> Bool {
+    /// Applies one frame body of a log of `version`; `false` when it does not read.
+    mutating func apply(_ body: ArraySlice<UInt8>, version: Int) -> Bool {
         var current: String?
+        var stamps: [HybridLogicalClock] = []
+        // Version 2: a stamp field is a number in the frame's table; version 1: the stamp itself.
+        func stamp(_ field: String) -> HybridLogicalClock? {
+            guard version >= 2 else { return HybridLogicalClock(text: field) }
+            guard let n = Int(field), n >= 0, n < stamps.count else { return nil }
+            return stamps[n]
+        }
         var start = body.startIndex
         while start < body.endIndex {
             let end = body[start...].firstIndex(of: 0x0A) ?? body.endIndex
@@ -178,16 +195,19 @@ private struct RecordMaps {
             start = end < body.endIndex ? end + 1 : end
             guard let kind = fields.first else { return false }
             switch (kind, fields.count) {
+            case ("K", 2) where version >= 2:
+                guard let stamp = HybridLogicalClock(text: fields[1]) else { return false }
+                stamps.append(stamp)
             case ("G", 2):
                 current = fields[1]
                 clocks[fields[1]] = nil
                 tombstones[fields[1]] = nil
                 orderHints[fields[1]] = nil
             case ("T", 2):
-                guard let id = current, let stamp = HybridLogicalClock(text: fields[1]) else { return false }
+                guard let id = current, let stamp = stamp(fields[1]) else { return false }
                 tombstones[id] = stamp
             case ("C", 3):
-                guard let id = current, let stamp = HybridLogicalClock(text: fields[2]) else { return false }
+                guard let id = current, let stamp = stamp(fields[2]) else { return false }
                 clocks[id, default: [:]][fields[1]] = stamp
             case ("O", 3):
                 guard let id = current else { return false }
@@ -195,7 +215,7 @@ private struct RecordMaps {
             case ("M", 4):
                 let member = fields[1]
                 if fields[2].isEmpty { covers[member] = nil } else {
-                    guard let cover = HybridLogicalClock(text: fields[2]) else { return false }
+                    guard let cover = stamp(fields[2]) else { return false }
                     covers[member] = cover
                 }
                 if fields[3] == "1" { removed.insert(member) } else { removed.remove(member) }
@@ -216,9 +236,12 @@ private struct RecordMaps {
     }
 
     static func encode(ids: Set<String>, members: Set<String>, of state: SyncState) -> [UInt8] {
-        // Written byte by byte: a first push or pull writes a line per synced value.
+        // Written byte by byte: a first push or pull writes a line per synced value. Each stamp is written once, in
+        // a table before the lines that name it by number: the values of one push share one stamp.
         var out: [UInt8] = []
-        out.reserveCapacity(ids.count * 200 + members.count * 120)
+        out.reserveCapacity(ids.count * 80 + members.count * 100)
+        var numbers: [HybridLogicalClock: Int] = [:]
+        var table: [HybridLogicalClock] = []
         func line(_ kind: UInt8, _ fields: () -> Void) {
             out.append(kind)
             fields()
@@ -228,9 +251,15 @@ private struct RecordMaps {
             out.append(9)
             out += escape(text).utf8
         }
+        func number(_ stamp: HybridLogicalClock) -> Int {
+            if let n = numbers[stamp] { return n }
+            numbers[stamp] = table.count
+            table.append(stamp)
+            return table.count - 1
+        }
         func field(_ stamp: HybridLogicalClock) {
             out.append(9)
-            TextBytes.append(stamp, to: &out)
+            TextBytes.append(number(stamp), to: &out)
         }
         for id in ids.sorted() {
             line(UInt8(ascii: "G")) { field(id) }
@@ -257,12 +286,20 @@ private struct RecordMaps {
             line(UInt8(ascii: "M")) {
                 field(member)
                 out.append(9)
-                if let cover = state.covers?[member] { TextBytes.append(cover, to: &out) }
+                if let cover = state.covers?[member] { TextBytes.append(number(cover), to: &out) }
                 out.append(9)
                 out.append(state.removed.contains(member) ? UInt8(ascii: "1") : UInt8(ascii: "0"))
             }
         }
-        return out
+        var frame: [UInt8] = []
+        frame.reserveCapacity(table.count * 60 + out.count)
+        for stamp in table {
+            frame += [UInt8(ascii: "K"), 9]
+            TextBytes.append(stamp, to: &frame)
+            frame.append(10)
+        }
+        frame += out
+        return frame
     }
 
     private static func escape(_ s: String) -> String {

@@ -3,7 +3,7 @@ import Foundation
 /// Text forms written straight into a byte buffer, for the files sync writes a line per record or value to (change
 /// files, the record state log): the same text as the values' string forms, without a string made per value.
 enum TextBytes {
-    private static let upperHex: [UInt8] = Array("0123456789ABCDEF".utf8)
+    static let upperHex: [UInt8] = Array("0123456789ABCDEF".utf8)
 
     /// A UUID in its upper-case string form (``Foundation/UUID/uuidString``).
     static func append(_ id: UUID, to out: inout [UInt8]) {
@@ -33,5 +33,28 @@ enum TextBytes {
         append(c.counter, to: &out)
         out.append(UInt8(ascii: "."))
         append(c.peer, to: &out)
+    }
+}
+
+extension UUID {
+    /// The same text as ``Foundation/UUID/uuidString``, made without formatting through the C library: a record's
+    /// global ID in this form keys every per-record map of the sync state, so a big push or pull makes one per
+    /// record and value.
+    var keyString: String {
+        String(unsafeUninitializedCapacity: 36) { out in
+            var i = 0
+            withUnsafeBytes(of: uuid) { raw in
+                for (n, b) in raw.enumerated() {
+                    if n == 4 || n == 6 || n == 8 || n == 10 {
+                        out[i] = UInt8(ascii: "-")
+                        i += 1
+                    }
+                    out[i] = TextBytes.upperHex[Int(b >> 4)]
+                    out[i + 1] = TextBytes.upperHex[Int(b & 0xF)]
+                    i += 2
+                }
+            }
+            return i
+        }
     }
 }

@@ -130,6 +130,7 @@ public actor SyncEngine {
             session.state.storeUUID = metadata.storeUUID
         }
         if !session.state.baselinePushed {
+            try session.noteAttachStart()
             try await session.pull()
             session.written(try persist(session.state, session.touchedIDs, session.touchedMembers))
             try await session.pushBaseline()

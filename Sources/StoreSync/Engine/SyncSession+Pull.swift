@@ -103,14 +103,19 @@ extension SyncSession {
             return
         }
         guard state.tombstones[id] == nil else { return }
-        var w = Self.winner(c.id, c.entity, &winners, &order)
+        if winners[c.id] == nil {
+            order.append(c.id)
+            winners[c.id] = Winner(entity: c.entity)
+        }
+        // Changed in place: a copy taken out of the dictionary would copy its maps on the first change.
+        func won(_ body: (inout Winner) -> Void) { body(&winners[c.id, default: Winner(entity: c.entity)]) }
         for (key, v) in c.values {
             state.clock = state.clock.receiving(v.clock)
             guard v.clock > (state.clocks[id]?[key] ?? .zero) else { continue }
             state.clocks[id, default: [:]][key] = v.clock
             if shapes.shapes[c.entity]?.isOrderHint(key) == true { state.orderHints[id, default: [:]][key] = v.text }
             touchedIDs.insert(id)
-            w.values[key] = v
+            won { $0.values[key] = v }
         }
         for (rel, members) in c.members {
             for m in members {
@@ -118,10 +123,9 @@ extension SyncSession {
                 let key = "\(rel)→\(m.target.keyString)"
                 // Add-wins: a removal takes away only the adds its peer had seen.
                 guard let present = mergeMember(id, key, m) else { continue }
-                w.members[rel, default: [:]][m.target] = MemberChange(target: m.target, present: present, clock: m.clock)
+                won { $0.members[rel, default: [:]][m.target] = MemberChange(target: m.target, present: present, clock: m.clock) }
             }
         }
-        winners[c.id] = w
     }
 
     private func applyWinners(_ winners: [UUID: Winner], order: [UUID]) throws {

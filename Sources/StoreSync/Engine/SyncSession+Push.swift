@@ -11,10 +11,31 @@ extension SyncSession {
         var deleted: Bool
     }
 
+    /// Notes, before the first pull, whether the store holds no synced record, and its history token then. A store
+    /// attached empty (a new device) has nothing of its own for a baseline: after the pull, scanning every record
+    /// would find only what the pull brought, so ``pushBaseline()`` is skipped and history is pushed from that
+    /// token. Empty is checked again after the token is read, so a record saved in between is either seen (and the
+    /// baseline made as usual) or in history after the token.
+    func noteAttachStart() throws {
+        func isEmpty() throws -> Bool {
+            try shapes.concrete.allSatisfy { try store.scanKeys(entity: $0, after: nil, limit: 1).isEmpty }
+        }
+        attachedEmpty = nil
+        guard try isEmpty() else { return }
+        let token = try store.history(after: state.pushedToken).last?.token ?? state.pushedToken
+        guard try isEmpty() else { return }
+        attachedEmpty = EmptyAttach(token: token)
+    }
+
     /// Pushes the records the store held when sync was turned on, except values the remote already has (a second
     /// device restored from the same backup pushes nothing). Afterwards, history is pushed from the token read
     /// before the records were.
     func pushBaseline() async throws {
+        if let empty = attachedEmpty {
+            state.pushedToken = empty.token
+            state.baselinePushed = true
+            return
+        }
         // The token first: a save between this and the scan is pushed again next time, never lost.
         let token = try store.history(after: state.pushedToken).last?.token ?? state.pushedToken
         var records: [(UUID, Touched)] = []

@@ -25,6 +25,13 @@ final class SyncSession {
     var touchedIDs: Set<String> = []
     /// Memberships (`<global ID> <relationship>→<target>`) whose state changed since the state was last written.
     var touchedMembers: Set<String> = []
+    /// Set by ``noteAttachStart()`` when the store held no synced record as it attached.
+    var attachedEmpty: EmptyAttach?
+
+    /// A store that held no synced record as it attached, and its history token then.
+    struct EmptyAttach {
+        var token: Int64?
+    }
 
     /// A record a merge deleted or relinked.
     struct MergeChange {

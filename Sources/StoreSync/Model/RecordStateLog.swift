@@ -249,7 +249,7 @@ private struct RecordMaps {
         }
         func field(_ text: String) {
             out.append(9)
-            out += escape(text).utf8
+            escape(text, into: &out)
         }
         func number(_ stamp: HybridLogicalClock) -> Int {
             if let n = numbers[stamp] { return n }
@@ -302,18 +302,16 @@ private struct RecordMaps {
         return frame
     }
 
-    private static func escape(_ s: String) -> String {
-        guard s.contains(where: { $0 == "\t" || $0 == "\n" || $0 == "\\" }) else { return s }
-        var out = ""
-        for c in s {
-            switch c {
-            case "\\": out += "\\\\"
-            case "\t": out += "\\t"
-            case "\n": out += "\\n"
-            default: out.append(c)
+    /// Backslash, tab and newline escaped with a backslash, byte by byte.
+    private static func escape(_ s: String, into out: inout [UInt8]) {
+        for b in s.utf8 {
+            switch b {
+            case UInt8(ascii: "\\"): out += [b, b]
+            case 9: out += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+            case 10: out += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+            default: out.append(b)
             }
         }
-        return out
     }
 
     private static func unescape(_ s: Substring) -> String {

@@ -85,4 +85,29 @@ struct FolderRemoteTests {
         #expect(report.ignoredFiles == 1)
         #expect(try b.value(id, "name") == .string("shared"))
     }
+
+    /// A change file of a later format stops the pull (a typed error naming it, nothing applied, the cursor kept)
+    /// rather than being skipped: a skipped file is never fetched again, so an upgraded peer would never see it.
+    @Test func aChangeFileOfALaterFormatStopsThePullWithoutSkippingIt() async throws {
+        let dir = try TemporaryDirectory("folder-remote-later-format")
+        let folder = try dir.directory("share")
+        let options = SyncOptions(remote: folder, containerIdentifier: "library")
+        let a = try Replica(dir.path("a.sqlite"), type: "sqlite", remote: try SyncRemotes.remote(for: options), options: options)
+        let b = try Replica(dir.path("b.lmdb"), type: "lmdb", remote: try SyncRemotes.remote(for: options), options: options)
+        try await b.sync()
+        let id = try a.insert("Author", ["name": "shared"])
+        try await a.sync()
+        let later = ChangeFileName(peer: UUID(), sequence: 1)
+        let file = folder.appendingPathComponent("library/changes/\(later.description)")
+        try Data("storesync-changes\t3\t\(later.peer.uuidString)\t1\t1\nE\n".utf8).write(to: file)
+        await #expect { try await b.sync() } throws: { error in
+            guard case SyncError.remote(_, let reason) = error else { return false }
+            return reason.contains(later.description) && reason.contains("format 3")
+        }
+        #expect(try b.value(id, "name") == nil, "nothing of the pull was applied")
+        // Once the later version's file is readable (here: gone), the same pull brings everything it held back.
+        try FileManager.default.removeItem(at: file)
+        try await b.sync()
+        #expect(try b.value(id, "name") == .string("shared"))
+    }
 }

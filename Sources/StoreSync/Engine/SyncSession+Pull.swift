@@ -46,6 +46,11 @@ extension SyncSession {
                 throw SyncError.remote(remote.displayName, reason: "answered \(files.count) files for \(names.count) asked for")
             }
             for (name, data) in zip(names, files) {
+                if let format = ChangeBatch.laterFormat(data) {
+                    throw SyncError.remote(remote.displayName, reason: "\(name) is in change file format \(format), "
+                        + "written by a later version (this one reads formats 1 to \(ChangeBatch.newestFormat)); nothing "
+                        + "was pulled: upgrade to sync with this remote")
+                }
                 guard let batch = ChangeBatch.decode(data), batch.name == name else {
                     report.ignoredFiles += 1
                     logger.warning("sync: ignoring a change file that is not one this version reads",

@@ -79,8 +79,24 @@ extension ChangeBatch {
         out.append(UInt8(ascii: "\""))
     }
 
+    /// The newest change file format this version reads.
+    static let newestFormat = 2
+
+    /// The format of a change file a later version wrote (its first field is format 2's, its second a format number
+    /// above ``newestFormat``); `nil` for every other file. A pull stops at such a file instead of skipping it: a
+    /// skipped file is never fetched again, so its changes would be lost to this peer even after it upgrades.
+    static func laterFormat(_ data: Data) -> Int? {
+        let prefix = Array((linesMagic + "\t").utf8)
+        guard data.starts(with: prefix) else { return nil }
+        let digits = data.dropFirst(prefix.count).prefix { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+        guard (1...9).contains(digits.count), let format = Int(String(decoding: digits, as: UTF8.self)),
+              format > newestFormat
+        else { return nil }
+        return format
+    }
+
     /// Decodes a fetched file of format 1 or 2; `nil` when it is not a change file of either layout (a foreign or
-    /// damaged file, or one of a later version).
+    /// damaged file, or one of a later version: see ``laterFormat(_:)``).
     static func decode(_ data: Data) -> ChangeBatch? {
         let magic = Array(linesMagic.utf8)
         if data.starts(with: magic) {

@@ -44,6 +44,29 @@ struct SyncLockTests {
         #expect(report.pushedRecords == 1)
     }
 
+    /// A detach takes the lock as a sync does: while a sync holds the store it waits, then refuses, leaving the
+    /// store attached; once the sync is over it detaches. (Without the lock, a sync ending after the detach wrote
+    /// its state back: the store stayed attached although the detach had said it was done.)
+    @Test(arguments: types)
+    func aDetachWaitsForTheRunningSync(type: String) async throws {
+        let dir = try TemporaryDirectory("sync-lock-detach")
+        let url: URL? = type == "memory" ? nil : dir.path("a.sqlite")
+        let a = try Replica(url, type: type, remote: InMemoryRemote())
+        try await a.sync()
+        let holder = try await SyncLock.acquire(for: a.loaded, timeout: 1)
+        let start = ContinuousClock.now
+        #expect { try SyncEngine.detach(a.loaded.store, timeout: 0.3) } throws: { error in
+            guard case SyncError.syncInProgress(_, _, let waited) = error else { return false }
+            return waited == 0.3
+        }
+        #expect(ContinuousClock.now - start >= .milliseconds(300), "it gave up before its timeout")
+        #expect(try a.engine.status().isAttached, "the refused detach changed nothing")
+        holder.release()
+        try SyncEngine.detach(a.loaded.store, timeout: 1)
+        #expect(try a.engine.status().isAttached == false)
+        #expect(a.loaded.store.metadata.syncOptions == nil)
+    }
+
     @Test func twoEnginesOnOneFileTakeTurnsAndPullEachChangeOnce() async throws {
         let dir = try TemporaryDirectory("sync-lock-engines")
         // Each answer of the remote takes a while, so that two syncs running at once would both list and pull

@@ -246,7 +246,13 @@ public actor SyncEngine {
 
     /// Forgets the store's sync state and stored sync options, in one save. Its records stay; a later sync
     /// attaches it again as a new peer, to this remote or another.
-    public static func detach(_ store: any PersistentStore) throws {
+    ///
+    /// It takes the store's sync lock, as a sync does, waiting up to `timeout` seconds for a running sync to finish
+    /// (``SyncError/syncInProgress(store:pid:waited:)`` after that): a sync that ended after the detach would write
+    /// its state back and leave the store attached.
+    public static func detach(_ store: any PersistentStore, timeout: Double = 60) throws {
+        let lock = try SyncLock.acquireBlocking(for: store, timeout: timeout)
+        defer { lock.release() }
         var metadata = store.metadata
         metadata.custom[SyncState.key] = nil
         metadata.syncOptions = nil
@@ -373,16 +379,20 @@ public actor SyncEngine {
 
     /// Where a store is: `host|path` for a file, `server|URL` (without password) for a store on a server, which is
     /// the same store whichever machine syncs it.
-    static func location(of store: LoadedStore) -> String {
-        guard let url = store.url else { return "\(hostName)|memory:\(store.identifier.uuidString)" }
+    static func location(of store: LoadedStore) -> String { location(url: store.url, identifier: store.identifier) }
+
+    static func location(url: URL?, identifier: UUID) -> String {
+        guard let url else { return "\(hostName)|memory:\(identifier.uuidString)" }
         guard url.isFileURL else { return "\(serverPrefix)|\(SyncRemotes.displayName(of: url))" }
         return "\(hostName)|\(url.standardizedFileURL.path)"
     }
 
     private static let serverPrefix = "server"
 
-    static func name(of store: LoadedStore) -> String {
-        guard let url = store.url else { return "in-memory store \(store.identifier)" }
+    static func name(of store: LoadedStore) -> String { name(url: store.url, identifier: store.identifier) }
+
+    static func name(url: URL?, identifier: UUID) -> String {
+        guard let url else { return "in-memory store \(identifier)" }
         return url.isFileURL ? url.path : SyncRemotes.displayName(of: url)
     }
 

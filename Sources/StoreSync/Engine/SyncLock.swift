@@ -53,48 +53,101 @@ final class SyncLock: Sendable {
     /// ``SyncError/syncInProgress(store:pid:waited:)`` when it does not, and a ``StoreError`` when the lock file
     /// cannot be opened or the store's server cannot be reached.
     static func acquire(for store: LoadedStore, timeout: Double) async throws -> SyncLock {
-        let key = SyncEngine.location(of: store)
-        let file = store.url.flatMap { $0.isFileURL ? StoreCompanionFiles.syncLock(beside: $0) : nil }
-        let deadline = ContinuousClock.now + .seconds(timeout.isFinite ? min(max(0, timeout), 1e9) : 0)
+        let target = Target(store.store)
+        var waiting = Waiting(timeout: timeout)
+        while true {
+            switch try target.attempt() {
+            case .acquired(let lock): return lock
+            case .busy(let holder): try await Task.sleep(for: try waiting.next(target, holder: holder))
+            }
+        }
+    }
+
+    /// The same lock for a short call that is not async (a detach), its thread blocked while it waits.
+    static func acquireBlocking(for store: any PersistentStore, timeout: Double) throws -> SyncLock {
+        let target = Target(store)
+        var waiting = Waiting(timeout: timeout)
+        while true {
+            switch try target.attempt() {
+            case .acquired(let lock): return lock
+            case .busy(let holder):
+                let pause = try waiting.next(target, holder: holder).components
+                usleep(useconds_t(pause.seconds * 1_000_000 + pause.attoseconds / 1_000_000_000_000))
+            }
+        }
+    }
+
+    /// What is locked for one store: its in-process key, its lock file or its server.
+    private struct Target {
+        let key: String
+        let name: String
+        let file: URL?
+        let server: (any ClientLockingStore)?
+
+        init(_ store: any PersistentStore) {
+            key = SyncEngine.location(url: store.url, identifier: store.metadata.storeUUID)
+            name = SyncEngine.name(url: store.url, identifier: store.metadata.storeUUID)
+            file = store.url.flatMap { $0.isFileURL ? StoreCompanionFiles.syncLock(beside: $0) : nil }
+            server = store as? any ClientLockingStore
+        }
+
+        enum Outcome { case acquired(SyncLock), busy(holder: Int32?) }
+
+        /// One try, without waiting: the lock, or who holds it (a process ID, when known).
+        func attempt() throws -> Outcome {
+            guard SyncLock.held.withLock({ $0.insert(key).inserted }) else { return .busy(holder: getpid()) }
+            do {
+                if let server {
+                    if let lock = try server.tryClientLock(named: SyncLock.serverLockName) {
+                        return .acquired(SyncLock(descriptor: nil, serverLock: lock, key: key))
+                    }
+                    SyncLock.held.withLock { _ = $0.remove(key) }
+                    return .busy(holder: nil)
+                }
+                guard let file else { return .acquired(SyncLock(descriptor: nil, key: key)) }
+                while true {
+                    // A store whose directory is gone (removed while the store was loaded) cannot be opened there by
+                    // another process: the lock in this process is all it needs.
+                    guard let fd = try SyncLock.openLockFile(file) else { return .acquired(SyncLock(descriptor: nil, key: key)) }
+                    switch try SyncLock.lock(fd, file) {
+                    case .held:
+                        SyncLock.writeHolder(fd)
+                        return .acquired(SyncLock(descriptor: fd, key: key))
+                    case .replaced:
+                        close(fd)
+                    case .busy:
+                        let holder = SyncLock.readHolder(fd)
+                        close(fd)
+                        SyncLock.held.withLock { _ = $0.remove(key) }
+                        return .busy(holder: holder)
+                    }
+                }
+            } catch {
+                SyncLock.held.withLock { _ = $0.remove(key) }
+                throw error
+            }
+        }
+    }
+
+    /// The pauses between tries: doubling up to a tenth of a second, until the deadline.
+    private struct Waiting {
+        let timeout: Double
+        let deadline: ContinuousClock.Instant
         var pause = Duration.milliseconds(2)
-        func wait(holder: Int32?) async throws {
+
+        init(timeout: Double) {
+            self.timeout = timeout
+            deadline = ContinuousClock.now + .seconds(timeout.isFinite ? min(max(0, timeout), 1e9) : 0)
+        }
+
+        /// The next pause; throws ``SyncError/syncInProgress(store:pid:waited:)`` once the deadline has passed.
+        mutating func next(_ target: Target, holder: Int32?) throws -> Duration {
             let now = ContinuousClock.now
             guard now < deadline else {
-                throw SyncError.syncInProgress(store: SyncEngine.name(of: store), pid: holder, waited: timeout)
+                throw SyncError.syncInProgress(store: target.name, pid: holder, waited: timeout)
             }
-            try await Task.sleep(for: min(pause, deadline - now))
-            pause = min(pause * 2, .milliseconds(100))
-        }
-        while !held.withLock({ $0.insert(key).inserted }) { try await wait(holder: getpid()) }
-        do {
-            if let server = store.store as? any ClientLockingStore {
-                while true {
-                    if let lock = try server.tryClientLock(named: serverLockName) {
-                        return SyncLock(descriptor: nil, serverLock: lock, key: key)
-                    }
-                    try await wait(holder: nil)
-                }
-            }
-            guard let file else { return SyncLock(descriptor: nil, key: key) }
-            while true {
-                // A store whose directory is gone (removed while the store was loaded) cannot be opened there by
-                // another process: the lock in this process is all it needs.
-                guard let fd = try openLockFile(file) else { return SyncLock(descriptor: nil, key: key) }
-                switch try lock(fd, file) {
-                case .held:
-                    writeHolder(fd)
-                    return SyncLock(descriptor: fd, key: key)
-                case .replaced:
-                    close(fd)
-                case .busy:
-                    let holder = readHolder(fd)
-                    close(fd)
-                    try await wait(holder: holder)
-                }
-            }
-        } catch {
-            held.withLock { _ = $0.remove(key) }
-            throw error
+            defer { pause = min(pause * 2, .milliseconds(100)) }
+            return min(pause, deadline - now)
         }
     }
 

@@ -65,6 +65,15 @@ struct SyncLockTests {
         try SyncEngine.detach(a.loaded.store, timeout: 1)
         #expect(try a.engine.status().isAttached == false)
         #expect(a.loaded.store.metadata.syncOptions == nil)
+        if let url {
+            for file in [url.path + ".storesync", url.path + ".storesync.lock"] {
+                #expect(!FileManager.default.fileExists(atPath: file), "a detached store keeps no sync file: \(file)")
+            }
+            // A sync after the detach takes a fresh lock file (it attaches again when given options).
+            let lock = try await SyncLock.acquire(for: a.loaded, timeout: 1)
+            #expect(FileManager.default.fileExists(atPath: url.path + ".storesync.lock"))
+            lock.release()
+        }
     }
 
     @Test func twoEnginesOnOneFileTakeTurnsAndPullEachChangeOnce() async throws {

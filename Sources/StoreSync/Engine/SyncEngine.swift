@@ -257,8 +257,12 @@ public actor SyncEngine {
         metadata.custom[SyncState.key] = nil
         metadata.syncOptions = nil
         try store.save(StoreChanges(metadata: metadata))
-        // The log is read only when the metadata names it; removing it afterwards is tidiness, not correctness.
-        if let url = store.url, url.isFileURL { try? FileManager.default.removeItem(at: RecordStateLog.url(beside: url)) }
+        // The log is read only when the metadata names it; removing it afterwards is tidiness, not correctness, and
+        // so is removing the lock file while it is held (SyncLock.removeFile).
+        if let url = store.url, url.isFileURL {
+            try? FileManager.default.removeItem(at: RecordStateLog.url(beside: url))
+            SyncLock.removeFile(beside: url)
+        }
     }
 
     /// The whole state as stored (for tests).

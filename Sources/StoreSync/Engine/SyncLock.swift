@@ -151,6 +151,12 @@ final class SyncLock: Sendable {
         }
     }
 
+    /// Removes the lock file beside a file store that no longer syncs (a detach, while it holds the lock): a sync
+    /// waiting on the removed file finds it replaced when it gets it, and opens the path anew.
+    static func removeFile(beside store: URL) {
+        try? FileManager.default.removeItem(at: StoreCompanionFiles.syncLock(beside: store))
+    }
+
     /// Releases the lock. Idempotent.
     func release() {
         if let fd = descriptor.withLock({ d -> Int32? in let taken = d; d = nil; return taken }) {

@@ -46,9 +46,11 @@ public struct HistoryTransaction: Sendable, Hashable, Codable {
     ) -> HistoryTransaction {
         HistoryTransaction(
             token: assignToken, timestamp: timestamp, author: author, contextName: contextName,
-            processName: ProcessInfo.processInfo.processName, bundleIdentifier: Bundle.main.bundleIdentifier,
-            changes: changes)
+            processName: thisProcess.name, bundleIdentifier: thisProcess.bundle, changes: changes)
     }
+
+    /// This process's name and bundle identifier, looked up once rather than on every save.
+    private static let thisProcess = (name: ProcessInfo.processInfo.processName, bundle: Bundle.main.bundleIdentifier)
 }
 
 /// One record's change inside a ``HistoryTransaction``.

@@ -309,8 +309,37 @@ public struct CoreDataStoreBackend: StoreBackend {
         }
         var plistCustom = file.metadata.custom
         plistCustom[schemaMetadataKey] = nil
+        let syncOptions = try Self.syncOptions(plistCustom.removeValue(forKey: syncOptionsMetadataKey), in: file.url)
         let custom = plistCustom.mapValues(Self.metadataValue)
-        return (StoreMetadata(storeType: typeIdentifier, storeUUID: uuid, schema: schema, custom: custom), model, source)
+        return (StoreMetadata(storeType: typeIdentifier, storeUUID: uuid, schema: schema, custom: custom,
+                              syncOptions: syncOptions), model, source)
+    }
+
+    /// The metadata key under which a store keeps its ``StoreAPI/SyncOptions`` (JSON), the way every other store
+    /// type keeps them in its own metadata. Core Data ignores metadata keys it does not know; the key is never shown
+    /// as custom metadata.
+    public static let syncOptionsMetadataKey = "StoreKitSwiftSyncOptions"
+
+    /// The sync options a plist value under ``syncOptionsMetadataKey`` holds.
+    private static func syncOptions(_ value: PropertyListValue?, in url: URL) throws(StoreError) -> SyncOptions? {
+        guard let value else { return nil }
+        guard case .data(let json) = value else {
+            throw .corruptStore(url, reason: "Z_METADATA's \(syncOptionsMetadataKey) is \(value.summary), not JSON data")
+        }
+        do {
+            return try JSONDecoder().decode(SyncOptions.self, from: json)
+        } catch {
+            throw .corruptStore(url, reason: "Z_METADATA's \(syncOptionsMetadataKey) holds unreadable sync options: \(error)")
+        }
+    }
+
+    /// The plist value ``syncOptionsMetadataKey`` holds for `options`.
+    static func propertyListValue(_ options: SyncOptions, url: URL) throws(StoreError) -> PropertyListValue {
+        do {
+            return .data(try JSONEncoder().encode(options))
+        } catch {
+            throw .io(url, operation: "encoding the sync options", reason: "\(error)")
+        }
     }
 
     /// The metadata key under which a store this backend created keeps the framework's schema (JSON), beside the
@@ -404,7 +433,7 @@ public struct CoreDataStoreBackend: StoreBackend {
         try connection.run("BEGIN IMMEDIATE")
         do {
             try CoreDataStore.writeMetadataRow(
-                connection, uuid: metadata.storeUUID, plist: CoreDataStore.plist(file.metadata, custom: metadata.custom))
+                connection, uuid: metadata.storeUUID, plist: try CoreDataStore.plist(file.metadata, for: metadata, url: url))
             try connection.run("COMMIT")
         } catch {
             _ = try? connection.run("ROLLBACK")
@@ -493,6 +522,9 @@ public struct CoreDataStoreBackend: StoreBackend {
             throw .invalidSchema(error)
         }
         plist.custom = metadata.custom.mapValues(Self.propertyListValue)
+        if let syncOptions = metadata.syncOptions {
+            plist.custom[syncOptionsMetadataKey] = try propertyListValue(syncOptions, url: url)
+        }
         do {
             plist.custom[schemaMetadataKey] = .data(try metadata.schema.jsonData())
         } catch {

@@ -120,6 +120,32 @@ struct StorectlSyncTests {
                 "a server store is the same peer on every sync")
     }
 
+    /// An app's Core Data store (MagicalRecord's Recipes sample, as Core Data wrote it) keeps the remote it was
+    /// attached to, so later syncs need no options; a conversion of it is a copy that becomes a new peer.
+    @Test func coreDataStoreKeepsItsRemote() throws {
+        guard let corpus = PackagePaths.corpus("stores/magicalpanda__MagicalRecord__Recipes.sqlite") else {
+            Issue.record("corpus not found at ../shared/corpus; skipped")
+            return
+        }
+        let dir = try TemporaryDirectory("storectl-sync-coredata")
+        let share = try dir.directory("share")
+        let store = dir.path("Recipes.sqlite")
+        try Data(contentsOf: corpus).write(to: store)
+        let first = try json(try run(["sync", store.path, "--remote", "file://\(share.path)", "--container", "recipes", "--json"], in: dir))
+        #expect(first["attached"] as? Bool == true && first["pushedRecords"] as? Int == 50)
+        let status = try json(try run(["sync", store.path, "--status", "--json"], in: dir))
+        #expect(status["isAttached"] as? Bool == true, "the Core Data store keeps its sync options: \(status)")
+        #expect(try run(["info", store.path], in: dir).stdout.contains("Sync:        file://\(share.path)"))
+
+        try run(["convert", store.path, "copy.lmdb", "--quiet"], in: dir)
+        let copy = try json(try run(["sync", "copy.lmdb", "--json"], in: dir))
+        #expect(copy["becameNewPeer"] as? Bool == true && copy["insertedRecords"] as? Int == 0, "\(copy)")
+        let again = try json(try run(["sync", store.path, "--json"], in: dir))
+        #expect(again["pushedRecords"] as? Int == 0 && again["becameNewPeer"] as? Bool == false, "\(again)")
+        let diff = try Child.storectl(["diff", store.path, "copy.lmdb", "--records-only"], in: dir)
+        #expect(diff.status == 0, "\(diff.stdout)\(diff.stderr)")
+    }
+
     @Test func detachAndMisuseAreClearErrors() throws {
         let dir = try TemporaryDirectory("storectl-sync-errors")
         let share = try dir.directory("share")

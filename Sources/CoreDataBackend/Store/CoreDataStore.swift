@@ -286,7 +286,7 @@ final class CoreDataStore: PersistentStore, PageScanningStore, PageInsertingStor
                 throw StoreError.unsupported("\(fileURL.path): changing the schema of a coredata store (a migration)")
             }
             guard var newPlist = plist else { throw StoreError.readOnly(fileURL, reason: CoreDataStoreBackend.readOnlyReason) }
-            if let m = changes.metadata { newPlist = Self.plist(newPlist, custom: m.custom) }
+            if let m = changes.metadata { newPlist = try Self.plist(newPlist, for: m, url: fileURL) }
             guard !changes.isEmpty else { return }
             let (_, w) = try requireWriter()
             // External binary data: files written before the commit, the ones no longer referred to removed after
@@ -387,12 +387,15 @@ final class CoreDataStore: PersistentStore, PageScanningStore, PageInsertingStor
 
     // MARK: Metadata
 
-    /// `base` with the framework's custom metadata as its app keys (the embedded schema key kept).
-    static func plist(_ base: CoreDataMetadata, custom: [String: MetadataValue]) -> CoreDataMetadata {
+    /// `base` with `metadata`'s custom metadata as its app keys, and its sync options (the embedded schema key kept).
+    static func plist(_ base: CoreDataMetadata, for metadata: StoreMetadata, url: URL) throws(StoreError) -> CoreDataMetadata {
         var p = base
         let schemaKey = base.custom[CoreDataStoreBackend.schemaMetadataKey]
-        p.custom = custom.mapValues(CoreDataStoreBackend.propertyListValue)
+        p.custom = metadata.custom.mapValues(CoreDataStoreBackend.propertyListValue)
         if let schemaKey { p.custom[CoreDataStoreBackend.schemaMetadataKey] = schemaKey }
+        if let syncOptions = metadata.syncOptions {
+            p.custom[CoreDataStoreBackend.syncOptionsMetadataKey] = try CoreDataStoreBackend.propertyListValue(syncOptions, url: url)
+        }
         return p
     }
 

@@ -22,13 +22,16 @@ extension ConformanceSuite {
         try ctx.save()
         try h.close(c)
         var metadata = try backend.readMetadata(at: url)
+        #expect(metadata.syncOptions == description.syncOptions, "the sync options a store was created with are kept with it")
         metadata.custom["app.cursor"] = .string("token-42")
         try backend.writeMetadata(metadata, at: url)
         let (c2, s2) = try h.coordinator(url)
         let records = try Self.dump(s2.store, schema: h.schema)
         let history = try s2.store.history(after: nil)
         try h.close(c2)
-        return (url, try backend.readMetadata(at: url), records, history)
+        let kept = try backend.readMetadata(at: url)
+        #expect(kept.syncOptions == description.syncOptions, "writing the metadata keeps the sync options")
+        return (url, kept, records, history)
     }
 
     /// Opens the store at `url` (any type) and checks it is the same logical store.

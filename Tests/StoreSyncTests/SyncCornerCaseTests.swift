@@ -7,7 +7,8 @@ import Testing
 /// The named corner cases of sync: each ends with every replica holding the same records.
 @Suite("Sync corner cases")
 struct SyncCornerCaseTests {
-    /// Two replicas on one remote, both attached and empty.
+    /// Two replicas (SQLite and LMDB), both attached and empty, syncing through one in-memory remote, in `label`'s
+    /// directory, which the caller keeps alive until the replicas are done with it.
     private func pair(_ label: String) async throws -> (TemporaryDirectory, Replica, Replica) {
         let dir = try TemporaryDirectory(label)
         let remote = InMemoryRemote()
@@ -27,7 +28,8 @@ struct SyncCornerCaseTests {
     }
 
     @Test func doubleInsertOfOneGlobalIDIsOneRecord() async throws {
-        let (_, a, b) = try await pair("sync-double-insert")
+        let (dir, a, b) = try await pair("sync-double-insert")
+        defer { withExtendedLifetime(dir) {} }
         let id = UUID()
         try a.insert("Author", ["name": "from A", "born": .integer32(1)], globalID: id)
         try b.insert("Author", ["name": "from B"], globalID: id)
@@ -38,7 +40,8 @@ struct SyncCornerCaseTests {
     }
 
     @Test func insertAfterDeleteStaysDeleted() async throws {
-        let (_, a, b) = try await pair("sync-insert-after-delete")
+        let (dir, a, b) = try await pair("sync-insert-after-delete")
+        defer { withExtendedLifetime(dir) {} }
         let id = try a.insert("Author", ["name": "ephemeral"])
         try await settle(a, b)
         try b.delete(id)
@@ -51,7 +54,8 @@ struct SyncCornerCaseTests {
     }
 
     @Test func updateAfterDeleteStaysDeleted() async throws {
-        let (_, a, b) = try await pair("sync-update-after-delete")
+        let (dir, a, b) = try await pair("sync-update-after-delete")
+        defer { withExtendedLifetime(dir) {} }
         let id = try a.insert("Author", ["name": "contested"])
         try await settle(a, b)
         try a.delete(id)
@@ -62,7 +66,8 @@ struct SyncCornerCaseTests {
     }
 
     @Test func equalDeletesConverge() async throws {
-        let (_, a, b) = try await pair("sync-equal-deletes")
+        let (dir, a, b) = try await pair("sync-equal-deletes")
+        defer { withExtendedLifetime(dir) {} }
         let id = try a.insert("Author", ["name": "twice deleted"])
         try await settle(a, b)
         try a.delete(id)
@@ -72,7 +77,8 @@ struct SyncCornerCaseTests {
     }
 
     @Test func relationshipUpdateRacingDeletionOfItsTarget() async throws {
-        let (_, a, b) = try await pair("sync-link-vs-delete")
+        let (dir, a, b) = try await pair("sync-link-vs-delete")
+        defer { withExtendedLifetime(dir) {} }
         let c = a.context()
         let author = try c.insert("Author", ["name": "target"])
         let book = try c.insert("Book", ["title": "linked later"])
@@ -93,7 +99,8 @@ struct SyncCornerCaseTests {
     }
 
     @Test func concurrentCreationOfTheSameDeduplicationKeyMergesIntoOne() async throws {
-        let (_, a, b) = try await pair("sync-dedup")
+        let (dir, a, b) = try await pair("sync-dedup")
+        defer { withExtendedLifetime(dir) {} }
         // Each device tags its own book "sf", independently: two Tag records with the same name.
         func tagBook(_ r: Replica, _ title: String) throws -> (tag: UUID, book: UUID) {
             let c = r.context()
@@ -133,7 +140,8 @@ struct SyncCornerCaseTests {
     }
 
     @Test func concurrentEditsOfOneAttributeConvergeToTheLaterOne() async throws {
-        let (_, a, b) = try await pair("sync-lww")
+        let (dir, a, b) = try await pair("sync-lww")
+        defer { withExtendedLifetime(dir) {} }
         let id = try a.insert("Book", ["title": "draft", "pages": .integer64(10)])
         try await settle(a, b)
         try a.update(id) { o, _ in try o.setValue(.string("A's title"), forKey: "title") }
@@ -148,7 +156,8 @@ struct SyncCornerCaseTests {
     }
 
     @Test func repeatedDeliveryIsIdempotent() async throws {
-        let (_, a, b) = try await pair("sync-redelivery")
+        let (dir, a, b) = try await pair("sync-redelivery")
+        defer { withExtendedLifetime(dir) {} }
         let id = try a.insert("Book", ["title": "once"])
         try await settle(a, b)
         // Replay every file to B as if its cursor were lost.

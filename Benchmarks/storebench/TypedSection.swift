@@ -134,7 +134,7 @@ enum TypedSection {
                              referenceName: "our context fetch + 1 value each", note: "what the typed layer adds (or saves)"))
         rows.append(BenchRow(name: "typed fetch, 1 % by predicate, sorted", count: threshold, ours: typedSome.min() ?? 0,
                              reference: grdbSome.min(), referenceName: "GRDB filter + order fetchAll",
-                             note: "one plan on both sides (a scan, then a sort of the matches); our rows also hold the 16-byte global ID"))
+                             note: "a scan on both sides; ours sorts the matches in memory, GRDB in SQLite's sorter; our rows also hold the 16-byte global ID"))
 
         // Observation round trip: a write, then the observer's next emission, `trips` times.
         let trips = max(20, min(200, insertCount / 50))

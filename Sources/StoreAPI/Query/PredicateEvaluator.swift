@@ -84,6 +84,16 @@ import Foundation
             records.sort { $0.primaryKey < $1.primaryKey }
             return
         }
+        if let numeric = NumericSort(records, descriptors, schema: schema) {
+            records = numeric.sorted(records)
+            return
+        }
+        try sortComparingValues(&records, by: descriptors)
+    }
+
+    /// ``sort(_:by:)`` for every kind of key: each record's keys resolved once, then compared by
+    /// ``sortOrder(_:_:)``.
+    func sortComparingValues(_ records: inout [Record], by descriptors: [SortKey]) throws {
         let paths = descriptors.map { Self.components($0.keyPath) }
         // Decorate once: resolving key paths can cost a lookup per record.
         var keyed: [(keys: [StoreValue], record: Record)] = []

@@ -108,19 +108,40 @@ extension SyncSession {
             return
         }
         guard state.tombstones[id] == nil else { return }
-        if winners[c.id] == nil {
+        let isNew = winners[c.id] == nil
+        if isNew {
             order.append(c.id)
             winners[c.id] = Winner(entity: c.entity)
         }
         // Changed in place: a copy taken out of the dictionary would copy its maps on the first change.
         func won(_ body: (inout Winner) -> Void) { body(&winners[c.id, default: Winner(entity: c.entity)]) }
-        for (key, v) in c.values {
-            state.clock = state.clock.receiving(v.clock)
-            guard v.clock > (state.clocks[id]?[key] ?? .zero) else { continue }
-            state.clocks[id, default: [:]][key] = v.clock
-            if shapes.shapes[c.entity]?.isOrderHint(key) == true { state.orderHints[id, default: [:]][key] = v.text }
+        let shape = shapes.shapes[c.entity]
+        if !c.values.isEmpty {
+            var latest = state.clock
+            for (_, v) in c.values where v.clock > latest { latest = v.clock }
+            state.clock = state.clock.receiving(latest)
+        }
+        if isNew, state.clocks[id] == nil, !c.values.isEmpty, c.values.values.allSatisfy({ $0.clock > .zero }) {
+            // A record this store knows no value of (every record of a first pull): every value wins, and the
+            // change's maps are taken whole instead of entry by entry.
+            var clocks = [String: HybridLogicalClock](minimumCapacity: c.values.count)
+            for (key, v) in c.values {
+                clocks[key] = v.clock
+                if shape?.isOrderHint(key) == true { state.orderHints[id, default: [:]][key] = v.text }
+            }
+            state.clocks[id] = clocks
             touchedIDs.insert(id)
-            won { $0.values[key] = v }
+            won { $0.values = c.values }
+        } else {
+            var touched = false
+            for (key, v) in c.values {
+                guard v.clock > (state.clocks[id]?[key] ?? .zero) else { continue }
+                state.clocks[id, default: [:]][key] = v.clock
+                if shape?.isOrderHint(key) == true { state.orderHints[id, default: [:]][key] = v.text }
+                touched = true
+                won { $0.values[key] = v }
+            }
+            if touched { touchedIDs.insert(id) }
         }
         for (rel, members) in c.members {
             for m in members {
@@ -146,7 +167,13 @@ extension SyncSession {
             }
             return true
         }
-        func gone(_ id: UUID) -> Bool { state.tombstones[id.keyString] != nil || state.redirects[id.keyString] != nil }
+        // Most pulls bring no deletion and no merge: no key string is made per record then.
+        let anyGone = !state.tombstones.isEmpty || !state.redirects.isEmpty
+        func gone(_ id: UUID) -> Bool {
+            guard anyGone else { return false }
+            let key = id.keyString
+            return state.tombstones[key] != nil || state.redirects[key] != nil
+        }
         // Deleted and merged-away records go, wherever the deletion came from: a global ID never comes back.
         func leavingRecords() -> [UUID] {
             guard needsCleanup else { return [] }
@@ -182,19 +209,26 @@ extension SyncSession {
                 report.deletedRecords += 1
             }
         }
-        var created: [UUID] = []
+        var created: Set<UUID> = []
         for id in order where !gone(id) && index[id] == nil {
             guard let w = winners[id], objects[id] == nil else { continue }
-            // Made with its attribute values, which the values' loop below then finds in place.
-            var values: [String: StoreValue] = [:]
+            // Made with its attribute values: the values' loop below then sets only its relationships.
+            var values: [StoreValue?] = []
             if let shape = shapes.shapes[w.entity] {
+                values = Array(repeating: nil, count: shape.entity.attributes.count)
                 for i in shape.attributes {
                     let a = shape.entity.attributes[i]
-                    if let v = w.values[a.name], let value = SyncedSchema.value(of: v.text, type: a.type) { values[a.name] = value }
+                    guard let v = w.values[a.name] else { continue }
+                    guard let value = SyncedSchema.value(of: v.text, type: a.type) else {
+                        report.ignoredChanges += 1
+                        continue
+                    }
+                    values[i] = value
                 }
             }
-            objects[id] = try context.insert(w.entity, values, globalID: id, into: loaded)
-            created.append(id)
+            objects[id] = values.isEmpty ? try context.insert(w.entity, [:], globalID: id, into: loaded)
+                : try context.insert(w.entity, attributeValues: values, globalID: id, into: loaded)
+            created.insert(id)
         }
         report.insertedRecords += created.count
         var updated = 0
@@ -205,31 +239,35 @@ extension SyncSession {
                 // the merge moved the links it had then.
                 let into = state.resolved(id)
                 guard state.tombstones[id.keyString] == nil, into != id, let o = try object(into) else { continue }
-                _ = try apply(w, to: o, id: into, object: object, merging: true)
+                _ = try apply(w, to: o, id: into, object: object, merging: true, attributesSet: false)
                 continue
             }
             guard let o = try object(id) else { continue }
-            if try apply(w, to: o, id: id, object: object, merging: false) { updated += 1 }
+            if try apply(w, to: o, id: id, object: object, merging: false, attributesSet: created.contains(id)) { updated += 1 }
         }
         report.updatedRecords += max(0, updated - created.count)
         try deduplicate(entities: Set(order.filter { !gone($0) }.compactMap { winners[$0]?.entity }), context: context)
-        // Records whose hint won, and records whose members changed (the context holds them as changed).
-        var hinted: [ManagedObject] = []
-        for id in order where !gone(id) {
-            guard let w = winners[id], let o = try object(id), let shape = shapes.shapes[o.entity.name],
-                  w.values.keys.contains(where: shape.isOrderHint) else { continue }
-            hinted.append(o)
+        // Records whose hint won, and records whose members changed (the context holds them as changed); none
+        // when no synced entity has an ordered to-many whose order syncs as a hint.
+        if shapes.shapes.values.contains(where: { !$0.orderHints.isEmpty }) {
+            var hinted: [ManagedObject] = []
+            for id in order where !gone(id) {
+                guard let w = winners[id], let o = try object(id), let shape = shapes.shapes[o.entity.name],
+                      w.values.keys.contains(where: shape.isOrderHint) else { continue }
+                hinted.append(o)
+            }
+            try applyOrderHints(hinted + context.updatedObjects + context.insertedObjects)
         }
-        try applyOrderHints(hinted + context.updatedObjects + context.insertedObjects)
         try context.save()
         needsCleanup = false
     }
 
     /// Sets the winning values on one record; returns whether anything was set. Relationship targets this store does
     /// not hold yet are kept in the state for the next pull. `merging`: the values are those of a record merged into
-    /// `o`, which takes only its links: members added, and a to-one where it has none.
+    /// `o`, which takes only its links: members added, and a to-one where it has none. `attributesSet`: `o` was
+    /// inserted with the winning attribute values, so only its relationships are set here.
     private func apply(_ w: Winner, to o: ManagedObject, id: UUID, object: (UUID) throws -> ManagedObject?,
-                       merging: Bool) throws -> Bool {
+                       merging: Bool, attributesSet: Bool) throws -> Bool {
         guard let shape = shapes.shapes[o.entity.name] else { return false }
         var waiting = RecordChange(entity: o.entity.name, id: id)
         func target(_ raw: UUID) throws -> ManagedObject? { try object(state.resolved(raw)) }
@@ -237,41 +275,48 @@ extension SyncSession {
             let r = state.resolved(raw).keyString
             return state.tombstones[r] == nil
         }
-        for key in w.values.keys.sorted() {
-            // Order hints are applied once every link of the pull is in place (applyOrderHints).
-            guard let v = w.values[key], shape.owns(key) else { continue }
+        // By position in the entity, owned values only (order hints are applied once every link of the pull is in
+        // place, in applyOrderHints): no key is sorted or looked up by name per record.
+        let entity = o.entity
+        if !merging, !attributesSet {
+            for i in shape.attributes {
+                let a = entity.attributes[i]
+                guard let v = w.values[a.name] else { continue }
+                guard let value = SyncedSchema.value(of: v.text, type: a.type) else {
+                    report.ignoredChanges += 1
+                    continue
+                }
+                if try o.value(forKey: a.name) != value { try o.setValue(value, forKey: a.name) }
+            }
+        }
+        for i in shape.relationships {
+            let rel = entity.relationships[i]
+            let key = rel.name
+            guard let v = w.values[key] else { continue }
             if merging {
-                if let rel = o.entity.relationships.first(where: { $0.name == key }), !rel.isToMany,
-                   let raw = UUID(uuidString: v.text), let t = try target(raw), t !== o, try o.object(forKey: key) == nil {
+                if !rel.isToMany, let raw = UUID(uuidString: v.text), let t = try target(raw), t !== o,
+                   try o.object(forKey: key) == nil {
                     try o.setObject(t, forKey: key)
                 }
                 continue
             }
-            if let i = o.entity.attributes.firstIndex(where: { $0.name == key }) {
-                guard let value = SyncedSchema.value(of: v.text, type: o.entity.attributes[i].type) else {
-                    report.ignoredChanges += 1
-                    continue
+            if !rel.isToMany {
+                var t: ManagedObject? = nil
+                if let raw = UUID(uuidString: v.text) {
+                    t = try target(raw)
+                    if t == nil, missing(raw) { waiting.values[key] = v }
                 }
-                if try o.value(forKey: key) != value { try o.setValue(value, forKey: key) }
-            } else if let rel = o.entity.relationships.first(where: { $0.name == key }) {
-                if !rel.isToMany {
-                    var t: ManagedObject? = nil
-                    if let raw = UUID(uuidString: v.text) {
-                        t = try target(raw)
-                        if t == nil, missing(raw) { waiting.values[key] = v }
-                    }
-                    if try o.object(forKey: key) !== t { try o.setObject(t, forKey: key) }
-                } else {
-                    guard let ids = SyncedSchema.ordered(v.text) else { report.ignoredChanges += 1; continue }
-                    var list: [ManagedObject] = []
-                    for raw in ids {
-                        if let t = try target(raw) { if !list.contains(where: { $0 === t }) { list.append(t) } }
-                        else if missing(raw) { waiting.values[key] = v }
-                    }
-                    let current = try o.objects(forKey: key)
-                    if current.count != list.count || zip(current, list).contains(where: { $0 !== $1 }) {
-                        try o.setObjects(list, forKey: key)
-                    }
+                if try o.object(forKey: key) !== t { try o.setObject(t, forKey: key) }
+            } else {
+                guard let ids = SyncedSchema.ordered(v.text) else { report.ignoredChanges += 1; continue }
+                var list: [ManagedObject] = []
+                for raw in ids {
+                    if let t = try target(raw) { if !list.contains(where: { $0 === t }) { list.append(t) } }
+                    else if missing(raw) { waiting.values[key] = v }
+                }
+                let current = try o.objects(forKey: key)
+                if current.count != list.count || zip(current, list).contains(where: { $0 !== $1 }) {
+                    try o.setObjects(list, forKey: key)
                 }
             }
         }
@@ -280,7 +325,7 @@ extension SyncSession {
             // writes the whole list per member.
             var adds: [ManagedObject] = []
             var removes = Set<ObjectIdentifier>()
-            let changes = (w.members[rel] ?? [:]).sorted { $0.key.keyString < $1.key.keyString }
+            let changes = (w.members[rel] ?? [:]).sorted { $0.key.sortsBefore($1.key) }
             for (raw, m) in changes {
                 if merging {
                     if m.present, let t = try target(raw), t !== o { adds.append(t) }
@@ -322,7 +367,7 @@ extension SyncSession {
                 let sorted = members.sorted {
                     let a = position[$0.globalID] ?? Int.max
                     let b = position[$1.globalID] ?? Int.max
-                    return a != b ? a < b : $0.globalID.keyString < $1.globalID.keyString
+                    return a != b ? a < b : $0.globalID.sortsBefore($1.globalID)
                 }
                 if zip(members, sorted).contains(where: { $0 !== $1 }) { try o.setObjects(sorted, forKey: name) }
             }

@@ -146,7 +146,7 @@ extension SyncSession {
                     members.append(MemberChange(target: target, present: present, clock: stamp,
                                                 observed: present ? nil : state.covers?["\(id) \(key)"] ?? stamp))
                 }
-                if !members.isEmpty { change.members[rel] = members.sorted { $0.target.keyString < $1.target.keyString } }
+                if !members.isEmpty { change.members[rel] = members.sorted { $0.target.sortsBefore($1.target) } }
             }
             if !change.values.isEmpty || !change.members.isEmpty { changes.append(change) }
             try await fileFull()
@@ -256,7 +256,7 @@ extension SyncSession {
                 var members: [MemberChange] = []
                 for t in targets where !previous.contains(t) { members.append(MemberChange(target: t, present: true, clock: stamp)) }
                 if !onlyUnstamped {
-                    for t in previous.subtracting(now).sorted(by: { $0.keyString < $1.keyString }) {
+                    for t in previous.subtracting(now).sorted(by: { $0.sortsBefore($1) }) {
                         // It removes the add this store saw, and no add it did not see.
                         members.append(MemberChange(target: t, present: false, clock: stamp,
                                                     observed: known["\(prefix)\(t.keyString)"]))

@@ -227,19 +227,26 @@ private struct RecordMaps {
     }
 
     static func encodeAll(_ state: SyncState) -> [UInt8] {
-        var ids = Set(state.clocks.keys)
-        ids.formUnion(state.tombstones.keys)
-        ids.formUnion(state.orderHints.keys)
-        var members = state.removed
-        if let covers = state.covers { members.formUnion(covers.keys) }
-        return encode(ids: ids, members: members, of: state)
+        // Each record and membership once, in no particular order: a frame's lines say the same in any order.
+        var ids = Array(state.clocks.keys)
+        ids += state.tombstones.keys.filter { state.clocks[$0] == nil }
+        ids += state.orderHints.keys.filter { state.clocks[$0] == nil && state.tombstones[$0] == nil }
+        var members = Array(state.removed)
+        if let covers = state.covers { members += covers.keys.filter { !state.removed.contains($0) } }
+        return encode(ids: ids, members: members, count: state.clocks.count, of: state)
     }
 
     static func encode(ids: Set<String>, members: Set<String>, of state: SyncState) -> [UInt8] {
+        encode(ids: ids, members: members, count: ids.count, of: state)
+    }
+
+    /// `ids` and `members` each name a record or membership once; `count`: about how many records, for the buffer.
+    private static func encode<I: Sequence<String>, M: Sequence<String>>(ids: I, members: M, count: Int,
+                                                                          of state: SyncState) -> [UInt8] {
         // Written byte by byte: a first push or pull writes a line per synced value. Each stamp is written once, in
         // a table before the lines that name it by number: the values of one push share one stamp.
         var out: [UInt8] = []
-        out.reserveCapacity(ids.count * 80 + members.count * 100)
+        out.reserveCapacity(count * 80)
         var numbers: [HybridLogicalClock: Int] = [:]
         var table: [HybridLogicalClock] = []
         func line(_ kind: UInt8, _ fields: () -> Void) {
@@ -251,8 +258,15 @@ private struct RecordMaps {
             out.append(9)
             escape(text, into: &out)
         }
+        // The values of one push share one stamp: the last one is checked before the table is.
+        var last: (stamp: HybridLogicalClock, number: Int)?
         func number(_ stamp: HybridLogicalClock) -> Int {
-            if let n = numbers[stamp] { return n }
+            if let last, last.stamp == stamp { return last.number }
+            if let n = numbers[stamp] {
+                last = (stamp, n)
+                return n
+            }
+            last = (stamp, table.count)
             numbers[stamp] = table.count
             table.append(stamp)
             return table.count - 1
@@ -261,12 +275,11 @@ private struct RecordMaps {
             out.append(9)
             TextBytes.append(number(stamp), to: &out)
         }
-        for id in ids.sorted() {
+        for id in ids {
             line(UInt8(ascii: "G")) { field(id) }
             if let t = state.tombstones[id] { line(UInt8(ascii: "T")) { field(t) } }
             if let clocks = state.clocks[id] {
-                for key in clocks.keys.sorted() {
-                    guard let stamp = clocks[key] else { continue }
+                for (key, stamp) in clocks {
                     line(UInt8(ascii: "C")) {
                         field(key)
                         field(stamp)
@@ -274,15 +287,15 @@ private struct RecordMaps {
                 }
             }
             if let hints = state.orderHints[id] {
-                for key in hints.keys.sorted() {
+                for (key, hint) in hints {
                     line(UInt8(ascii: "O")) {
                         field(key)
-                        field(hints[key] ?? "")
+                        field(hint)
                     }
                 }
             }
         }
-        for member in members.sorted() {
+        for member in members {
             line(UInt8(ascii: "M")) {
                 field(member)
                 out.append(9)

@@ -57,4 +57,10 @@ extension UUID {
             return i
         }
     }
+
+    /// Whether this ID sorts before `other` in the order of their ``keyString``s, found from the bytes: the string is
+    /// the bytes in order as upper-case hex digits with dashes at fixed places, so the two orders agree.
+    func sortsBefore(_ other: UUID) -> Bool {
+        withUnsafeBytes(of: uuid) { x in withUnsafeBytes(of: other.uuid) { y in x.lexicographicallyPrecedes(y) } }
+    }
 }

@@ -47,9 +47,14 @@ public actor SyncEngine {
     /// engine's) to finish before it gives up with ``SyncError/syncInProgress(store:pid:waited:)``.
     public nonisolated let timeout: Double
     private let logger: Logger
-    /// The state as last read or written, with its metadata text: a sync compares the text instead of decoding (and
+    /// The metadata text of the state as last read or written: a sync compares the text instead of decoding (and
     /// reading the log of) a state that grows with the synced records.
-    private var cachedState: (text: String, state: SyncState)?
+    private var cachedText: String?
+    /// That state without its per-record maps: what a sync compares its state with to find whether it changed.
+    private var cachedHead: SyncState?
+    /// That whole state, between syncs only. A sync takes it and gives it back when it succeeds: were it kept here
+    /// meanwhile, the sync's first change of a record would copy the per-record maps that both then share.
+    private var cachedState: SyncState?
     /// Where the log beside a file store ends, once read or written here; `nil`: the next write starts a new log.
     private var logPosition: RecordStateLog.Position?
     /// Where the store's records are, by global ID, kept between syncs.
@@ -98,8 +103,6 @@ public actor SyncEngine {
         let here = Self.location(of: store)
         var report = SyncReport(peer: UUID(), remote: remote.displayName)
         if let idle = try await idleReport(metadata: metadata, identity: identity, here: here, calls: calls) { return idle }
-        var state: SyncState
-        let stored = try readState(metadata)
         // A step that changed nothing does not rewrite the state.
         var forceWrite = metadata.syncOptions != options
         func persist(_ state: SyncState, _ touchedIDs: Set<String>, _ touchedMembers: Set<String>) throws -> (UUID?, Int64?)? {
@@ -107,21 +110,28 @@ public actor SyncEngine {
             defer { forceWrite = false }
             return try write(state, touchedIDs, touchedMembers)
         }
-        if let stored {
-            state = stored
-            if let known = state.remoteIdentity, known != identity {
-                throw SyncError.remoteIdentityChanged(store: Self.name(of: store), expected: known, found: identity)
+        let session: SyncSession
+        do {
+            // Scoped: once the session holds the state, nothing else does (see cachedState).
+            var state: SyncState
+            if let stored = try readState(metadata) {
+                if let known = stored.remoteIdentity, known != identity {
+                    throw SyncError.remoteIdentityChanged(store: Self.name(of: store), expected: known, found: identity)
+                }
+                state = stored
+            } else {
+                state = SyncState(peer: UUID(), location: here, storeUUID: metadata.storeUUID)
+                state.remoteIdentity = identity
+                report.attached = true
             }
-        } else {
-            state = SyncState(peer: UUID(), location: here, storeUUID: metadata.storeUUID)
-            state.remoteIdentity = identity
-            report.attached = true
-        }
-        report.peer = state.peer
-        let session = SyncSession(loaded: store, coordinator: coordinator, remote: remote, calls: calls,
+            report.peer = state.peer
+            cachedState = nil
+            session = SyncSession(loaded: store, coordinator: coordinator, remote: remote, calls: calls,
                                   logger: logger, state: state, report: report, index: index)
-        if state.location != here || state.storeUUID != metadata.storeUUID {
-            if state.storeUUID != metadata.storeUUID || isCopy(of: state.location, storeUUID: metadata.storeUUID) {
+        }
+        let old = (location: session.state.location, storeUUID: session.state.storeUUID)
+        if old.location != here || old.storeUUID != metadata.storeUUID {
+            if old.storeUUID != metadata.storeUUID || isCopy(of: old.location, storeUUID: metadata.storeUUID) {
                 logger.notice("sync: the store is a copy of another replica; it becomes a new peer",
                               metadata: ["store": "\(Self.name(of: store))"])
                 session.becomeNewPeer()
@@ -169,6 +179,8 @@ public actor SyncEngine {
             }
         }
         session.report.peer = session.state.peer
+        // What the last write wrote (a write that found nothing changed wrote nothing).
+        cachedState = session.state
         let done = session.report
         // Every sync that moved something is logged at info; a routine one with nothing to do only at debug.
         let level: Logger.Level = done.pushedFiles + done.pulledFiles + done.mergedDuplicates + done.deletedRecords > 0
@@ -189,7 +201,7 @@ public actor SyncEngine {
     private func idleReport(metadata: StoreMetadata, identity: String, here: String,
                             calls: RemoteTimeout) async throws -> SyncReport? {
         guard metadata.syncOptions == options, case .string(let text)? = metadata.custom[SyncState.key],
-              let head = cachedState.flatMap({ $0.text == text ? SyncState.Head($0.state) : nil }) ?? SyncState.Head.read(text),
+              let head = (cachedText == text ? cachedHead.map(SyncState.Head.init) : nil) ?? SyncState.Head.read(text),
               head.remoteIdentity == identity, head.location == here,
               head.storeUUID == metadata.storeUUID, head.baselinePushed, head.dangling.isEmpty,
               !(remote is any PurgeableSyncRemote) || head.acknowledged == head.cursor,
@@ -277,11 +289,10 @@ public actor SyncEngine {
 
     /// Whether the session changed the state since it was last written.
     private func hasChanges(_ state: SyncState, _ touchedIDs: Set<String>, _ touchedMembers: Set<String>) -> Bool {
+        // Every change of the per-record maps is in the touched sets; the rest is compared.
         if !touchedIDs.isEmpty || !touchedMembers.isEmpty { return true }
-        guard let cached = cachedState else { return true }
-        guard logURL != nil else { return state != cached.state }
-        guard case .string(let text)? = try? state.encoded() else { return true }
-        return text != cached.text
+        guard let cachedHead else { return true }
+        return Self.head(of: state) != cachedHead
     }
 
     /// Writes the session's state: for a file store, first a frame of what changed to the log beside it, then the
@@ -319,7 +330,10 @@ public actor SyncEngine {
         metadata.custom[SyncState.key] = value
         metadata.syncOptions = options
         try store.store.save(StoreChanges(metadata: metadata))
-        if case .string(let text) = value { cachedState = (text, state) }
+        if case .string(let text) = value {
+            cachedText = text
+            cachedHead = Self.head(of: state)
+        }
     }
 
     /// The whole state: decoded from the metadata, with the per-record maps from the log it names, unless the
@@ -331,7 +345,7 @@ public actor SyncEngine {
         guard case .string(let text) = metadata.custom[SyncState.key] else {
             return try SyncState.read(from: metadata, store: Self.name(of: store))
         }
-        if let cached = cachedState, cached.text == text { return cached.state }
+        if cachedText == text, let cachedState { return cachedState }
         guard var state = try SyncState.read(from: metadata, store: Self.name(of: store)) else { return nil }
         logPosition = nil
         if let id = state.recordLog {
@@ -347,8 +361,17 @@ public actor SyncEngine {
                 state.forgetRecords()
             }
         }
-        cachedState = (text, state)
+        cachedText = text
+        cachedHead = Self.head(of: state)
+        cachedState = state
         return state
+    }
+
+    /// The state without its per-record maps.
+    private static func head(of state: SyncState) -> SyncState {
+        var head = state
+        head.clearRecords()
+        return head
     }
 
     /// The log beside the store a location (`host|path`) names, on this host.

@@ -269,6 +269,8 @@ extension SyncSession {
     private func apply(_ w: Winner, to o: ManagedObject, id: UUID, object: (UUID) throws -> ManagedObject?,
                        merging: Bool, attributesSet: Bool) throws -> Bool {
         guard let shape = shapes.shapes[o.entity.name] else { return false }
+        // Inserted with its values and nothing to link: nothing left to set.
+        if attributesSet, w.members.isEmpty, shape.relationships.isEmpty { return o.hasChanges }
         var waiting = RecordChange(entity: o.entity.name, id: id)
         func target(_ raw: UUID) throws -> ManagedObject? { try object(state.resolved(raw)) }
         func missing(_ raw: UUID) -> Bool {

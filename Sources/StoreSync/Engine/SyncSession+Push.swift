@@ -311,9 +311,13 @@ extension SyncSession {
                 state.orderHints[id] = nil
                 continue
             }
-            for (key, v) in c.values {
-                state.clocks[id, default: [:]][key] = v.clock
-                if shapes.shapes[c.entity]?.isOrderHint(key) == true { state.orderHints[id, default: [:]][key] = v.text }
+            if !c.values.isEmpty {
+                // The record's map changed in place, found once per record rather than once per value.
+                func set(_ clocks: inout [String: HybridLogicalClock]) { for (key, v) in c.values { clocks[key] = v.clock } }
+                set(&state.clocks[id, default: [:]])
+                if let shape = shapes.shapes[c.entity], !shape.orderHints.isEmpty {
+                    for (key, v) in c.values where shape.isOrderHint(key) { state.orderHints[id, default: [:]][key] = v.text }
+                }
             }
             for (rel, members) in c.members {
                 for m in members { _ = mergeMember(id, "\(rel)→\(m.target.keyString)", m) }

@@ -34,8 +34,15 @@ extension ChangeBatch {
             nameList.append(s)
             return nameList.count - 1
         }
+        // Every value of one push carries the same stamp: the last one is checked before the table is.
+        var last: (stamp: HybridLogicalClock, number: Int)?
         func stamp(_ c: HybridLogicalClock) -> Int {
-            if let n = stamps[c] { return n }
+            if let last, last.stamp == c { return last.number }
+            if let n = stamps[c] {
+                last = (c, n)
+                return n
+            }
+            last = (c, stampList.count)
             stamps[c] = stampList.count
             stampList.append(c)
             return stampList.count - 1
@@ -197,27 +204,32 @@ extension ChangeBatch {
 private struct LineReader {
     let bytes: UnsafeBufferPointer<UInt8>
     var offset = 0
+    /// The field ranges' buffer, used again for every line: a file has a line per record and value.
+    private var ranges: [Range<Int>] = []
 
-    init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+    init(_ bytes: UnsafeBufferPointer<UInt8>) {
+        self.bytes = bytes
+        ranges.reserveCapacity(8)
+    }
 
     /// The next line's fields; `nil` at the end. A last line without its newline is returned too (and then fails
     /// the end check, as the end marker is a whole line).
     mutating func next() -> Fields? {
         guard offset < bytes.count else { return nil }
-        var fields = Fields(bytes: bytes)
+        ranges.removeAll(keepingCapacity: true)
         var start = offset
         var i = offset
         while i < bytes.count, bytes[i] != 10 {
             if bytes[i] == 9 {
-                fields.ranges.append(start..<i)
+                ranges.append(start..<i)
                 start = i + 1
             }
             i += 1
         }
-        fields.ranges.append(start..<i)
+        ranges.append(start..<i)
         offset = i + 1
-        if i == bytes.count { fields.ranges = [] }
-        return fields
+        if i == bytes.count { ranges.removeAll() }
+        return Fields(bytes: bytes, ranges: ranges)
     }
 }
 

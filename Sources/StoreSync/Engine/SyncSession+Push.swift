@@ -9,6 +9,8 @@ extension SyncSession {
         /// `nil`: every key (an insert, or the records a first push sends).
         var keys: Set<String>?
         var deleted: Bool
+        /// The record as just read, when it was (a first push's scan): it is not read again.
+        var record: Record? = nil
     }
 
     /// Notes, before the first pull, whether the store holds no synced record, and its history token then. A store
@@ -39,13 +41,11 @@ extension SyncSession {
         // The token first: a save between this and the scan is pushed again next time, never lost.
         let token = try store.history(after: state.pushedToken).last?.token ?? state.pushedToken
         var records: [(UUID, Touched)] = []
-        var loaded: [String: [Int64: Record]] = [:]
-        try forEachRecord { r in
-            records.append((r.globalID, Touched(entity: r.entity, primaryKey: r.primaryKey, keys: nil, deleted: false)))
-            if let shape = shapes.shapes[r.entity] { loaded[shape.entity.rootName, default: [:]][r.primaryKey] = r }
-        }
         // The records just scanned are what is pushed: they are not read again.
-        try await push(records, onlyUnstamped: true, loaded: loaded)
+        try forEachRecord { r in
+            records.append((r.globalID, Touched(entity: r.entity, primaryKey: r.primaryKey, keys: nil, deleted: false, record: r)))
+        }
+        try await push(records, onlyUnstamped: true)
         state.pushedToken = token
         state.baselinePushed = true
     }
@@ -159,10 +159,9 @@ extension SyncSession {
         try await flush()
     }
 
-    /// Writes the changes of the touched records as change files, reading each record's current values.
-    /// `loaded`: records already read, by hierarchy root and primary key.
-    private func push(_ touched: [(UUID, Touched)], onlyUnstamped: Bool,
-                      loaded: [String: [Int64: Record]] = [:]) async throws {
+    /// Writes the changes of the touched records as change files, reading each record's current values (except
+    /// those read already).
+    private func push(_ touched: [(UUID, Touched)], onlyUnstamped: Bool) async throws {
         guard !touched.isEmpty else { return }
         let now = Date()
         state.clock = state.clock.tick(now: now, peer: state.peer)
@@ -175,21 +174,18 @@ extension SyncSession {
             start += slice.count
             // Current records of this slice, by hierarchy.
             var byRoot: [String: Set<Int64>] = [:]
-            for (_, t) in slice where !t.deleted {
+            for (_, t) in slice where !t.deleted && t.record == nil {
                 if let shape = shapes.shapes[t.entity] { byRoot[shape.entity.rootName, default: []].insert(t.primaryKey) }
             }
             var current: [String: [Int64: Record]] = [:]
             for (root, keys) in byRoot {
-                let known = loaded[root] ?? [:]
-                let missing = keys.filter { known[$0] == nil }
-                for k in keys { if let r = known[k] { current[root, default: [:]][k] = r } }
-                guard !missing.isEmpty else { continue }
-                for r in try store.records(withKeys: Array(missing), root: root) { current[root, default: [:]][r.primaryKey] = r }
+                for r in try store.records(withKeys: Array(keys), root: root) { current[root, default: [:]][r.primaryKey] = r }
             }
             var changes: [RecordChange] = []
+            changes.reserveCapacity(slice.count)
             for (id, t) in slice {
                 guard let shape = shapes.shapes[t.entity] else { continue }
-                guard !t.deleted, let record = current[shape.entity.rootName]?[t.primaryKey], record.globalID == id else {
+                guard !t.deleted, let record = t.record ?? current[shape.entity.rootName]?[t.primaryKey], record.globalID == id else {
                     if state.tombstones[id.keyString] == nil {
                         changes.append(RecordChange(entity: t.entity, id: id, deleted: stamp))
                     }

@@ -83,7 +83,16 @@ struct SyncedSchema {
     /// JSON that any peer reads back to the same value.
     static func text(of value: StoreValue) throws -> String {
         switch value {
-        case .string(let s): return "[" + jsonString(s) + "]"
+        case .string(let s):
+            guard s.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
+                // One string made, not one per piece.
+                var text = "[\""
+                text.reserveCapacity(s.utf8.count + 4)
+                text += s
+                text += "\"]"
+                return text
+            }
+            return "[" + jsonString(s) + "]"
         case .integer16(let v): return "[\(v)]"
         case .integer32(let v): return "[\(v)]"
         case .integer64(let v): return "[\(v)]"

@@ -107,7 +107,7 @@ extension SyncSession {
             needsCleanup = true
             return
         }
-        guard state.tombstones[id] == nil else { return }
+        guard state.tombstones.isEmpty || state.tombstones[id] == nil else { return }
         let isNew = winners[c.id] == nil
         if isNew {
             order.append(c.id)
@@ -168,9 +168,8 @@ extension SyncSession {
             return true
         }
         // Most pulls bring no deletion and no merge: no key string is made per record then.
-        let anyGone = !state.tombstones.isEmpty || !state.redirects.isEmpty
         func gone(_ id: UUID) -> Bool {
-            guard anyGone else { return false }
+            guard !state.tombstones.isEmpty || !state.redirects.isEmpty else { return false }
             let key = id.keyString
             return state.tombstones[key] != nil || state.redirects[key] != nil
         }
@@ -246,7 +245,17 @@ extension SyncSession {
             if try apply(w, to: o, id: id, object: object, merging: false, attributesSet: created.contains(id)) { updated += 1 }
         }
         report.updatedRecords += max(0, updated - created.count)
-        try deduplicate(entities: Set(order.filter { !gone($0) }.compactMap { winners[$0]?.entity }), context: context)
+        // Only entities with a uniqueness constraint can get duplicates; found without hashing each record's name.
+        var constrained: Set<String> = []
+        if shapes.shapes.values.contains(where: { !$0.entity.uniquenessConstraints.isEmpty }) {
+            var last: String?
+            for id in order where !gone(id) {
+                guard let entity = winners[id]?.entity, entity != last else { continue }
+                last = entity
+                if shapes.shapes[entity]?.entity.uniquenessConstraints.isEmpty == false { constrained.insert(entity) }
+            }
+        }
+        try deduplicate(entities: constrained, context: context)
         // Records whose hint won, and records whose members changed (the context holds them as changed); none
         // when no synced entity has an ordered to-many whose order syncs as a hint.
         if shapes.shapes.values.contains(where: { !$0.orderHints.isEmpty }) {

@@ -35,11 +35,13 @@ extension CoreDataRowReader {
             keySQL: "SELECT Z_PK FROM \(CoreDataSQL.quoted(table.name)) WHERE Z_ENT = ? AND Z_PK > ? ORDER BY Z_PK LIMIT \(limit)",
             [.integer(ep.number), .integer(primaryKey ?? .min)]) : [:]
         try connection.query(sql, [.integer(ep.number), .integer(primaryKey ?? .min)]) { s in
-            guard sqlite3_column_type(s, Int32(pkAt)) == SQLITE_INTEGER else {
+            guard let pkValue = sqlite3_column_value(s, Int32(pkAt)), sqlite3_value_type(pkValue) == SQLITE_INTEGER else {
                 throw StoreError.corruptStore(url, reason: "table \(table.name) has a row without an integer Z_PK")
             }
-            let pk = sqlite3_column_int64(s, Int32(pkAt))
-            guard sqlite3_column_type(s, Int32(entAt)) == SQLITE_INTEGER, sqlite3_column_int64(s, Int32(entAt)) == ep.number else {
+            let pk = sqlite3_value_int64(pkValue)
+            guard let ent = sqlite3_column_value(s, Int32(entAt)), sqlite3_value_type(ent) == SQLITE_INTEGER,
+                sqlite3_value_int64(ent) == ep.number
+            else {
                 throw StoreError.corruptStore(url, reason: "\(table.name) row Z_PK \(pk): Z_ENT is not \(ep.number)")
             }
             page.beginRecord(primaryKey: pk, globalID: kept.isEmpty ? ep.globalID.make(pk) : kept[pk] ?? ep.globalID.make(pk))
@@ -51,7 +53,8 @@ extension CoreDataRowReader {
             page.endValues()
             for link in links {
                 if case .column(let at) = link {
-                    toOne.append(sqlite3_column_type(s, Int32(at)) == SQLITE_INTEGER ? sqlite3_column_int64(s, Int32(at)) : nil)
+                    let v = sqlite3_column_value(s, Int32(at))
+                    toOne.append(v.map(sqlite3_value_type) == SQLITE_INTEGER ? sqlite3_value_int64(v) : nil)
                 }
             }
         }
@@ -100,17 +103,16 @@ extension CoreDataRowReader {
     /// The related keys of `owners` (ascending, as a page's keys are), in relationship order: the rows
     /// ``related(_:owners:)`` reads, which come ordered by owner.
     private func runs(_ link: CoreDataReadPlan.Link, owners: [Int64]) throws -> Runs {
-        // An ordered to-many read by key with its positions beside it: its members come in key order, as the
-        // foreign key's index holds them, and are put in list order here, so that SQLite sorts nothing.
-        if let sql = Self.positionedSQL(link), let runs = try positionedRuns(sql, owners: owners) { return runs }
+        if case .referencing(let table, let fk, let order?, _) = link,
+            let runs = try orderedRuns(table: table, foreignKey: fk, order: order, owners: owners) {
+            return runs
+        }
         return try runs(owners: owners) { Self.relatedSQL(link, keys: $0) }
     }
 
-    /// The runs the query `sql(keys)` returns for `owners` (see ``relatedSQL(_:keys:)``); with `positions`, its
-    /// third column, each member's position, is appended there.
-    private func runs(owners: [Int64], positions: UnsafeMutablePointer<[Int64]>? = nil,
-                      _ sql: (_ keys: Int) -> String?) throws -> Runs {
-        var builder = RunsBuilder(owners: owners, positions: positions)
+    /// The runs the query `sql(keys)` returns for `owners` (see ``relatedSQL(_:keys:)``).
+    private func runs(owners: [Int64], _ sql: (_ keys: Int) -> String?) throws -> Runs {
+        var builder = RunsBuilder(owners: owners)
         guard let first = owners.first, let last = owners.last else { return builder.runs }
         // The rows go to the builder from closures written out here, not a local function passed on: a local
         // function's captured state is checked for exclusive access at run time, on every row.
@@ -127,33 +129,32 @@ extension CoreDataRowReader {
         return builder.finish()
     }
 
-    /// Gathers (owner, member[, position]) rows, which come ordered by owner, into ``Runs``.
+    /// Gathers (owner, member) rows, which come ordered by owner, into ``Runs``.
     private struct RunsBuilder {
         let owners: [Int64]
-        let positions: UnsafeMutablePointer<[Int64]>?
         var runs: Runs
         /// The owner the rows have reached.
         var at = 0
 
-        init(owners: [Int64], positions: UnsafeMutablePointer<[Int64]>?) {
+        init(owners: [Int64]) {
             self.owners = owners
-            self.positions = positions
             runs = Runs(starts: [Int](repeating: 0, count: owners.count + 1))
             runs.members.reserveCapacity(owners.count)
         }
 
         mutating func add(_ s: OpaquePointer) {
-            guard sqlite3_column_type(s, 0) == SQLITE_INTEGER, sqlite3_column_type(s, 1) == SQLITE_INTEGER else { return }
-            let owner = sqlite3_column_int64(s, 0)
+            // Each column fetched once as a value (see `appendDirectly`).
+            guard let ownerValue = sqlite3_column_value(s, 0), sqlite3_value_type(ownerValue) == SQLITE_INTEGER,
+                let memberValue = sqlite3_column_value(s, 1), sqlite3_value_type(memberValue) == SQLITE_INTEGER
+            else { return }
+            let owner = sqlite3_value_int64(ownerValue)
             while at < owners.count, owners[at] < owner {
                 at += 1
                 runs.starts[at] = runs.members.count
             }
             // An owner in the range that is not one of the page's (another entity of the same table).
             guard at < owners.count, owners[at] == owner else { return }
-            runs.members.append(sqlite3_column_int64(s, 1))
-            // A position that is not an integer compares as SQL compares it: the caller then asks SQL to sort.
-            positions?.pointee.append(sqlite3_column_type(s, 2) == SQLITE_INTEGER ? sqlite3_column_int64(s, 2) : .max)
+            runs.members.append(sqlite3_value_int64(memberValue))
         }
 
         mutating func finish() -> Runs {
@@ -165,42 +166,60 @@ extension CoreDataRowReader {
         }
     }
 
-    /// The runs of an ordered to-many read by ``positionedSQL(_:)``, each put in list order (position, then key,
-    /// as ``relatedSQL(_:keys:)`` sorts them); `nil` when a position is not an integer.
-    private func positionedRuns(_ sql: (_ keys: Int) -> String?, owners: [Int64]) throws -> Runs? {
-        var positions: [Int64] = []
-        var runs = try withUnsafeMutablePointer(to: &positions) { try self.runs(owners: owners, positions: $0, sql) }
-        guard !positions.contains(.max) else { return nil }
+    /// The runs of an ordered to-many kept in its members' rows (their positions in `order`), in list order
+    /// (position, then key, as ``relatedSQL(_:keys:)`` sorts them); `nil` when a position is not an integer, so that
+    /// the caller asks SQL to sort.
+    ///
+    /// The members come from the foreign key's index alone, in key order, without a look-up of each member's row:
+    /// only the members of lists of two or more need their positions (a list of one is in order whatever its
+    /// position), and only those are read, by key, and put in order here.
+    private func orderedRuns(table: String, foreignKey fk: String, order: String, owners: [Int64]) throws -> Runs? {
+        let q = CoreDataSQL.quoted
+        var runs = try runs(owners: owners) { keys in
+            let owned = keys == 0 ? "\(q(fk)) BETWEEN ? AND ?" : "\(q(fk)) IN (\(CoreDataSQL.placeholders(keys)))"
+            return "SELECT \(q(fk)), Z_PK FROM \(q(table)) WHERE \(owned) ORDER BY \(q(fk)), Z_PK"
+        }
+        var listed: [Int64] = []
+        for n in owners.indices where runs.starts[n + 1] - runs.starts[n] > 1 {
+            listed.append(contentsOf: runs.members[runs.starts[n]..<runs.starts[n + 1]])
+        }
+        guard !listed.isEmpty else { return runs }
+        var positions: [Int64: Int64] = [:]
+        positions.reserveCapacity(listed.count)
+        var allIntegers = true
+        for chunk in CoreDataSQL.chunks(listed) {
+            let sql = "SELECT Z_PK, ifnull(\(q(order)), 0) FROM \(q(table)) WHERE Z_PK IN (\(CoreDataSQL.placeholders(chunk.count)))"
+            try connection.query(sql, chunk) { s in
+                guard let key = sqlite3_column_value(s, 0), sqlite3_value_type(key) == SQLITE_INTEGER,
+                    let position = sqlite3_column_value(s, 1), sqlite3_value_type(position) == SQLITE_INTEGER
+                else {
+                    allIntegers = false
+                    return
+                }
+                positions[sqlite3_value_int64(key)] = sqlite3_value_int64(position)
+            }
+        }
+        guard allIntegers else { return nil }
         for n in owners.indices {
             let range = runs.starts[n]..<runs.starts[n + 1]
-            guard range.count > 1, !zip(positions[range], positions[range].dropFirst()).allSatisfy({ $0.0 <= $0.1 }) else {
-                continue
-            }
-            // Members arrive in key order: a stable sort by position gives position, then key.
-            let sorted = zip(positions[range], runs.members[range]).enumerated()
-                .sorted { ($0.element.0, $0.offset) < ($1.element.0, $1.offset) }
-            for (i, entry) in zip(range, sorted) { runs.members[i] = entry.element.1 }
+            guard range.count > 1 else { continue }
+            // Keys are unique in a list: ordering by (position, key) is the stable sort by position of members
+            // that arrive in key order.
+            let ordered = runs.members[range].map { (position: positions[$0] ?? 0, key: $0) }
+            guard !zip(ordered, ordered.dropFirst()).allSatisfy({ pair in
+                (pair.0.position, pair.0.key) < (pair.1.position, pair.1.key)
+            }) else { continue }
+            let sorted = ordered.sorted { ($0.position, $0.key) < ($1.position, $1.key) }
+            for (i, entry) in zip(range, sorted) { runs.members[i] = entry.key }
         }
         return runs
-    }
-
-    /// For an ordered to-many kept in its members' rows: the query of (owner, member, position) for `keys` owner
-    /// keys (`0`: a range, as in ``relatedSQL(_:keys:)``) in owner and then member key order, which the foreign
-    /// key's index gives without a sort; `nil` for other links.
-    static func positionedSQL(_ link: CoreDataReadPlan.Link) -> ((_ keys: Int) -> String?)? {
-        guard case .referencing(let table, let fk, let order?, _) = link else { return nil }
-        let q = CoreDataSQL.quoted
-        return { keys in
-            let owners = keys == 0 ? "\(q(fk)) BETWEEN ? AND ?" : "\(q(fk)) IN (\(CoreDataSQL.placeholders(keys)))"
-            return "SELECT \(q(fk)), Z_PK, ifnull(\(q(order)), 0) FROM \(q(table)) WHERE \(owners) ORDER BY \(q(fk)), Z_PK"
-        }
     }
 
     /// The canonical text (``DecimalText/string(for:)``) of the decimal that `d`'s shortest text spells, as the record
     /// path reads a REAL decimal column; `nil` for a value that is not finite.
     static func decimalText(of d: Double) -> String? {
         guard d.isFinite else { return nil }
-        let shortest = "\(d)"
+        let shortest = d.description
         // Plain digits with a point (most values): canonical once the fraction's trailing zeros, and a point left
         // with nothing after it, are gone. Parsing the text into a decimal and writing it again costs more than the
         // rest of the value's reading.
@@ -235,10 +254,16 @@ extension CoreDataRowReader {
 
     /// Appends column `c` as attribute `a`'s value when it has the SQL type the attribute is normally stored as and
     /// needs no conversion; `false` (nothing appended) otherwise.
+    ///
+    /// The column is fetched once as a value and read through the value functions: each `sqlite3_column_*` call
+    /// looks the column up and checks the statement again, which cost more than the reading when it was done
+    /// twice per column (type, then contents). The value is used only while the row is current, on the thread that
+    /// holds the store's lock.
     private static func appendDirectly(
         _ s: OpaquePointer, _ c: Int32, _ attributeType: AttributeType, _ allowsExternal: Bool, to page: inout RecordPage
     ) -> Bool {
-        let type = sqlite3_column_type(s, c)
+        guard let v = sqlite3_column_value(s, c) else { return false }
+        let type = sqlite3_value_type(v)
         if type == SQLITE_NULL {
             page.appendNull()
             return true
@@ -246,21 +271,21 @@ extension CoreDataRowReader {
         switch attributeType {
         case .integer16, .integer32, .integer64, .boolean:
             guard type == SQLITE_INTEGER else { return false }
-            let v = sqlite3_column_int64(s, c)
+            let n = sqlite3_value_int64(v)
             switch attributeType {
             case .integer16:
-                guard Int16(exactly: v) != nil else { return false }
-                page.appendInteger(v, tag: .integer16)
+                guard Int16(exactly: n) != nil else { return false }
+                page.appendInteger(n, tag: .integer16)
             case .integer32:
-                guard Int32(exactly: v) != nil else { return false }
-                page.appendInteger(v, tag: .integer32)
-            case .integer64: page.appendInteger(v, tag: .integer64)
-            default: page.appendBoolean(v != 0)
+                guard Int32(exactly: n) != nil else { return false }
+                page.appendInteger(n, tag: .integer32)
+            case .integer64: page.appendInteger(n, tag: .integer64)
+            default: page.appendBoolean(n != 0)
             }
             return true
         case .double, .float, .date:
             guard type == SQLITE_FLOAT else { return false }
-            let d = sqlite3_column_double(s, c)
+            let d = sqlite3_value_double(v)
             switch attributeType {
             case .double: page.appendDouble(d, tag: .double)
             case .float: page.appendFloat(Float(d))
@@ -268,36 +293,33 @@ extension CoreDataRowReader {
             }
             return true
         case .string:
-            guard type == SQLITE_TEXT else { return false }
-            let n = Int(sqlite3_column_bytes(s, c))
-            guard let p = sqlite3_column_text(s, c) else { return false }
-            let bytes = UnsafeRawBufferPointer(start: p, count: n)
+            guard type == SQLITE_TEXT, let p = sqlite3_value_text(v) else { return false }
+            let bytes = UnsafeRawBufferPointer(start: p, count: Int(sqlite3_value_bytes(v)))
             // ASCII is valid UTF-8 as it stands; anything else is decoded (and repaired) as the record path does.
             guard !bytes.contains(where: { $0 >= 0x80 }) else { return false }
             page.appendBytes(bytes, tag: .string)
             return true
         case .uuid:
-            guard type == SQLITE_BLOB, sqlite3_column_bytes(s, c) == 16, let p = sqlite3_column_blob(s, c) else { return false }
+            guard type == SQLITE_BLOB, let p = sqlite3_value_blob(v), sqlite3_value_bytes(v) == 16 else { return false }
             let b = UnsafeRawBufferPointer(start: p, count: 16)
             page.appendUUID(UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
                                         b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15])))
             return true
         case .binary, .transformable:
             guard type == SQLITE_BLOB, !allowsExternal else { return false }
-            let n = Int(sqlite3_column_bytes(s, c))
-            page.appendBytes(UnsafeRawBufferPointer(start: sqlite3_column_blob(s, c), count: n), tag: .binary)
+            let p = sqlite3_value_blob(v)
+            page.appendBytes(UnsafeRawBufferPointer(start: p, count: Int(sqlite3_value_bytes(v))), tag: .binary)
             return true
         case .decimal:
             // A REAL as the record path reads it (the double's shortest text as a decimal), in its canonical text.
             guard type == SQLITE_FLOAT else { return false }
-            let d = sqlite3_column_double(s, c)
-            guard var text = Self.decimalText(of: d) else { return false }
+            guard var text = Self.decimalText(of: sqlite3_value_double(v)) else { return false }
             text.withUTF8 { page.appendBytes(UnsafeRawBufferPointer($0), tag: .decimal) }
             return true
         case .uri:
             // Plain URI text is what URL(string:) keeps as its absoluteString; anything else takes the record path.
-            guard type == SQLITE_TEXT, let p = sqlite3_column_text(s, c) else { return false }
-            let bytes = UnsafeRawBufferPointer(start: p, count: Int(sqlite3_column_bytes(s, c)))
+            guard type == SQLITE_TEXT, let p = sqlite3_value_text(v) else { return false }
+            let bytes = UnsafeRawBufferPointer(start: p, count: Int(sqlite3_value_bytes(v)))
             guard PlainURIText.isPlain(bytes) else { return false }
             page.appendBytes(bytes, tag: .uri)
             return true

@@ -279,4 +279,45 @@ import Testing
         #expect(CoreDataRowReader.plainDecimalText("-0.0") == "0")
         #expect(CoreDataRowReader.plainDecimalText("0.250") == "0.25")
     }
+
+    /// A page's decimal text becomes the REAL its canonical text spells: text read as it stands must give exactly
+    /// what the general path (parse, canonical text, double) gives, and the general path must agree that it was
+    /// canonical.
+    @Test func canonicalPlainTextIsWrittenAsItStands() {
+        var rng = SystemRandomNumberGenerator()
+        var texts = ["0", "-0", "0.0", "-0.0", "00", "01", "1", "-1", "10", "100", "0.5", ".5", "5.", "0.50", "1.10",
+                     "-19.99", "19.990", "0.000123", "1e5", "1E-3", "+1", "1.2.3", "12a", "", "-", "--1", "0.", "-.5",
+                     "1234567890123456789", "12345678901234567890", "0.1234567890123456789", "1000000000000000000000",
+                     "9007199254740993", "123456789.987654321", "0.0000000000000000000000000000001", "NaN", " 1"]
+        for _ in 0..<5_000 {
+            let cents = Int64.random(in: -10_000_000...10_000_000, using: &rng)
+            let whole = cents / 100, fraction = abs(cents % 100)
+            texts.append("\(cents < 0 && whole == 0 ? "-" : "")\(whole).\(fraction < 10 ? "0" : "")\(fraction)")
+            texts.append(String(Int64.random(in: .min ... .max, using: &rng)))
+            texts.append("\(Double.random(in: -1...1, using: &rng) * Double(sign: .plus, exponent: Int.random(in: -40...40, using: &rng), significand: 1))")
+            texts.append(DecimalText.string(for: Decimal(Double.random(in: -1e6...1e6, using: &rng))))
+        }
+        var plain = 0
+        for text in texts {
+            var t = text
+            t.withUTF8 { utf8 in
+                let bytes = UnsafeRawBufferPointer(utf8)
+                let general = DecimalText.decimal(utf8: bytes).flatMap { d, isCanonical in
+                    Double(isCanonical ? text : DecimalText.string(for: d))
+                }
+                let fast = CoreDataDecimalReal.real(utf8: bytes)
+                #expect(fast?.bitPattern == general?.bitPattern, "\(text)")
+                if CoreDataDecimalReal.isCanonicalPlain(bytes) {
+                    plain += 1
+                    #expect(DecimalText.decimal(utf8: bytes)?.isCanonical == true, "\(text)")
+                }
+            }
+        }
+        // Most generated texts take the plain path; the odd forms above do not.
+        #expect(plain > texts.count / 2)
+        for odd in ["-0", "0.0", "00", "01", ".5", "5.", "0.50", "1e5", "+1", "12345678901234567890", "NaN", " 1", ""] {
+            var t = odd
+            #expect(!t.withUTF8 { CoreDataDecimalReal.isCanonicalPlain(UnsafeRawBufferPointer($0)) }, "\(odd)")
+        }
+    }
 }

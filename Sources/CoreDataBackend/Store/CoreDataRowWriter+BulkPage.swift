@@ -36,6 +36,8 @@ extension CoreDataRowWriter {
         var relationships: [RelationshipValue] = []
         relationships.reserveCapacity(toMany.count)
         var derived = [Int64?](repeating: nil, count: sources.count)
+        // No parameter keeps pointing into the page once it is gone, whether the page goes in or fails.
+        defer { if let s = try? db.statement(p.table.insertSQL) { sqlite3_clear_bindings(s) } }
         for i in keys.indices {
             let pk = keys[i]
             relationships.removeAll(keepingCapacity: true)
@@ -78,23 +80,33 @@ extension CoreDataRowWriter {
                     continue
                 }
             }
-            try refusingDuplicates(table: table, pk: pk) { () throws(StoreError) in
-                try db.run(p.table.insertSQL, bindingEvery: { (s) throws(StoreError) in
-                    for c in sources.indices {
-                        let parameter = Int32(c + 1)
-                        switch sources[c] {
-                        case .primaryKey: sqlite3_bind_int64(s, parameter, pk)
-                        case .entityNumber: sqlite3_bind_int64(s, parameter, p.number)
-                        case .optimisticLock: sqlite3_bind_int64(s, parameter, 1)
-                        case .attribute: break  // bound from the page's bytes below
-                        case .null, .inverselessKey, .inverselessOrder: sqlite3_bind_null(s, parameter)
-                        case .toOne, .toOneEntity, .toOneOrder:
-                            if let value = derived[c] { sqlite3_bind_int64(s, parameter, value) } else { sqlite3_bind_null(s, parameter) }
-                        }
+            // The row is inserted while its values are borrowed from the page, so that its text and data are bound
+            // where they lie instead of copied (the parameters are cleared when the page is done).
+            let failure: StoreError? = page.withEncodedRecord(at: i) { values, _ in
+                do throws(StoreError) {
+                    try refusingDuplicates(table: table, pk: pk) { () throws(StoreError) in
+                        try db.run(p.table.insertSQL, bindingEvery: { (s) throws(StoreError) in
+                            for c in sources.indices {
+                                let parameter = Int32(c + 1)
+                                switch sources[c] {
+                                case .primaryKey: sqlite3_bind_int64(s, parameter, pk)
+                                case .entityNumber: sqlite3_bind_int64(s, parameter, p.number)
+                                case .optimisticLock: sqlite3_bind_int64(s, parameter, 1)
+                                case .attribute: break  // bound from the page's bytes below
+                                case .null, .inverselessKey, .inverselessOrder: sqlite3_bind_null(s, parameter)
+                                case .toOne, .toOneEntity, .toOneOrder:
+                                    if let value = derived[c] { sqlite3_bind_int64(s, parameter, value) } else { sqlite3_bind_null(s, parameter) }
+                                }
+                            }
+                            if let error = Self.bindValues(values, of: page, at: i, p, to: s, url: url, borrowing: true) { throw error }
+                        })
                     }
-                    try Self.bindPageValues(page, at: i, p, to: s, url: url)
-                })
+                    return nil
+                } catch {
+                    return error
+                }
             }
+            if let failure { throw failure }
             try globalIDs?.inserted(ids[i], primaryKey: pk, root: p.root, db, isBulkLoad: true)
             if !pending.entityColumns.isEmpty {
                 try fillWaitingEntityColumns(root: p.root, primaryKey: pk, number: p.number, pending: &pending)

@@ -53,26 +53,39 @@ extension CoreDataRowWriter {
     static func bindPageValues(
         _ page: RecordPage, at index: Int, _ p: CoreDataWritePlan.EntityPlan, to s: OpaquePointer, url: URL
     ) throws(StoreError) {
-        let attributes = p.entity.attributes
-        let parameters = p.attributeParameters
         let failure: StoreError? = page.withEncodedRecord(at: index) { values, _ in
-            var reader = RecordPage.ValueReader(values)
-            for i in attributes.indices {
-                guard let value = reader.next() else {
-                    return malformed(page, index, "the value of \(p.entity.name).\(attributes[i].name)", url: url)
-                }
-                if let error = Self.bind(value, attributes, i, entity: p.entity.name, to: s, at: parameters[i]) { return error }
-            }
-            return reader.isAtEnd ? nil : malformed(page, index, "more values than \(p.entity.name) has attributes", url: url)
+            bindValues(values, of: page, at: index, p, to: s, url: url, borrowing: false)
         }
         if let failure { throw failure }
+    }
+
+    /// Binds `values`, record `index`'s encoded attribute values, as ``bindPageValues(_:at:_:to:url:)`` does; the
+    /// error when one does not fit. `borrowing`: text and data are bound where they lie (`SQLITE_STATIC`), not
+    /// copied — for a caller that runs the statement while `values` is still borrowed, and rebinds or clears every
+    /// parameter before the bytes go.
+    static func bindValues(
+        _ values: UnsafeRawBufferPointer, of page: RecordPage, at index: Int, _ p: CoreDataWritePlan.EntityPlan,
+        to s: OpaquePointer, url: URL, borrowing: Bool
+    ) -> StoreError? {
+        let attributes = p.entity.attributes
+        let parameters = p.attributeParameters
+        var reader = RecordPage.ValueReader(values)
+        for i in attributes.indices {
+            guard let value = reader.next() else {
+                return malformed(page, index, "the value of \(p.entity.name).\(attributes[i].name)", url: url)
+            }
+            if let error = Self.bind(value, attributes, i, entity: p.entity.name, to: s, at: parameters[i], borrowing: borrowing) {
+                return error
+            }
+        }
+        return reader.isAtEnd ? nil : malformed(page, index, "more values than \(p.entity.name) has attributes", url: url)
     }
 
     /// Binds one page value at `parameter` (none when `0`: the attribute has no column, its value is only checked);
     /// the error when it does not fit `attribute`.
     private static func bind(
         _ value: RecordPage.BorrowedValue, _ attributes: [AttributeDescription], _ i: Int, entity: String,
-        to s: OpaquePointer?, at parameter: Int32
+        to s: OpaquePointer?, at parameter: Int32, borrowing: Bool = false
     ) -> StoreError? {
         // The attribute is passed by array and index: copying its description per value costs more than binding it.
         let type = attributes[i].type
@@ -84,6 +97,8 @@ extension CoreDataRowWriter {
         }
         // SQLITE_TRANSIENT: SQLite copies the bytes before the bind call returns.
         let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+        // The page's own bytes (text, data) may stay where they are when the caller says so; a copy made here may not.
+        let pageBytes: sqlite3_destructor_type? = borrowing ? nil : transient  // nil: SQLITE_STATIC
         let rc: Int32
         switch value {
         case .null:
@@ -114,13 +129,13 @@ extension CoreDataRowWriter {
                 guard parameter != 0 else { return nil }
                 // A zero-length blob, not NULL: a page's bytes of an empty value have no base address.
                 rc = bytes.isEmpty ? sqlite3_bind_zeroblob(s, parameter, 0)
-                    : sqlite3_bind_blob64(s, parameter, bytes.baseAddress, UInt64(bytes.count), transient)
+                    : sqlite3_bind_blob64(s, parameter, bytes.baseAddress, UInt64(bytes.count), pageBytes)
             case (.string, .string):
                 guard UTF8Bytes.isValid(bytes) else { return unreadable("text that is not UTF-8") }
-                rc = parameter == 0 ? SQLITE_OK : bindText(bytes, s, parameter)
+                rc = parameter == 0 ? SQLITE_OK : bindText(bytes, s, parameter, pageBytes)
             case (.uri, .uri):
                 if PlainURIText.isPlain(bytes) {
-                    rc = parameter == 0 ? SQLITE_OK : bindText(bytes, s, parameter)
+                    rc = parameter == 0 ? SQLITE_OK : bindText(bytes, s, parameter, pageBytes)
                 } else {
                     guard let text = String(validating: bytes, as: UTF8.self), let u = URL(string: text) else {
                         return unreadable("a URI that is not one")
@@ -130,9 +145,7 @@ extension CoreDataRowWriter {
                 }
             case (.decimal, .decimal):
                 // As `encode` writes a decimal: the double its canonical text spells.
-                guard let (d, isCanonical) = DecimalText.decimal(utf8: bytes),
-                    let real = Double(isCanonical ? String(decoding: bytes, as: UTF8.self) : DecimalText.string(for: d))
-                else { return unreadable("a decimal that is not one") }
+                guard let real = CoreDataDecimalReal.real(utf8: bytes) else { return unreadable("a decimal that is not one") }
                 rc = parameter == 0 ? SQLITE_OK : sqlite3_bind_double(s, parameter, real)
             default:
                 return mismatch(tag)
@@ -141,11 +154,14 @@ extension CoreDataRowWriter {
         return rc == SQLITE_OK ? nil : unreadable("a value SQLite did not bind (code \(rc))")
     }
 
-    private static func bindText(_ bytes: UnsafeRawBufferPointer, _ s: OpaquePointer?, _ parameter: Int32) -> Int32 {
+    private static func bindText(
+        _ bytes: UnsafeRawBufferPointer, _ s: OpaquePointer?, _ parameter: Int32,
+        _ destructor: sqlite3_destructor_type? = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+    ) -> Int32 {
         let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
         // An empty string, not NULL: an empty value's bytes have no base address.
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return sqlite3_bind_text(s, parameter, "", 0, transient) }
-        return sqlite3_bind_text64(s, parameter, base.assumingMemoryBound(to: CChar.self), UInt64(bytes.count), transient,
+        return sqlite3_bind_text64(s, parameter, base.assumingMemoryBound(to: CChar.self), UInt64(bytes.count), destructor,
                                  UInt8(SQLITE_UTF8))
     }
 

@@ -23,6 +23,10 @@ import StoreAPI
 /// checks each record's global ID against the derived one, works out the `Z_FOK_` positions and entity columns the
 /// captured rows already hold, and checks that the two sides of a many-to-many agree. They are kept as they are so
 /// that the ratio stays an upper bound on what ours costs over the engines.
+///
+/// Peak memory is measured the same way on both sides (each worker process's `VmHWM` and largest `RssAnon`; a
+/// reference's peak is the larger of its read's and its write's), and the flatness section sets the growth of ours
+/// from the smallest size to the largest beside the reference's.
 enum CoreDataSection {
     /// The issue's targets: both conversions within 1.5× of their reference; one record of a 10⁶-record store
     /// opened and read in under 5 ms.
@@ -75,6 +79,7 @@ enum CoreDataSection {
         var failures: [String] = []
         var largest: (total: Int, url: URL)?
         var peaks: [(Int, [String: Int])] = []
+        var referencePeaks: [(Int, [String: Int])] = []
         for size in sizes {
             let dataset = try CoreDataDataset(total: size)
             let dir = directory(root: dataRoot, total: dataset.total)
@@ -89,10 +94,11 @@ enum CoreDataSection {
             let work = scratch.appendingPathComponent("coredata-\(dataset.total)")
             try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: work) }
-            var sizePeaks: [String: Int] = [:]
+            var sizePeaks: [String: Int] = [:], sizeReferencePeaks: [String: Int] = [:]
             for (from, to) in [("coredata", "lmdb"), ("lmdb", "coredata")] {
                 let name = "convert \(from) → \(to)"
                 var times: [Timing] = [], wholes: [Timing] = [], references: [Timing] = [], rss: [Double] = [], anon: [Double] = []
+                var referenceRSS: [Double] = [], referenceAnon: [Double] = []
                 for run in 0..<runs(dataset.total) {
                     func reference() throws {
                         let read = try ChildProcess.worker(["ref-read", from == "coredata" ? "sqlite" : "lmdb", source(dir, from).path])
@@ -101,6 +107,9 @@ enum CoreDataSection {
                         defer { remove(dst) }
                         let write = try ChildProcess.worker(["ref-write", to, source(dir, to).path, dst.path])
                         references.append(read.reportedTiming + write.reportedTiming)
+                        // The reference is two processes: its peak is the larger of theirs.
+                        referenceRSS.append(Double(max(read.peakRSS, write.peakRSS)))
+                        referenceAnon.append(Double(max(read.peakAnon, write.peakAnon)))
                     }
                     if run % 2 == 1 { try reference() }
                     let dst = work.appendingPathComponent(to == "coredata" ? "converted.sqlite" : "converted.lmdb")
@@ -123,16 +132,37 @@ enum CoreDataSection {
                 table.add(.timed(name, records: dataset.total, ours: Timing.median(times), reference: Timing.median(references),
                                  referenceName: (from == "coredata" ? "sqlite3 SELECT * + mdb_put, 1 txn" : "mdb_cursor walk + prepared INSERTs, 1 txn") + whole,
                                  maxRatio: maxRatio, peakRSS: peak, peakAnon: Int(Measure.median(anon))))
+                let referencePeak = Int(Measure.median(referenceRSS))
+                sizeReferencePeaks[name] = referencePeak
+                table.add(referenceMemoryRow(name, records: dataset.total, peakRSS: referencePeak,
+                                             peakAnon: Int(Measure.median(referenceAnon)), readsCoreData: from == "coredata"))
             }
             table.add(try startupRow(runs: max(3, runs(dataset.total))))
             peaks.append((dataset.total, sizePeaks))
+            referencePeaks.append((dataset.total, sizeReferencePeaks))
             largest = (dataset.total, source(dir, "coredata"))
         }
         if peaks.count >= 2, let (smallSize, small) = peaks.first, let (largeSize, large) = peaks.last {
             table.begin("coredata: peak RSS flatness, \(ResultRow.count(smallSize)) → \(ResultRow.count(largeSize)) records (target ≤1.2×)")
+            let referenceSmall = referencePeaks.first?.1 ?? [:], referenceLarge = referencePeaks.last?.1 ?? [:]
             for (name, rss) in large.sorted(by: { $0.key < $1.key }) {
                 guard let before = small[name] else { continue }
-                table.add(.flatness("RSS growth " + name, small: (smallSize, before), large: (largeSize, rss), limit: 1.2))
+                let ours = ResultRow.flatness("RSS growth " + name, small: (smallSize, before), large: (largeSize, rss), limit: 1.2)
+                table.add(ours)
+                guard let referenceBefore = referenceSmall[name], let referenceAfter = referenceLarge[name] else { continue }
+                var reference = ResultRow.flatness("RSS growth C reference " + name, small: (smallSize, referenceBefore),
+                                                   large: (largeSize, referenceAfter), limit: 1.2)
+                // Shown beside ours, not a target of ours.
+                reference.target = "-"
+                reference.met = nil
+                table.add(reference)
+                if let oursGrowth = ours.ratio, let referenceGrowth = reference.ratio, referenceGrowth > 0 {
+                    var row = ResultRow(name: "RSS growth ours / C reference " + name, records: largeSize,
+                                        ours: String(format: "%.2f×", oursGrowth), reference: String(format: "%.2f×", referenceGrowth))
+                    row.ratio = oursGrowth / referenceGrowth
+                    row.referenceName = "growth \(ResultRow.count(smallSize)) → \(ResultRow.count(largeSize)), ours against the reference's"
+                    table.add(row)
+                }
             }
         }
         if let largest {
@@ -154,6 +184,21 @@ enum CoreDataSection {
             table.add(row)
         }
         return failures
+    }
+
+    /// The C reference's peak memory for one conversion, measured as ours is (`VmHWM` and the largest `RssAnon` of
+    /// its worker processes, the larger of its read's and its write's). Not a like-for-like figure: the write holds
+    /// the whole captured content in memory, and an LMDB read maps the file, so its resident set counts the file's
+    /// pages.
+    static func referenceMemoryRow(_ name: String, records: Int, peakRSS: Int, peakAnon: Int, readsCoreData: Bool) -> ResultRow {
+        var row = ResultRow(name: "C reference peak RSS, \(name.dropFirst("convert ".count))", records: records,
+                            ours: ResultRow.megabytes(peakRSS))
+        row.peakRSS = ResultRow.megabytes(peakRSS)
+        row.peakAnon = ResultRow.megabytes(peakAnon)
+        row.referenceName = readsCoreData
+            ? "larger of sqlite3 SELECT * and mdb_put (the write holds the captured entries in memory)"
+            : "larger of the LMDB cursor walk (maps the file) and the INSERTs (hold the captured rows in memory)"
+        return row
     }
 
     /// What a worker process takes to start and exit doing nothing (whole process, median of `runs`): in neither

@@ -3,8 +3,8 @@ import StoreAPI
 import StoreTestSupport
 import Testing
 
-/// The JSON decoders every backend's metadata read goes through: stored metadata, the JSON schema form, and stored
-/// history transactions. A schema that decodes must also be able to back a store of every type.
+/// The decoders every backend's metadata read goes through: stored metadata and the JSON schema form, and stored
+/// history transactions (binary, or JSON in stores written before). A schema that decodes must also be able to back a store of every type.
 @Suite struct MetadataFuzzTests {
     static func corpus() throws -> [[UInt8]] {
         let fixture = try FuzzFixture.schema()
@@ -20,7 +20,9 @@ import Testing
             Array(try fixture.jsonData()),
             Array(try library.jsonData()),
         ]
+        // History as stores hold it now (binary) and as stores written before hold it (JSON).
         seeds += try FuzzFixture.history().map { Array(try $0.encoded()) }
+        seeds += try FuzzFixture.history().map { Array(try $0.legacyJSONEncoded()) }
         if let models = PackagePaths.corpus("models") {
             for dir in ["JohnEstropia__CoreStore__Model.xcdatamodel", "magicalpanda__MagicalRecord__TestModel.xcdatamodel",
                         "rentzsch__mogenerator__test.xcdatamodel"] {

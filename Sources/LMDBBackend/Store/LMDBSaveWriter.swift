@@ -357,8 +357,7 @@ struct LMDBSaveWriter {
                 throw StoreError.io(storeURL, operation: "appending history", reason: "token \(t.token) is not after \(last)")
             }
             last = t.token
-            let json = Array(try t.encoded())
-            try txn.put(dbi, key: OrderedKey.bytes(t.token), value: json, flags: UInt32(MDB_APPEND))
+            try txn.put(dbi, key: OrderedKey.bytes(t.token), value: Array(try t.encoded()), flags: UInt32(MDB_APPEND))
         }
     }
 }

@@ -12,7 +12,9 @@ import Foundation
 /// - `_storeapi_metadata(id = 1, json)` — the ``StoreMetadata`` JSON;
 /// - `_storeapi_keys(root, next)` — each hierarchy's next primary key, a row locked by every allocation, so two
 ///   processes never get the same key;
-/// - `_storeapi_history(token, json)` — history transactions, appended under a table lock so tokens commit in order.
+/// - `_storeapi_history(token, json)` — history transactions (``HistoryTransaction/encoded()`` in a `bytea`: binary,
+///   or JSON in entries written before; the column keeps its first name), appended under a table lock so tokens
+///   commit in order.
 ///
 /// ## Entity tables
 /// One table per inheritance hierarchy: `_pk bigint PRIMARY KEY`, `_ent integer` (the concrete entity's 1-based

@@ -260,10 +260,10 @@ final class PostgresPersistentStore: PersistentStore, Sendable {
                 [String(token ?? .min)])
             var result: [HistoryTransaction] = []
             for i in 0..<rows.count {
-                guard let t = rows.int64(i, 0), let json = rows.bytes(i, 1, { PostgresValueCodec.bytes(fromHex: $0) }) ?? nil else {
+                guard let t = rows.int64(i, 0), let bytes = rows.bytes(i, 1, { PostgresValueCodec.bytes(fromHex: $0) }) ?? nil else {
                     throw StoreError.corruptStore(location.url, reason: "a history row is damaged")
                 }
-                var transaction = try HistoryTransaction.decode(json, url: location.url)
+                var transaction = try HistoryTransaction.decode(bytes, url: location.url)
                 transaction.token = t
                 result.append(transaction)
             }

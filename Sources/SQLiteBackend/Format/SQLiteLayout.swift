@@ -11,7 +11,8 @@ import Foundation
 ///   - `_storeapi_metadata(id = 1, json)` — the ``StoreMetadata`` JSON (``StoreMetadata/encoded()``).
 ///   - `_storeapi_keys(root, next)` — the primary-key high-water mark of each hierarchy (the next key to hand out).
 ///   - `_storeapi_entities(code, name, root, tableName)` — the entity code of every entity (informational).
-///   - `_storeapi_history(token, json)` — history transactions (``HistoryTransaction/encoded()``).
+///   - `_storeapi_history(token, json)` — history transactions (``HistoryTransaction/encoded()``: binary, or
+///     JSON in entries written before; the column keeps its first name).
 /// - `E_<Root>` — one table per inheritance hierarchy, named after its root entity.
 /// - `J_<Entity>.<relationship>` — join and order tables, named after the relationship that owns them.
 /// - Indexes are `X_<table>.<column>` (plain), `U_<table>.<Entity>.<n>` (the entity's n-th uniqueness

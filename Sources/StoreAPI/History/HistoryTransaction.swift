@@ -89,15 +89,24 @@ public struct HistoryChange: Sendable, Hashable, Codable {
 }
 
 extension HistoryTransaction {
-    /// The compact JSON encoding backends may store a transaction as.
+    /// The compact binary encoding backends store a transaction as (see ``decode(_:url:)``).
+    ///
+    /// Storage only: it is not an interchange format. The `Codable` conformance stays the JSON form for exports.
     public func encoded() throws -> Data {
-        do { return try JSONEncoder().encode(self) } catch {
-            throw StoreError.io(nil, operation: "encoding history", reason: "\(error)")
-        }
+        HistoryBinaryEncoding.encode(self)
     }
 
-    /// Decodes a stored transaction; `url` names the store in the error.
+    /// Decodes a stored transaction: what ``encoded()`` writes, or the JSON (`Codable`) encoding stores written
+    /// before it hold. `url` names the store in the error.
+    ///
+    /// - Throws: ``StoreError/corruptStore(_:reason:)`` for bytes that are neither.
     public static func decode(_ data: Data, url: URL?) throws -> HistoryTransaction {
+        if let first = data.first, HistoryBinaryEncoding.isBinary(first) {
+            do { return try HistoryBinaryEncoding.decode(data) } catch {
+                throw StoreError.corruptStore(url ?? URL(fileURLWithPath: "/"),
+                                              reason: "unreadable history transaction: \(error.reason) at byte \(error.offset)")
+            }
+        }
         do { return try JSONDecoder().decode(HistoryTransaction.self, from: data) } catch {
             throw StoreError.corruptStore(url ?? URL(fileURLWithPath: "/"), reason: "unreadable history transaction: \(error)")
         }

@@ -45,7 +45,8 @@ struct JSONStoreWriter {
         }
     }
 
-    /// History transactions in their Codable form (as `HistoryTransaction.encoded()`, but with sorted keys).
+    /// History transactions in their Codable form (JSON, with sorted keys; `HistoryTransaction.encoded()` is the
+    /// framework's binary storage encoding, not meant to be read by people).
     private static func serialize(_ transaction: HistoryTransaction, url: URL) throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

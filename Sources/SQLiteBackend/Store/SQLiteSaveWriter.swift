@@ -517,11 +517,14 @@ struct SQLiteSaveWriter {
 
     // MARK: History
 
+    // Built once: every save with history tracking runs both.
+    private static let lastTokenSQL = "SELECT MAX(token) FROM \(SQLiteLayout.quote(SQLiteLayout.historyTable))"
+    private static let appendHistorySQL = "INSERT INTO \(SQLiteLayout.quote(SQLiteLayout.historyTable)) (token, json) VALUES (?, ?)"
+
     private func appendHistory(_ transactions: [HistoryTransaction]) throws {
         guard !transactions.isEmpty else { return }
-        let table = SQLiteLayout.quote(SQLiteLayout.historyTable)
-        var last = try connection.int64("SELECT MAX(token) FROM \(table)") ?? 0
-        try connection.withStatement("INSERT INTO \(table) (token, json) VALUES (?, ?)") { s in
+        var last = try connection.int64(Self.lastTokenSQL) ?? 0
+        try connection.withStatement(Self.appendHistorySQL) { s in
             for var t in transactions {
                 if t.token == HistoryTransaction.assignToken { t.token = last + 1 }
                 guard t.token > last else {

@@ -7,7 +7,7 @@ struct Options {
     /// The sections with a dataset of their own (not the library's source stores).
     static let ownDatasetSections: Set<String> = ["coredata"]
     /// The older store-API micro-benchmarks on a flat 8-column record (run with `--only`, and by `--smoke`).
-    static let microSections = ["sqlite", "lmdb", "xml", "typed", "sync", "postgres", "folding", "aggregate"]
+    static let microSections = ["sqlite", "lmdb", "xml", "typed", "sync", "postgres", "folding", "aggregate", "history"]
 
     var sizes = [10_000, 100_000, 1_000_000]
     var only: Set<String> = []

@@ -153,6 +153,12 @@ func runBenchmarks(_ options: Options) throws -> [String] {
            !(try AggregateSection.run(count: options.smoke ? size : 100_000, runs: options.smoke ? 1 : 3)) {
             failures.append("aggregate section check")
         }
+        // History tracking's cost on saves and reads; 10^5 changes read, whatever the run's sizes: it runs once.
+        if options.wants("history"), size == options.sizes.first,
+           !(try HistorySection.run(changes: options.smoke ? size : 100_000, saves: options.smoke ? 20 : 500,
+                                    runs: options.smoke ? 1 : 5)) {
+            failures.append("history section check")
+        }
     }
 
     if options.wants("coredata") {

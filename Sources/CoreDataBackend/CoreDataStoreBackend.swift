@@ -521,10 +521,7 @@ public struct CoreDataStoreBackend: StoreBackend {
         } catch {
             throw .invalidSchema(error)
         }
-        plist.custom = metadata.custom.mapValues(Self.propertyListValue)
-        if let syncOptions = metadata.syncOptions {
-            plist.custom[syncOptionsMetadataKey] = try propertyListValue(syncOptions, url: url)
-        }
+        plist = try CoreDataStore.plist(plist, for: metadata, url: url)
         do {
             plist.custom[schemaMetadataKey] = .data(try metadata.schema.jsonData())
         } catch {

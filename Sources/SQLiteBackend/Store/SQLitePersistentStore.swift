@@ -261,7 +261,7 @@ final class SQLitePersistentStore: PersistentStore, PageScanningStore, PageInser
             try evaluator(reader).sort(&matched, by: request.sortDescriptors)
             return PredicateEvaluator.slice(matched, offset: request.offset, limit: request.limit)
         }
-        if request.offset <= 0, request.limit == nil, Self.sortsFasterInMemory(request.sortDescriptors, entity: entity) {
+        if request.offset <= 0, request.limit == nil, PredicateEvaluator.sortsByNumbers(request.sortDescriptors, of: entity) {
             // Every match is returned: the evaluator's sort of the decoded records costs less than SQLite's sorter,
             // which builds, compares and takes apart a sorter record per row; its order is the reference the
             // translated ORDER BY reproduces.
@@ -278,19 +278,6 @@ final class SQLitePersistentStore: PersistentStore, PageScanningStore, PageInser
         }
         guard Self.prepares("\(base) ORDER BY \(orderSQL)", fragment, c) else { return try inMemory() }
         return try reader.records("\(base) ORDER BY \(orderSQL)", bindings: bindings, table: table)
-    }
-
-    /// Whether every sort key is an attribute of `entity` itself holding numbers, booleans or dates: values the
-    /// evaluator compares without allocating or resolving anything, so sorting the decoded matches is cheaper than
-    /// SQLite's sorter. Strings (Unicode comparison), decimals and key paths through relationships stay in SQL.
-    static func sortsFasterInMemory(_ descriptors: [SortKey], entity: Entity) -> Bool {
-        !descriptors.isEmpty && descriptors.allSatisfy { d in
-            guard let i = entity.attributeIndex(d.keyPath) else { return false }
-            switch entity.attributes[i].type {
-            case .integer16, .integer32, .integer64, .boolean, .double, .float, .date: return true
-            default: return false
-            }
-        }
     }
 
     /// Fragments nested at most this deep always fit SQLite's parser stack; deeper ones are prepared first.

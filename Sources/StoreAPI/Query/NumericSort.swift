@@ -35,11 +35,9 @@ struct NumericSort {
             var position = -1
             for r in records {
                 if r.entity != lastEntity {
-                    guard let e = schema.entity(named: r.entity), let i = e.attributePosition(d.keyPath) else { return nil }
-                    switch e.attributes[i].type {
-                    case .integer16, .integer32, .integer64, .boolean, .double, .float, .date: break
-                    default: return nil
-                    }
+                    guard let e = schema.entity(named: r.entity), let i = e.attributePosition(d.keyPath),
+                          Self.sortsByNumber(e.attributes[i].type)
+                    else { return nil }
                     lastEntity = r.entity
                     position = i
                 }
@@ -63,6 +61,14 @@ struct NumericSort {
         self.keys = keys
         self.isReal = isReal
         ascending = descriptors.map(\.ascending)
+    }
+
+    /// Whether values of `type` are numbers to this sort (booleans and dates included).
+    static func sortsByNumber(_ type: AttributeType) -> Bool {
+        switch type {
+        case .integer16, .integer32, .integer64, .boolean, .double, .float, .date: true
+        default: false
+        }
     }
 
     private static func real(_ v: Double) -> Key {

@@ -91,6 +91,16 @@ import Foundation
         try sortComparingValues(&records, by: descriptors)
     }
 
+    /// Whether ``sort(_:by:)`` sorts records of `entity` by `descriptors` as plain numbers: every key is an
+    /// attribute of the entity itself holding numbers, booleans or dates. Such a sort compares flat arrays of
+    /// numbers, allocating and resolving nothing per comparison, so a backend may find it cheaper than its engine's
+    /// sort of the same matches.
+    @_spi(BackendKit) public static func sortsByNumbers(_ descriptors: [SortKey], of entity: Entity) -> Bool {
+        !descriptors.isEmpty && descriptors.allSatisfy { d in
+            entity.attributeIndex(d.keyPath).map { NumericSort.sortsByNumber(entity.attributes[$0].type) } ?? false
+        }
+    }
+
     /// ``sort(_:by:)`` for every kind of key: each record's keys resolved once, then compared by
     /// ``sortOrder(_:_:)``.
     func sortComparingValues(_ records: inout [Record], by descriptors: [SortKey]) throws {

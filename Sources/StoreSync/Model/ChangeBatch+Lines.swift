@@ -26,27 +26,14 @@ extension ChangeBatch {
     func encoded() -> Data {
         var names: [String: Int] = [:]
         var nameList: [String] = []
-        var stamps: [HybridLogicalClock: Int] = [:]
-        var stampList: [HybridLogicalClock] = []
+        var stampTable = StampTable()
         func name(_ s: String) -> Int {
             if let n = names[s] { return n }
             names[s] = nameList.count
             nameList.append(s)
             return nameList.count - 1
         }
-        // Every value of one push carries the same stamp: the last one is checked before the table is.
-        var last: (stamp: HybridLogicalClock, number: Int)?
-        func stamp(_ c: HybridLogicalClock) -> Int {
-            if let last, last.stamp == c { return last.number }
-            if let n = stamps[c] {
-                last = (c, n)
-                return n
-            }
-            last = (c, stampList.count)
-            stamps[c] = stampList.count
-            stampList.append(c)
-            return stampList.count - 1
-        }
+        func stamp(_ c: HybridLogicalClock) -> Int { stampTable.number(c) }
         var body: [UInt8] = []
         body.reserveCapacity(changes.count * 120)
         for c in changes {
@@ -91,7 +78,7 @@ extension ChangeBatch {
             }
         }
         var out: [UInt8] = []
-        out.reserveCapacity(body.count + nameList.count * 16 + stampList.count * 64 + 128)
+        out.reserveCapacity(body.count + nameList.count * 16 + stampTable.stamps.count * 64 + 128)
         out += Array("\(Self.linesMagic)\t2\t".utf8)
         Self.append(peer, to: &out)
         out += Array("\t\(sequence)\t\(changes.count)\n".utf8)
@@ -101,7 +88,7 @@ extension ChangeBatch {
             Self.escape(s, to: &out)
             out.append(10)
         }
-        for c in stampList {
+        for c in stampTable.stamps {
             out += Array("C\t\(c.wall)\t\(c.counter)\t".utf8)
             Self.append(c.peer, to: &out)
             out.append(10)

@@ -247,8 +247,7 @@ private struct RecordMaps {
         // a table before the lines that name it by number: the values of one push share one stamp.
         var out: [UInt8] = []
         out.reserveCapacity(count * 80)
-        var numbers: [HybridLogicalClock: Int] = [:]
-        var table: [HybridLogicalClock] = []
+        var table = StampTable()
         func line(_ kind: UInt8, _ fields: () -> Void) {
             out.append(kind)
             fields()
@@ -258,19 +257,7 @@ private struct RecordMaps {
             out.append(9)
             escape(text, into: &out)
         }
-        // The values of one push share one stamp: the last one is checked before the table is.
-        var last: (stamp: HybridLogicalClock, number: Int)?
-        func number(_ stamp: HybridLogicalClock) -> Int {
-            if let last, last.stamp == stamp { return last.number }
-            if let n = numbers[stamp] {
-                last = (stamp, n)
-                return n
-            }
-            last = (stamp, table.count)
-            numbers[stamp] = table.count
-            table.append(stamp)
-            return table.count - 1
-        }
+        func number(_ stamp: HybridLogicalClock) -> Int { table.number(stamp) }
         func field(_ stamp: HybridLogicalClock) {
             out.append(9)
             TextBytes.append(number(stamp), to: &out)
@@ -305,8 +292,8 @@ private struct RecordMaps {
             }
         }
         var frame: [UInt8] = []
-        frame.reserveCapacity(table.count * 60 + out.count)
-        for stamp in table {
+        frame.reserveCapacity(table.stamps.count * 60 + out.count)
+        for stamp in table.stamps {
             frame += [UInt8(ascii: "K"), 9]
             TextBytes.append(stamp, to: &frame)
             frame.append(10)

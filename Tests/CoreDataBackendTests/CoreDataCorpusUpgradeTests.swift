@@ -238,6 +238,29 @@ struct CoreDataCorpusUpgradeTests {
         #expect(try Self.registry.backend(for: type).checkIntegrity(at: url).isEmpty)
     }
 
+    @Test("wibosco's chain without its custom step is refused at v2 → v3 and leaves the v1 store as it was")
+    func wiboscoChainRefusedLeavesStore() throws {
+        let stores = try #require(Self.stores), models = try #require(Self.models)
+        let dir = try TemporaryDirectory("corpus-upgrade-wibosco-refused")
+        let url = dir.path("Posts.sqlite")
+        try Self.operations.copyStore(from: stores.appendingPathComponent("\(Self.wibosco)/CoreDataMigration_Example_1.sqlite"),
+                                      sourceType: "coredata", to: url, type: "coredata")
+        let before = try dir.listing().reduce(into: [String: Data]()) { $0[$1] = try Data(contentsOf: dir.path($1)) }
+        // v2 → v3 adds a required to-many every existing post lacks: only the data shows it, after v1 → v2 is done.
+        let chain = try SchemaVersionChain(xcodeModelBundleAt: models.appendingPathComponent(Self.wiboscoModel))
+        do {
+            try Self.operations.upgradeStore(at: url, through: chain)
+            Issue.record("the chain should be refused: v1's posts have no sections")
+        } catch StoreError.migrationRefused(let refused, let problems) {
+            #expect(refused == url)
+            #expect(problems.contains { if case .missingValues("Post", "sections", _, 10) = $0 { true } else { false } }, "\(problems)")
+        }
+        let after = try dir.listing().reduce(into: [String: Data]()) { $0[$1] = try Data(contentsOf: dir.path($1)) }
+        #expect(after == before, "every file as it was, nothing staged left: \(dir.listing())")
+        let metadata = try Self.registry.backend(for: "coredata").readMetadata(at: url)
+        #expect(chain.position(of: metadata) == 0, "still at the first version")
+    }
+
     @Test("wibosco's whole chain v1 → v4, with the custom step where the model splits an entity")
     func wiboscoChain() throws {
         let stores = try #require(Self.stores), models = try #require(Self.models)

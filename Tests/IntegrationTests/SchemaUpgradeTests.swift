@@ -338,6 +338,65 @@ import Testing
         #expect(try Backends.registry.backend(for: type).readMetadata(at: url).versionHashes == EvolutionSchemas.v2().versionHashes)
     }
 
+    @Test("a chain refused for its data at a later step leaves the store at the version it had", arguments: types)
+    func chainRefusedLaterLeavesStore(_ type: String) throws {
+        let dir = try TemporaryDirectory("upgrade-chain-refused")
+        let url = Self.url(type, in: dir)
+        defer { Self.cleanUp(type, url) }
+        try Self.makeV1Store(type, at: url)
+        let before = try Self.snapshot(type, url)
+        let v1 = try EvolutionSchemas.v1()
+        let middle = try EvolutionSchemas.v1(changing: "Author") { a in a.attributes[1].type = .integer32 }
+        // The plan infers this step; only the records show two books without an isbn.
+        let last = try Schema(entities: middle.definitions.map { d in
+            var d = d
+            if d.name == "Book" { d.attributes[2].isOptional = false }
+            return d
+        })
+        let chain = SchemaVersionChain(versions: [("v1", v1), ("v1.5", middle), ("v1.6", last)])
+        do {
+            try Self.operations.upgradeStore(at: url, through: chain)
+            Issue.record("expected a refusal at v1.5 → v1.6")
+        } catch StoreError.migrationRefused(let at, let problems) {
+            #expect(at == url)
+            #expect(problems == [.missingValues(entity: "Book", property: "isbn",
+                                                records: [RecordKey(entity: "Book", primaryKey: 2), RecordKey(entity: "Book", primaryKey: 3)],
+                                                count: 2)])
+        }
+        #expect(try Self.snapshot(type, url) == before, "not left at v1.5")
+        #expect(try Backends.registry.backend(for: type).readMetadata(at: url).versionHashes == v1.versionHashes)
+        #expect(!dir.listing().contains { $0.hasPrefix(AtomicFile.stagingPrefix) }, "\(dir.listing())")
+    }
+
+    @Test("a chain of several steps carries records, identities, metadata and history to the last version", arguments: types)
+    func chainOfStepsCarriesEverything(_ type: String) throws {
+        let dir = try TemporaryDirectory("upgrade-chain-whole")
+        let url = Self.url(type, in: dir)
+        defer { Self.cleanUp(type, url) }
+        try Self.makeV1Store(type, at: url)
+        let middle = try EvolutionSchemas.v1(changing: "Author") { a in a.attributes[1].type = .integer32 }
+        let chain = SchemaVersionChain(versions: [("v1", try EvolutionSchemas.v1()), ("v1.5", middle), ("v2", try EvolutionSchemas.v2())])
+        let steps = try Self.operations.upgradeStore(at: url, through: chain)
+        #expect(steps.map(\.to) == ["v1.5", "v2"])
+        #expect(!dir.listing().contains { $0.hasPrefix(AtomicFile.stagingPrefix) }, "\(dir.listing())")
+        let store = try Backends.open(url, readOnly: true)
+        defer { try? store.close() }
+        #expect(store.metadata.versionHashes == (try EvolutionSchemas.v2()).versionHashes)
+        #expect(store.metadata.storeUUID == Self.storeUUID)
+        #expect(store.metadata.custom["app"] == .string("library"))
+        let records = try Backends.records(of: store)
+        #expect(Set(records.keys) == Set(Self.ids.prefix(5)), "the note's entity is gone in v2; everything else kept its global ID")
+        #expect(records[Self.ids[0]]?.attributes == [.string("Le Guin"), .integer64(88), .double(Double(Float(4.5))), .string("-7"), .string("unknown")])
+        #expect(records[Self.ids[3]]?.attributes == [.string("untitled"), .integer32(300), .null])
+        #expect(records[Self.ids[4]]?.relationships == [.toMany([2])])
+        if try Backends.registry.backend(for: type).capabilities.contains(.history) {
+            let history = try store.history(after: nil)
+            #expect(history.map(\.author) == ["test"])
+            #expect(history.first?.changes.map(\.entity) == ["Title", "Author"])
+            #expect(history.first?.changes.last?.changedKeys == ["fullName"])
+        }
+    }
+
     @Test("a version chain is walked one step at a time, and resumes from the version a store reached")
     func chainStepsThroughVersions() throws {
         let dir = try TemporaryDirectory("upgrade-chain")

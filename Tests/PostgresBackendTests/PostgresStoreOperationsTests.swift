@@ -84,4 +84,50 @@ struct PostgresStoreOperationsTests {
         try Self.expectIdentical(reference, target, "the relocated store")
         try PostgresStoreBackend().destroyStore(at: target)
     }
+
+    /// An upgrade through several versions runs in a staging schema: refused at its last step (for records the
+    /// plan cannot see), the store is as it was, not at the version between; otherwise it is upgraded whole.
+    @Test func chainUpgradeIsAllOrNothing() throws {
+        let server = try PostgresTestServer.shared()
+        let url = server.storeURL("chain")
+        let reference = server.storeURL("chainref")
+        defer { for u in [url, reference] { try? PostgresStoreBackend().destroyStore(at: u) } }
+        let v1 = try EvolutionSchemas.v1()
+        let coordinator = StoreCoordinator(schema: v1, registry: Self.registry)
+        try coordinator.addStore(StoreDescription(url: url, type: PostgresStoreBackend.typeIdentifier))
+        let ctx = coordinator.newContext()
+        let author = try ctx.insert("Author", ["name": .string("Le Guin"), "age": .integer16(88)])
+        for (title, isbn) in [("The Dispossessed", StoreValue.string("978-0061054884")), ("Untitled", .null)] {
+            let book = try ctx.insert("Book", ["title": .string(title), "isbn": isbn])
+            try book.setObject(author, forKey: "author")
+        }
+        try ctx.save()
+        for store in coordinator.stores { try coordinator.removeStore(store) }
+        try Self.operations.copyStore(from: url, to: reference)
+
+        let middle = try EvolutionSchemas.v1(changing: "Author") { a in a.attributes[1].type = .integer32 }
+        let isbnRequired = try Schema(entities: middle.definitions.map { d in
+            var d = d
+            if d.name == "Book" { d.attributes[2].isOptional = false }
+            return d
+        })
+        do {
+            try Self.operations.upgradeStore(at: url, through: SchemaVersionChain(versions: [("v1", v1), ("v1.5", middle), ("v1.6", isbnRequired)]))
+            Issue.record("expected a refusal at v1.5 → v1.6: a book has no isbn")
+        } catch StoreError.migrationRefused(let at, let problems) {
+            #expect(at == url)
+            #expect(problems.count == 1 && problems.allSatisfy { if case .missingValues("Book", "isbn", _, 1) = $0 { true } else { false } }, "\(problems)")
+        }
+        #expect(try PostgresStoreBackend().readMetadata(at: url).versionHashes == v1.versionHashes, "not left at v1.5")
+        try Self.expectIdentical(reference, url, "the store after a refused chain")
+
+        let v2 = try EvolutionSchemas.v2()
+        let steps = try Self.operations.upgradeStore(at: url, through: SchemaVersionChain(versions: [("v1", v1), ("v1.5", middle), ("v2", v2)]))
+        #expect(steps.map(\.to) == ["v1.5", "v2"])
+        let upgraded = try Self.open(url)
+        defer { try? upgraded.close() }
+        #expect(upgraded.metadata.versionHashes == v2.versionHashes)
+        let titles = try upgraded.fetch(FetchRequest(entity: "Title"))
+        #expect(Set(titles.map { $0.attributes[0] }) == [.string("The Dispossessed"), .string("Untitled")])
+    }
 }

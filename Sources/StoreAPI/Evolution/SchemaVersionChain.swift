@@ -55,13 +55,17 @@ extension StoreOperations {
     }
 
     /// Upgrades the store at `url` through `chain`, one version at a time from the one its version hashes match to
-    /// the latest, each step as ``upgradeStore(at:type:to:options:)`` does it (staged, then an atomic replace). A
-    /// store that matches no version is upgraded to the latest version directly.
+    /// the latest, each step as ``upgradeStore(at:type:to:options:)`` does it. A store that matches no version is
+    /// upgraded to the latest version directly.
     ///
     /// Custom steps come from the chain's ``SchemaVersionChain/customSteps`` (`options.customStep` is not used).
     /// Before anything is written, every remaining step is planned: a step that cannot be inferred is refused with
-    /// ``StoreError/migrationRefused(_:problems:)`` naming the versions. Interrupted between steps, the store is
-    /// whole at the version it reached, and running the upgrade again continues from there.
+    /// ``StoreError/migrationRefused(_:problems:)`` naming the versions. The upgrade is all or nothing: with more
+    /// than one step, the steps run on a copy of the store staged beside it (on a server, in a staging schema),
+    /// which replaces the store atomically once the last step is done. A step refused for the data it finds (records
+    /// without a value for a newly required property, duplicates under a new constraint), a failure, a cancel or a
+    /// crash leaves the store whole at the version it had. A store at a version inside the chain (upgraded one step
+    /// by other means) continues from there.
     ///
     /// - Returns: the steps carried out (empty when the store is at the latest version).
     @discardableResult
@@ -99,13 +103,65 @@ extension StoreOperations {
             }
             previous = step.to.schema
         }
-        var done: [UpgradeStep] = []
-        for step in steps {
-            var stepOptions = options
-            stepOptions.customStep = chain.customSteps[step.to.name]
-            let plan = try upgradeStore(at: url, type: backend.typeIdentifier, to: step.to.schema, options: stepOptions)
-            done.append(UpgradeStep(from: step.from, to: step.to.name, plan: plan))
+        func run(at location: URL) throws -> [UpgradeStep] {
+            var done: [UpgradeStep] = []
+            for step in steps {
+                var stepOptions = options
+                stepOptions.customStep = chain.customSteps[step.to.name]
+                let plan = try upgradeStore(at: location, type: backend.typeIdentifier, to: step.to.schema, options: stepOptions)
+                done.append(UpgradeStep(from: step.from, to: step.to.name, plan: plan))
+            }
+            return done
         }
-        return done
+        // One step is staged and placed by the step itself.
+        guard steps.count > 1 else { return try run(at: url) }
+        return try upgradeStaged(at: url, backend: backend, options: options, run)
+    }
+
+    /// Runs `steps` on a copy of the store at `url` and places the result over it, so that a chain refused or
+    /// failing at a later step leaves the store at the version it had rather than at one between.
+    private func upgradeStaged(at url: URL, backend: any StoreBackend, options: UpgradeOptions,
+                               _ steps: (URL) throws -> [UpgradeStep]) throws -> [UpgradeStep] {
+        let force = options.force
+        if !force { try Self.refuseIfInUse(url, backend: backend, action: "upgrade") }
+        // Files: a scratch folder under a staging name beside the store, so that a crash leaves only staging the next
+        // operation clears, and the store's files inside keep their own names (the steps stage beside them in
+        // turn). Otherwise the backend's staging location: a server swaps it in in one transaction, a store kept in
+        // the process under the backend's lock.
+        let scratch: URL
+        let copy: URL
+        if backend.keepsFiles {
+            try AtomicFile.checkDirectory(of: url)
+            AtomicFile.removeStaleStaging(near: url)
+            AtomicFile.removeNestedStaging(near: url)
+            scratch = AtomicFile.stagingURL(for: url)
+            do {
+                try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: false)
+            } catch {
+                throw StoreError.io(scratch, operation: "creating a folder to stage the upgrade in", reason: "\(error.localizedDescription)")
+            }
+            copy = scratch.appendingPathComponent(url.lastPathComponent)
+        } else {
+            scratch = try StorePlacement.stagingLocation(for: url, backend: backend)
+            copy = scratch
+        }
+        do {
+            try copyStore(from: url, sourceType: backend.typeIdentifier, to: copy, type: backend.typeIdentifier,
+                          options: CopyOptions(batchSize: options.batchSize, progress: options.progress, force: force))
+            let done: [UpgradeStep]
+            do {
+                done = try steps(copy)
+            } catch StoreError.migrationRefused(_, let problems) {
+                // The copy is the steps' store; the caller's store is the one refused.
+                throw StoreError.migrationRefused(url, problems: problems)
+            }
+            let existing = try existingStore(at: url, replacing: true, force: force)
+            try StorePlacement.place(staged: copy, at: url, backend: backend, replacing: existing)
+            if backend.keepsFiles { try? FileManager.default.removeItem(at: scratch) }
+            return done
+        } catch {
+            if backend.keepsFiles { try? FileManager.default.removeItem(at: scratch) } else { StorePlacement.discard(staged: copy, backend: backend) }
+            throw error
+        }
     }
 }

@@ -17,9 +17,12 @@ struct UpgradeCommand: ParsableCommand {
             Every record the new model keeps is carried with its primary key and global ID, with the store UUID, \
             custom metadata and history. The new store is staged beside the old one and replaces it atomically \
             only when complete. With an .xcdatamodeld, the store is upgraded one version at a time from the version \
-            its hashes match up to the bundle's current version.
+            its hashes match up to the bundle's current version, all or nothing: the steps run on a staged copy, \
+            so a step refused for the records it finds leaves the store at the version it had.
 
-            --dry-run prints the plan (each change and how it maps) and changes nothing; --json prints it as JSON.
+            --dry-run prints the plan (each change and how it maps) and changes nothing; it reads only the \
+            store's schema, so records that do not fit a step (no value for a newly required property, duplicates \
+            under a new constraint) are found when the upgrade runs. --json prints the plan as JSON.
 
             Examples:
               storectl upgrade app.sqlite --model Model.xcdatamodeld --dry-run

@@ -98,7 +98,7 @@ final class CoreDataStore: PersistentStore, PageScanningStore, PageInsertingStor
 
     // MARK: Reading
 
-    private func open() throws(StoreError) -> CoreDataConnection {
+    func open() throws(StoreError) -> CoreDataConnection {
         guard let connection else { throw .io(fileURL, operation: "using the store", reason: "the store is closed") }
         return connection
     }

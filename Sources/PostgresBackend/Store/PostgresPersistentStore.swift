@@ -34,6 +34,8 @@ final class PostgresPersistentStore: PersistentStore, Sendable {
     /// The version of every row this store read or wrote, per hierarchy (optimistic locking). Under a lock of its
     /// own, so that a read beside a save notes what it read without waiting for the save.
     private let versions = Mutex<[String: [Int64: Int64]]>([:])
+    /// What ``changeToken()`` has heard: its listener, made by the first probe, and the saves it reported.
+    let changeProbe = Mutex<ChangeProbe>(ChangeProbe())
 
     var url: URL? { location.url }
 
@@ -358,6 +360,7 @@ final class PostgresPersistentStore: PersistentStore, Sendable {
 
     func close() throws {
         readers.close()
+        changeProbe.withLock { $0.close() }
         state.withLock { s in
             s.connection?.close()
             s.connection = nil

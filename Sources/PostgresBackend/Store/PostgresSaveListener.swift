@@ -69,6 +69,25 @@ public final class PostgresSaveListener: Sendable {
         }
     }
 
+    /// Whether a save of the store was announced since the last call (or the listener started), counting every save
+    /// committed before this call: a round trip on the listening connection makes the server deliver what it queued
+    /// for it first, so nothing committed is missed for being still on its way. Does not wait for new saves. A
+    /// connection that broke is replaced, and the answer is then `true` (a save may have gone unheard).
+    func hasHeardSave() throws -> Bool {
+        try connection.withLock { held in
+            guard let c = held, !c.isBroken else {
+                held?.close()
+                held = nil
+                let c = try PostgresConnection(try PostgresLocation(url), connectTimeout: StoreOptions().timeout)
+                try c.execute("LISTEN \(PostgresLayout.quote(Self.channel))")
+                held = c
+                return true
+            }
+            _ = try c.execute("SELECT 1")
+            return try drain(c)
+        }
+    }
+
     /// Reads what arrived; whether a notification of this store's schema was among it.
     private func drain(_ c: PostgresConnection) throws -> Bool {
         let h = try c.handle()

@@ -31,11 +31,12 @@ extension StoreCoordinator {
     /// Looks whether another process committed to a loaded store since the last check, and reports each such change
     /// to the observers (``observeChanges(_:)``); returns them.
     ///
-    /// A store that can probe for changes (``ChangeProbingStore``: SQLite, LMDB) answers without reading a record;
-    /// its change is reported with ``SavedChanges/isComplete`` `false`. Other stores are checked through their
-    /// history, when their description turns on ``StoreOptions/historyTracking``, and report the records the new
-    /// history transactions name. A store that can do neither reports nothing. The first check of a store only
-    /// notes where it stands. A change may be reported that this process made itself (an LMDB environment counts
+    /// A store that can probe for changes (``ChangeProbingStore``: SQLite, LMDB, Core Data, PostgreSQL) answers
+    /// "nothing new" without reading a record or its history. When something changed, a store whose description
+    /// turns on ``StoreOptions/historyTracking`` reports the records its new history transactions name; otherwise
+    /// the change is reported with ``SavedChanges/isComplete`` `false` (look again at everything). A store that
+    /// cannot probe is checked through its history alone, when it keeps it; one that can do neither reports
+    /// nothing. The first check of a store only notes where it stands. A change may be reported that this process made itself (an LMDB environment counts
     /// its own commits too): observers treat a report as "look again", not as proof of a foreign write.
     ///
     /// Call it from a timer, or when the app comes to the foreground; `StoreModels`' `ModelStore` polls it while
@@ -55,20 +56,29 @@ extension StoreCoordinator {
     private func check(_ loaded: LoadedStore) throws -> SavedChanges? {
         let id = loaded.identifier
         let before = changeFeed.probes.withLock { $0[id] }
+        let tracksHistory = loaded.storeDescription.options.historyTracking
+        // A probe answers "nothing new" without reading history; when it moved, history (if kept) says what changed.
+        var probed = false
         if let probing = loaded.store as? any ChangeProbingStore {
             let token = try probing.changeToken()
             changeFeed.probes.withLock { $0[id, default: .init()].token = token }
-            guard let was = before?.token, was != token else { return nil }
-            return SavedChanges(unknownChangeOf: id, origin: .otherProcess)
+            if let was = before?.token {
+                guard was != token else { return nil }
+                probed = true
+            }
+            guard tracksHistory else { return probed ? SavedChanges(unknownChangeOf: id, origin: .otherProcess) : nil }
         }
-        guard loaded.storeDescription.options.historyTracking else { return nil }
+        guard tracksHistory else { return nil }
         guard let before, let last = before.historyToken else {
             let newest = try loaded.store.history(after: nil).last?.token ?? 0
             changeFeed.probes.withLock { $0[id, default: .init()].historyToken = newest }
             return nil
         }
         let transactions = try loaded.store.history(after: last)
-        guard let newest = transactions.last?.token else { return nil }
+        guard let newest = transactions.last?.token else {
+            // The probe saw a commit history does not show (a writer that keeps no history): what changed is unknown.
+            return probed ? SavedChanges(unknownChangeOf: id, origin: .otherProcess) : nil
+        }
         changeFeed.probes.withLock { $0[id, default: .init()].historyToken = newest }
         var inserted: [ObjectID] = [], updated: [ObjectID] = [], deleted: [ObjectID] = []
         for t in transactions {

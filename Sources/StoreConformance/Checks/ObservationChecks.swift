@@ -77,5 +77,30 @@ extension ConformanceSuite {
         #expect(try c.checkForExternalChanges().isEmpty, "a change is reported once")
         let tags = try merging.fetch(FetchRequest(entity: "Tag")).compactMap { try $0.value(forKey: "name").stringValue }
         #expect(tags.contains("short"))
+        try checkProbedChanges(h)
+    }
+
+    /// Without history tracking, a store that probes for changes (``StoreAPI/ChangeProbingStore``) still finds
+    /// another writer's save, without saying which records changed.
+    func checkProbedChanges(_ h: Harness) throws {
+        let url = h.storeURL("probed")
+        let (c, loaded) = try h.coordinator(url)
+        defer { try? h.close(c) }
+        guard loaded.store is any ChangeProbingStore else { return }
+        #expect(try c.checkForExternalChanges().isEmpty, "the first check only notes where the store stands")
+        let (other, _) = try h.coordinator(url)
+        defer { try? h.close(other) }
+        let elsewhere = other.newContext()
+        _ = try elsewhere.insert("Tag", ["name": "probed"])
+        try elsewhere.save()
+        let found = try c.checkForExternalChanges()
+        #expect(found.count == 1 && found.allSatisfy { $0.origin == .otherProcess && !$0.isComplete },
+                "another writer's save is found by the probe: \(found)")
+        // A probe may count this coordinator's own commits too; a change is still reported once.
+        _ = try c.checkForExternalChanges()
+        #expect(try c.checkForExternalChanges().isEmpty, "a change is reported once")
+        let reader = c.newContext()
+        let tags = try reader.fetch(FetchRequest(entity: "Tag")).compactMap { try $0.value(forKey: "name").stringValue }
+        #expect(tags == ["probed"])
     }
 }

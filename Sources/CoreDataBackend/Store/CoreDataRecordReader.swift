@@ -26,8 +26,10 @@ struct CoreDataRecordReader {
     /// 2 delete) naming the record by `ZENTITY` (a `Z_ENT`) and `ZENTITYPK`, with its global identifier derived as
     /// the record's (its kept one, ``CoreDataGlobalIDTable``, when it has one). An update's changed keys are
     /// `ZCOLUMNS` decoded in ``CoreDataHistoryColumns``'s unverified layout; the `ZTOMBSTONE<n>` columns are not
-    /// decoded (tombstones are left empty).
-    func readHistory() throws(StoreError) -> [HistoryTransaction] {
+    /// decoded (tombstones are left empty). Only the transactions after `token` are read (all without one).
+    func readHistory(after token: Int64? = nil) throws(StoreError) -> [HistoryTransaction] {
+        // Transaction keys are positive: everything is after 0. Only the rows after `token` are read.
+        let after = max(0, token ?? 0)
         // Read now, not at open: a save may have added the tables since (CoreDataHistoryWriter).
         let tables = try db.tableNames()
         guard tables.contains("ATRANSACTION"), tables.contains("ACHANGE") else { return [] }
@@ -48,7 +50,7 @@ struct CoreDataRecordReader {
         var named: [String: Set<Int64>] = [:]
         let changeColumns = Set(try db.rows("PRAGMA table_info(ACHANGE)").compactMap { $0.count > 1 ? $0[1].text : nil })
         let bitmap = changeColumns.contains("ZCOLUMNS") ? "ZCOLUMNS" : "NULL"
-        for r in try db.rows("SELECT Z_PK, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID, \(bitmap) FROM ACHANGE ORDER BY Z_PK") {
+        for r in try db.rows("SELECT Z_PK, ZCHANGETYPE, ZENTITY, ZENTITYPK, ZTRANSACTIONID, \(bitmap) FROM ACHANGE WHERE ZTRANSACTIONID > \(after) ORDER BY Z_PK") {
             guard r.count == 6, let pk = r[0].int, let type = r[1].int, let ent = r[2].int, let key = r[3].int,
                 let tx = r[4].int
             else {
@@ -84,7 +86,7 @@ struct CoreDataRecordReader {
             }
         }
         var out: [HistoryTransaction] = []
-        let select = "SELECT Z_PK, ZTIMESTAMP, \(names.joined(separator: ", ")) FROM ATRANSACTION ORDER BY Z_PK"
+        let select = "SELECT Z_PK, ZTIMESTAMP, \(names.joined(separator: ", ")) FROM ATRANSACTION WHERE Z_PK > \(after) ORDER BY Z_PK"
         for r in try db.rows(select) {
             guard r.count == 2 + names.count, let token = r[0].int, token > 0 else {
                 throw .corruptStore(url, reason: "ATRANSACTION has a row without a positive integer Z_PK")

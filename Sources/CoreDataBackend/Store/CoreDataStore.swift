@@ -216,7 +216,7 @@ final class CoreDataStore: PersistentStore, PageScanningStore, PageInsertingStor
     func history(after token: Int64?) throws -> [HistoryTransaction] {
         try lock.withLock {
             guard let values else { throw StoreError.io(fileURL, operation: "using the store", reason: "the store is closed") }
-            return try values.readHistory().filter { $0.token > (token ?? .min) }
+            return try values.readHistory(after: token)
         }
     }
 

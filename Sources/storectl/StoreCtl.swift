@@ -6,7 +6,7 @@ import Foundation
 struct StoreCtl: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "storectl",
-        abstract: "Create, inspect, convert, copy, verify and compare persistent stores (SQLite, LMDB, XML, and Core Data's own SQLite stores).",
+        abstract: "Create, inspect, convert, copy, verify, upgrade, sync and compare persistent stores (SQLite, LMDB, XML, Core Data's own SQLite stores and PostgreSQL).",
         discussion: """
             Store types are detected from the files themselves; a new store's type comes from its file extension \
             (.sqlite/.sqlite3/.db → sqlite, .lmdb/.mdb → lmdb, .xml/.storexml → xml) unless --type/--to says otherwise. \
@@ -17,7 +17,9 @@ struct StoreCtl: ParsableCommand {
             .xcdatamodeld or .mom), which must match the store's version hashes. \
             `convert app.lmdb App.sqlite --to coredata` creates a Core Data store (a new .sqlite is otherwise the \
             sqlite type), and commands that write (import, convert into it) save into an existing one, unless it \
-            has CloudKit tables.
+            has CloudKit tables. A store on a PostgreSQL server (type postgres) is a URL in place of a path, \
+            postgres://[user[:password]@]host[:port]/database?schema=NAME, in every command (not in the static \
+            build, which has no libpq); passwords never appear in output.
 
             Every command that writes a store stages it beside the destination and moves it into place only when it \
             is complete: a failed or interrupted command leaves the source untouched and no partial destination. \

@@ -368,6 +368,41 @@ import Testing
         #expect(!dir.listing().contains { $0.hasPrefix(AtomicFile.stagingPrefix) }, "\(dir.listing())")
     }
 
+    @Test("a rehearsal meets the refusals the upgrade would and changes nothing; the upgrade then does what it said",
+          arguments: types)
+    func rehearsalChangesNothing(_ type: String) throws {
+        let dir = try TemporaryDirectory("upgrade-rehearsal")
+        let url = Self.url(type, in: dir)
+        defer { Self.cleanUp(type, url) }
+        try Self.makeV1Store(type, at: url)
+        let before = try Self.snapshot(type, url)
+        let v1 = try EvolutionSchemas.v1()
+        let middle = try EvolutionSchemas.v1(changing: "Author") { a in a.attributes[1].type = .integer32 }
+        let isbnRequired = try Schema(entities: middle.definitions.map { d in
+            var d = d
+            if d.name == "Book" { d.attributes[2].isOptional = false }
+            return d
+        })
+        for chain in [SchemaVersionChain(versions: [("v1", v1), ("v1.6", isbnRequired)]),
+                      SchemaVersionChain(versions: [("v1", v1), ("v1.5", middle), ("v1.6", isbnRequired)])] {
+            do {
+                try Self.operations.rehearseUpgrade(ofStoreAt: url, through: chain)
+                Issue.record("expected a refusal through \(chain.versions.map(\.name))")
+            } catch StoreError.migrationRefused(let at, let problems) {
+                #expect(at == url)
+                #expect(problems.map { if case .missingValues(let e, let p, _, let n) = $0 { "\(e).\(p) \(n)" } else { "\($0)" } } == ["Book.isbn 2"])
+            }
+        }
+        let chain = SchemaVersionChain(versions: [("v1", v1), ("v1.5", middle), ("v2", try EvolutionSchemas.v2())])
+        let rehearsed = try Self.operations.rehearseUpgrade(ofStoreAt: url, through: chain)
+        #expect(rehearsed.map(\.to) == ["v1.5", "v2"])
+        #expect(try Self.snapshot(type, url) == before, "a rehearsal changes nothing")
+        #expect(!dir.listing().contains { $0.hasPrefix(AtomicFile.stagingPrefix) }, "\(dir.listing())")
+        let done = try Self.operations.upgradeStore(at: url, through: chain)
+        #expect(done.map(\.to) == rehearsed.map(\.to) && done.map(\.plan) == rehearsed.map(\.plan))
+        #expect(try Self.operations.rehearseUpgrade(ofStoreAt: url, through: chain).isEmpty, "nothing left to do")
+    }
+
     @Test("a chain of several steps carries records, identities, metadata and history to the last version", arguments: types)
     func chainOfStepsCarriesEverything(_ type: String) throws {
         let dir = try TemporaryDirectory("upgrade-chain-whole")

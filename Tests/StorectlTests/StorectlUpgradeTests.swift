@@ -42,6 +42,43 @@ import Testing
         #expect(decoded == (try SchemaMigrationPlan(from: EvolutionSchemas.v1(), to: EvolutionSchemas.v2())))
     }
 
+    @Test("--check runs the upgrade on a copy: what only the records show is refused, and nothing changes",
+          arguments: ["sqlite", "lmdb", "xml"])
+    func checkRehearsesOnACopy(_ type: String) throws {
+        let dir = try TemporaryDirectory("storectl-upgrade-check")
+        let (url, model) = try Self.fixture(type, in: dir)
+        func files() throws -> [String: Data] {
+            var out: [String: Data] = [:]
+            for f in try Backends.registry.backend(for: type).ownedFiles(ofStoreAt: url) {
+                var isDirectory: ObjCBool = false
+                FileManager.default.fileExists(atPath: f.path, isDirectory: &isDirectory)
+                let names = isDirectory.boolValue ? try FileManager.default.contentsOfDirectory(atPath: f.path).filter { !$0.hasSuffix("lock.mdb") }.map { "/" + $0 } : [""]
+                for n in names { out[f.lastPathComponent + n] = try Data(contentsOf: URL(fileURLWithPath: f.path + n)) }
+            }
+            return out
+        }
+        let before = try files()
+        // The book has no isbn: a plan from the schemas alone cannot tell that this model refuses it.
+        let isbnRequired = dir.path("isbn-required.json")
+        try JSONEncoder().encode(try EvolutionSchemas.v1(changing: "Book") { b in b.attributes[2].isOptional = false }).write(to: isbnRequired)
+        let dryRun = try Storectl.run(["upgrade", url.path, "--model", isbnRequired.path, "--dry-run"], in: dir)
+        #expect(dryRun.status == 0, "\(dryRun.stderr)")
+        let refused = try Storectl.run(["upgrade", url.path, "--model", isbnRequired.path, "--check"], in: dir)
+        #expect(refused.status == 2)
+        #expect(refused.stderr.contains("Book.isbn is required") && refused.stderr.contains(url.lastPathComponent), "\(refused.stderr)")
+
+        let passes = try Storectl.run(["upgrade", url.path, "--model", model.path, "--check"], in: dir)
+        #expect(passes.status == 0, "\(passes.stderr)")
+        #expect(passes.stdout.contains("Title: renamed from Book"))
+        #expect(passes.stderr.contains("the upgrade succeeds on a copy"), "\(passes.stderr)")
+        let json = try Storectl.run(["upgrade", url.path, "--model", model.path, "--check", "--json"], in: dir)
+        let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+        #expect(object?["checked"] as? Bool == true && object?["upgraded"] as? Bool == false)
+        #expect(try files() == before, "the store's files are as they were")
+        #expect(!dir.listing().contains { $0.hasPrefix(".storeapi-staging-") }, "no staging left: \(dir.listing())")
+        #expect(try Backends.registry.backend(for: type).readMetadata(at: url).versionHashes == (try EvolutionSchemas.v1()).versionHashes)
+    }
+
     @Test("upgrade rewrites the store for the new model, keeping its identity", arguments: ["sqlite", "lmdb", "xml"])
     func upgradeRewritesTheStore(_ type: String) throws {
         let dir = try TemporaryDirectory("storectl-upgrade-run")

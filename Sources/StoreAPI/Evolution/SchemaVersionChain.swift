@@ -71,59 +71,98 @@ extension StoreOperations {
     @discardableResult
     public func upgradeStore(at url: URL, type: String? = nil, through chain: SchemaVersionChain,
                              options: UpgradeOptions = UpgradeOptions()) throws -> [UpgradeStep] {
+        try PlacementRecovery.restoreAsideStore(at: url)
+        guard let (backend, steps) = try plannedSteps(forStoreAt: url, type: type, through: chain) else { return [] }
+        let run = runner(steps, of: chain, backend: backend, options: options)
+        // One step is staged and placed by the step itself.
+        guard steps.count > 1 else { return try run(url) }
+        return try upgradeStaged(at: url, backend: backend, options: options, placing: true, run)
+    }
+
+    /// Rehearses ``upgradeStore(at:type:through:options:)``: runs every step on a copy of the store at `url`, staged
+    /// beside it (on a server, in a staging schema), and discards the copy. Unlike
+    /// ``migrationPlan(forStoreAt:type:to:)``, which reads only the store's schema, it meets every refusal the
+    /// upgrade would — records without a value for a newly required property, duplicates under a new constraint, a
+    /// custom step that throws — and every failure, without changing the store. It may run while the store is in
+    /// use; it then checks the records as the copy found them.
+    ///
+    /// - Returns: the steps the upgrade would carry out (empty when the store is at the latest version).
+    /// - Throws: what the upgrade would throw, ``StoreError/migrationRefused(_:problems:)`` naming the store.
+    @discardableResult
+    public func rehearseUpgrade(ofStoreAt url: URL, type: String? = nil, through chain: SchemaVersionChain,
+                                options: UpgradeOptions = UpgradeOptions()) throws -> [UpgradeStep] {
+        guard let (backend, steps) = try plannedSteps(forStoreAt: url, type: type, through: chain, clearing: false) else { return [] }
+        return try upgradeStaged(at: url, backend: backend, options: options, placing: false,
+                                 runner(steps, of: chain, backend: backend, options: options))
+    }
+
+    /// One step of a chain to carry out: from a version (`nil`: the store's own schema) to the next.
+    private struct ChainStep {
+        var from: String?
+        var to: String
+        var schema: Schema
+    }
+
+    /// The steps from the store's version to the chain's latest, each planned (so a chain that breaks at its third
+    /// step changes nothing), with the store's backend; `nil` when the store is at the latest version (staging an
+    /// interrupted upgrade left is then cleared, when `clearing`).
+    private func plannedSteps(forStoreAt url: URL, type: String?, through chain: SchemaVersionChain,
+                              clearing: Bool = true) throws -> (any StoreBackend, [ChainStep])? {
         guard let latest = chain.versions.last else {
             throw StoreError.invalidArgument("the version chain has no versions")
         }
-        try PlacementRecovery.restoreAsideStore(at: url)
         let backend = try backend(ofStoreAt: url, type: type)
         let stored = try backend.readMetadata(at: url)
         guard Self.needsUpgrade(stored, to: latest.schema) else {
-            PlacementRecovery.clearStaging(near: url, backend: backend)
-            return []
+            if clearing { PlacementRecovery.clearStaging(near: url, backend: backend) }
+            return nil
         }
-        var steps: [(from: String?, to: (name: String, schema: Schema))] = []
+        var steps: [ChainStep] = []
         if let start = chain.position(of: stored) {
             for i in start..<(chain.versions.count - 1) {
-                steps.append((chain.versions[i].name, chain.versions[i + 1]))
+                steps.append(ChainStep(from: chain.versions[i].name, to: chain.versions[i + 1].name, schema: chain.versions[i + 1].schema))
             }
         } else {
-            steps.append((nil, latest))
+            steps.append(ChainStep(from: nil, to: latest.name, schema: latest.schema))
         }
-        // Every step planned first, so a chain that breaks at its third step changes nothing.
         var previous = stored.schema
         for step in steps {
             do {
-                _ = try SchemaMigrationPlan(from: previous, to: step.to.schema, customStep: chain.customSteps[step.to.name] != nil)
+                _ = try SchemaMigrationPlan(from: previous, to: step.schema, customStep: chain.customSteps[step.to] != nil)
             } catch {
                 guard case .migrationRefused(_, let problems) = error else { throw error }
-                let label = "\(step.from ?? "the store's schema") → \(step.to.name)"
+                let label = "\(step.from ?? "the store's schema") → \(step.to)"
                 throw StoreError.migrationRefused(url, problems: problems.map {
                     .notInferable(entity: label, property: nil, reason: $0.description)
                 })
             }
-            previous = step.to.schema
+            previous = step.schema
         }
-        func run(at location: URL) throws -> [UpgradeStep] {
+        return (backend, steps)
+    }
+
+    /// Carries out `steps` on the store at a location, one upgrade each, with the chain's custom steps.
+    private func runner(_ steps: [ChainStep], of chain: SchemaVersionChain, backend: any StoreBackend,
+                        options: UpgradeOptions) -> (URL) throws -> [UpgradeStep] {
+        { location in
             var done: [UpgradeStep] = []
             for step in steps {
                 var stepOptions = options
-                stepOptions.customStep = chain.customSteps[step.to.name]
-                let plan = try upgradeStore(at: location, type: backend.typeIdentifier, to: step.to.schema, options: stepOptions)
-                done.append(UpgradeStep(from: step.from, to: step.to.name, plan: plan))
+                stepOptions.customStep = chain.customSteps[step.to]
+                let plan = try upgradeStore(at: location, type: backend.typeIdentifier, to: step.schema, options: stepOptions)
+                done.append(UpgradeStep(from: step.from, to: step.to, plan: plan))
             }
             return done
         }
-        // One step is staged and placed by the step itself.
-        guard steps.count > 1 else { return try run(at: url) }
-        return try upgradeStaged(at: url, backend: backend, options: options, run)
     }
 
-    /// Runs `steps` on a copy of the store at `url` and places the result over it, so that a chain refused or
-    /// failing at a later step leaves the store at the version it had rather than at one between.
-    private func upgradeStaged(at url: URL, backend: any StoreBackend, options: UpgradeOptions,
+    /// Runs `steps` on a copy of the store at `url` and, when `placing`, places the result over it, so that a chain
+    /// refused or failing at a later step leaves the store at the version it had rather than at one between.
+    /// Without `placing` (a rehearsal) the copy is discarded and the store, in use or not, is only read.
+    private func upgradeStaged(at url: URL, backend: any StoreBackend, options: UpgradeOptions, placing: Bool,
                                _ steps: (URL) throws -> [UpgradeStep]) throws -> [UpgradeStep] {
         let force = options.force
-        if !force { try Self.refuseIfInUse(url, backend: backend, action: "upgrade") }
+        if placing, !force { try Self.refuseIfInUse(url, backend: backend, action: "upgrade") }
         // Files: a scratch folder under a staging name beside the store, so that a crash leaves only staging the next
         // operation clears, and the store's files inside keep their own names (the steps stage beside them in
         // turn). Otherwise the backend's staging location: a server swaps it in in one transaction, a store kept in
@@ -132,8 +171,12 @@ extension StoreOperations {
         let copy: URL
         if backend.keepsFiles {
             try AtomicFile.checkDirectory(of: url)
-            AtomicFile.removeStaleStaging(near: url)
-            AtomicFile.removeNestedStaging(near: url)
+            if placing {
+                // Beside a store in use, staging may be a live writer's save: only an upgrade, which refused that
+                // (or was forced), clears it.
+                AtomicFile.removeStaleStaging(near: url)
+                AtomicFile.removeNestedStaging(near: url)
+            }
             scratch = AtomicFile.stagingURL(for: url)
             do {
                 try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: false)
@@ -145,6 +188,9 @@ extension StoreOperations {
             scratch = try StorePlacement.stagingLocation(for: url, backend: backend)
             copy = scratch
         }
+        func discard() {
+            if backend.keepsFiles { try? FileManager.default.removeItem(at: scratch) } else { StorePlacement.discard(staged: copy, backend: backend) }
+        }
         do {
             try copyStore(from: url, sourceType: backend.typeIdentifier, to: copy, type: backend.typeIdentifier,
                           options: CopyOptions(batchSize: options.batchSize, progress: options.progress, force: force))
@@ -155,12 +201,17 @@ extension StoreOperations {
                 // The copy is the steps' store; the caller's store is the one refused.
                 throw StoreError.migrationRefused(url, problems: problems)
             }
+            guard placing else {
+                discard()
+                return done
+            }
             let existing = try existingStore(at: url, replacing: true, force: force)
             try StorePlacement.place(staged: copy, at: url, backend: backend, replacing: existing)
+            // The folder is empty now, or holds what a step left of its own staging; a server's staging was renamed.
             if backend.keepsFiles { try? FileManager.default.removeItem(at: scratch) }
             return done
         } catch {
-            if backend.keepsFiles { try? FileManager.default.removeItem(at: scratch) } else { StorePlacement.discard(staged: copy, backend: backend) }
+            discard()
             throw error
         }
     }

@@ -22,10 +22,13 @@ struct UpgradeCommand: ParsableCommand {
 
             --dry-run prints the plan (each change and how it maps) and changes nothing; it reads only the \
             store's schema, so records that do not fit a step (no value for a newly required property, duplicates \
-            under a new constraint) are found when the upgrade runs. --json prints the plan as JSON.
+            under a new constraint) are found when the upgrade runs. --check runs the whole upgrade on a copy \
+            staged beside the store and discards it: it finds those too, and changes nothing (exit 2 when the \
+            upgrade would fail). --json prints the plan as JSON.
 
             Examples:
               storectl upgrade app.sqlite --model Model.xcdatamodeld --dry-run
+              storectl upgrade app.sqlite --model Model.xcdatamodeld --check
               storectl upgrade app.lmdb --model "Model.xcdatamodeld/Model 2.xcdatamodel"
               storectl upgrade app.xml --model schema-v2.json --json
             """
@@ -45,6 +48,9 @@ struct UpgradeCommand: ParsableCommand {
     @Flag(name: .long, help: "Print the plan and change nothing.")
     var dryRun = false
 
+    @Flag(name: .long, help: "Run the upgrade on a staged copy and discard it: every refusal, the records' too; changes nothing.")
+    var check = false
+
     @Flag(name: .long, help: "Print the plan (and what was done) as JSON on standard output.")
     var json = false
 
@@ -58,6 +64,8 @@ struct UpgradeCommand: ParsableCommand {
     private struct Report: Encodable {
         var store: String
         var dryRun: Bool
+        /// Whether the steps were run on a staged copy (`--check`), which was then discarded.
+        var checked: Bool
         var upgraded: Bool
         var steps: [Step]
     }
@@ -74,13 +82,27 @@ struct UpgradeCommand: ParsableCommand {
             let url = StoreArgument.url(store)
             let modelURL = URL(fileURLWithPath: model)
             let chain = try Self.chain(modelURL)
-            if dryRun {
-                let backend = try Backends.existing(url, type: type)
-                let steps = try plannedSteps(chain, stored: try backend.readMetadata(at: url), url: url)
+            if dryRun || check {
+                var steps: [Step]
+                if check {
+                    let bar = ProgressBar("checking on a copy", quiet: common.quiet || json)
+                    defer { bar.finish() }
+                    steps = try Backends.operations.rehearseUpgrade(
+                        ofStoreAt: url, type: type, through: chain,
+                        options: .init(batchSize: transfer.batchSize, progress: bar.handler)
+                    ).map { Step(from: $0.from, to: $0.to, plan: $0.plan) }
+                } else {
+                    let backend = try Backends.existing(url, type: type)
+                    steps = try plannedSteps(chain, stored: try backend.readMetadata(at: url), url: url)
+                }
                 if json {
-                    try JSONOutput.print(Report(store: url.displayName, dryRun: true, upgraded: false, steps: steps))
+                    try JSONOutput.print(Report(store: url.displayName, dryRun: true, checked: check, upgraded: false, steps: steps))
                 } else {
                     print(Self.text(steps, url: url))
+                    if check, !steps.isEmpty {
+                        Console.note("check: the upgrade succeeds on a copy of \(url.displayName) (discarded); the store is unchanged",
+                                     quiet: common.quiet)
+                    }
                 }
                 return
             }
@@ -96,7 +118,7 @@ struct UpgradeCommand: ParsableCommand {
             }
             let reported = done.map { Step(from: $0.from, to: $0.to, plan: $0.plan) }
             if json {
-                try JSONOutput.print(Report(store: url.displayName, dryRun: false, upgraded: !done.isEmpty, steps: reported))
+                try JSONOutput.print(Report(store: url.displayName, dryRun: false, checked: false, upgraded: !done.isEmpty, steps: reported))
             } else if done.isEmpty {
                 Console.note("\(url.displayName) is already at the model's version; nothing to do", quiet: common.quiet)
             } else {

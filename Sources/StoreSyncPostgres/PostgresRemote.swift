@@ -327,9 +327,24 @@ public final class PostgresRemote: PurgeableSyncRemote, NotifyingSyncRemote {
         try c.transaction {
             try c.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [.text(names.setupLockKey)])
             for statement in names.setup { try c.execute(statement) }
+            try storeFilesUncompressed(c)
             try c.execute("INSERT INTO \(names.containers) (name, identity) VALUES ($1, $2::uuid) ON CONFLICT (name) DO NOTHING",
                           [.text(container), .text(UUID().uuidString)])
         }
+    }
+
+    /// Has the change table keep files as they are, not compressed: compressing every file a push appends was a
+    /// large part of the server's work on it, and each pull then decompressed them again. Only a table this role
+    /// owns is changed (another's is left as it is); files stored either way read the same.
+    private func storeFilesUncompressed(_ c: RemoteConnection) throws {
+        let rows = try c.execute(
+            """
+            SELECT a.attstorage <> 'e' AND pg_has_role(t.relowner, 'USAGE') FROM pg_attribute a
+            JOIN pg_class t ON t.oid = a.attrelid WHERE a.attrelid = $1::regclass AND a.attname = 'data'
+            """,
+            [.text(names.changes)])
+        guard rows.count == 1, rows.text(0, 0) == "t" else { return }
+        try c.execute("ALTER TABLE \(names.changes) ALTER COLUMN data SET STORAGE EXTERNAL")
     }
 
     static func position(_ cursor: SyncCursor) throws -> Int64 {

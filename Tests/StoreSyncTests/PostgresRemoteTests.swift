@@ -138,6 +138,41 @@ struct PostgresRemoteTests {
         #expect(try await b.waitForChanges(timeout: 0.3) == false)
     }
 
+    /// Change files are kept as they are on the server, not compressed; files the table holds compressed (written
+    /// while it was set up by an earlier version) read the same.
+    @Test func changeFilesAreStoredUncompressedAndCompressedOnesStillRead() async throws {
+        let url = try remoteURL()
+        let remote = try PostgresRemote(url: url, container: "c")
+        _ = try await remote.identity()
+        let schema = try RemoteLocation(url).schema
+        let table = RemoteLocation.quote(schema) + ".changes"
+        let admin = try admin(url)
+        let storage = try admin.execute(
+            "SELECT attstorage FROM pg_attribute WHERE attrelid = $1::regclass AND attname = 'data'", [.text(table)])
+        #expect(storage.text(0, 0) == "e", "the change table stores its files uncompressed")
+        // Well over the size the server moves out of the row, and as compressible as a change file's repeated lines.
+        let file = Data(String(repeating: "V\t0\t0\t\"a value\"\n", count: 20_000).utf8)
+        let peer = UUID()
+        #expect(try await remote.put(file, as: ChangeFileName(peer: peer, sequence: 1)) == .created)
+        func compression(_ sequence: Int64) throws -> String? {
+            try admin.execute("SELECT pg_column_compression(data) FROM \(table) WHERE peer = $1::uuid AND sequence = $2",
+                              [.text(peer.uuidString), .text(String(sequence))]).text(0, 0)
+        }
+        #expect(try compression(1) == nil, "stored as it is")
+        #expect(try await remote.fetch(ChangeFileName(peer: peer, sequence: 1)) == file)
+
+        // The table as an earlier version set it up: files are compressed; they read back the same.
+        try admin.execute("ALTER TABLE \(table) ALTER COLUMN data SET STORAGE EXTENDED")
+        #expect(try await remote.put(file, as: ChangeFileName(peer: peer, sequence: 2)) == .created)
+        #expect(try compression(2) != nil, "compressed")
+        #expect(try await remote.fetch([ChangeFileName(peer: peer, sequence: 2), ChangeFileName(peer: peer, sequence: 1)])
+            == [file, file])
+        // A new container on that table has it store files uncompressed again.
+        _ = try await PostgresRemote(url: url, container: "next").identity()
+        #expect(try admin.execute("SELECT attstorage FROM pg_attribute WHERE attrelid = $1::regclass AND attname = 'data'",
+                                  [.text(table)]).text(0, 0) == "e")
+    }
+
     @Test func twoStoresSyncThroughPostgres() async throws {
         let dir = try TemporaryDirectory("sync-pg-two")
         let url = try remoteURL()

@@ -20,6 +20,8 @@ extension StoreContext {
                 throw StoreError.objectInvalidated(o.objectID, reason: why)
             }
         }
+        // Records inserted without objects: their store must still take inserts.
+        for staged in recordInserts { _ = try resolveInsert(staged.entity.name, into: staged.store) }
         // Inserts that collide on a uniqueness constraint become updates, where a merge policy says so.
         try resolveInsertConflicts()
         let objects = changes.objects
@@ -36,6 +38,9 @@ extension StoreContext {
                 byStore.append((o.loadedStore, [o]))
             }
         }
+        for staged in recordInserts where !byStore.contains(where: { $0.store === staged.store }) {
+            byStore.append((staged.store, []))
+        }
         let now = Date()
         var savedGroups = 0
         // Built only when something observes the coordinator: a large save would otherwise list every record twice.
@@ -47,10 +52,12 @@ extension StoreContext {
             // Forget what was written, even when a later store's save failed (its changes stay pending).
             if savedGroups == byStore.count {
                 changes.removeAll()
+                recordInserts.removeAll()
                 insertMergePolicies.removeAll()
             } else {
                 for group in byStore[..<savedGroups] {
                     for o in group.objects { changes.remove(o) }
+                    recordInserts.removeAll { $0.store === group.store }
                 }
             }
         }
@@ -113,6 +120,14 @@ extension StoreContext {
                 }
             default:
                 continue
+            }
+        }
+        for staged in recordInserts where staged.store === store {
+            changes.inserted += staged.records
+            if tracking {
+                for r in staged.records {
+                    history.append(HistoryChange(kind: .insert, entity: r.entity, primaryKey: r.primaryKey, globalID: r.globalID))
+                }
             }
         }
         if tracking, !history.isEmpty {

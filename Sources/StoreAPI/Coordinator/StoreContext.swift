@@ -39,6 +39,9 @@ public final class StoreContext {
     /// Objects with unsaved changes (held strongly until saved or rolled back), in the order they first changed.
     /// (Unchecked for overlapping accesses like the objects' own state: see ``ManagedObject/state``.)
     @exclusivity(unchecked) var changes = ChangeList()
+    /// Records to insert without objects (``insertWithoutObjects(_:attributeValues:globalIDs:into:)``), written by
+    /// the next save with ``changes``.
+    var recordInserts: [RecordInserts] = []
     /// The entities and stores inserts resolved, reused while the coordinator's stores stay the same (bulk inserts
     /// resolve them once, not per record). Searched by name: a context inserts into a handful of entities.
     @exclusivity(unchecked) private var insertTargets: [InsertTarget] = []
@@ -68,7 +71,7 @@ public final class StoreContext {
     public var schema: Schema { coordinator.schema }
 
     /// Whether there are unsaved changes.
-    public var hasChanges: Bool { !changes.isEmpty }
+    public var hasChanges: Bool { !changes.isEmpty || !recordInserts.isEmpty }
 
     /// Objects inserted, updated and deleted since the last save.
     public var insertedObjects: [ManagedObject] { pending(.inserted) }
@@ -310,6 +313,7 @@ public final class StoreContext {
             }
         }
         changes.removeAll()
+        recordInserts.removeAll()
         insertMergePolicies.removeAll()
     }
 
@@ -321,5 +325,6 @@ public final class StoreContext {
         }
         registered.removeAll()
         changes.removeAll()
+        recordInserts.removeAll()
     }
 }

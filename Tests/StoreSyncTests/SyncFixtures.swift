@@ -94,10 +94,10 @@ final class Replica {
     let remote: any SyncRemote
     let timeout: Double
 
-    /// A replica of `type` at `url` (`nil`: an anonymous in-memory store).
+    /// A replica of `type` at `url` (`nil`: an anonymous in-memory store), of the library schema unless given another.
     init(_ url: URL?, type: String, remote: any SyncRemote, options: SyncOptions = SyncFixtures.options,
-         timeout: Double = 30, logger: Logger = Logger(label: "sync-tests")) throws {
-        coordinator = StoreCoordinator(schema: SyncFixtures.schema, registry: SyncFixtures.registry)
+         timeout: Double = 30, logger: Logger = Logger(label: "sync-tests"), schema: Schema = SyncFixtures.schema) throws {
+        coordinator = StoreCoordinator(schema: schema, registry: SyncFixtures.registry)
         var description = StoreDescription(url: url, type: type, syncOptions: options)
         description.options.historyTracking = true
         loaded = try coordinator.addStore(description)

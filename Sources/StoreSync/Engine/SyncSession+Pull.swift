@@ -1,5 +1,5 @@
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 
 extension SyncSession {
     /// The values and memberships of one record that won against everything this store knew.
@@ -77,6 +77,14 @@ extension SyncSession {
             winners[c.id] = w
         }
         state.dangling = [:]
+        let incoming = batches.reduce(0) { $0 + $1.changes.count }
+        if state.clocks.isEmpty {
+            // A first pull fills the maps from empty: room for every record is made once, not by regrowing.
+            state.clocks.reserveCapacity(incoming)
+        }
+        winners.reserveCapacity(winners.count + incoming)
+        order.reserveCapacity(order.count + incoming)
+        touchedIDs.reserveCapacity(touchedIDs.count + incoming)
         for batch in batches {
             for c in batch.changes { merge(c, into: &winners, order: &order) }
         }
@@ -109,10 +117,7 @@ extension SyncSession {
         }
         guard state.tombstones.isEmpty || state.tombstones[id] == nil else { return }
         let isNew = winners[c.id] == nil
-        if isNew {
-            order.append(c.id)
-            winners[c.id] = Winner(entity: c.entity)
-        }
+        if isNew { order.append(c.id) }
         // Changed in place: a copy taken out of the dictionary would copy its maps on the first change.
         func won(_ body: (inout Winner) -> Void) { body(&winners[c.id, default: Winner(entity: c.entity)]) }
         let shape = shapes.shapes[c.entity]
@@ -123,16 +128,15 @@ extension SyncSession {
         }
         if isNew, state.clocks[id] == nil, !c.values.isEmpty, c.values.values.allSatisfy({ $0.clock > .zero }) {
             // A record this store knows no value of (every record of a first pull): every value wins, and the
-            // change's maps are taken whole instead of entry by entry.
-            var clocks = [String: HybridLogicalClock](minimumCapacity: c.values.count)
-            for (key, v) in c.values {
-                clocks[key] = v.clock
-                if shape?.isOrderHint(key) == true { state.orderHints[id, default: [:]][key] = v.text }
+            // change's maps are taken whole instead of entry by entry (its keys not hashed again).
+            state.clocks[id] = c.values.mapValues(\.clock)
+            if let shape, !shape.orderHints.isEmpty {
+                for (key, v) in c.values where shape.isOrderHint(key) { state.orderHints[id, default: [:]][key] = v.text }
             }
-            state.clocks[id] = clocks
             touchedIDs.insert(id)
-            won { $0.values = c.values }
+            winners[c.id] = Winner(entity: c.entity, values: c.values)
         } else {
+            if isNew { winners[c.id] = Winner(entity: c.entity) }
             var touched = false
             for (key, v) in c.values {
                 guard v.clock > (state.clocks[id]?[key] ?? .zero) else { continue }
@@ -209,8 +213,18 @@ extension SyncSession {
             }
         }
         var created: Set<UUID> = []
-        for id in order where !gone(id) && index[id] == nil {
-            guard let w = winners[id], objects[id] == nil else { continue }
+        // Inserted records with nothing left to set (their entity links nothing) are not visited again: the next
+        // loop goes over the rest, in the same order. Those of entities nothing can link to are inserted without an
+        // object, in the same save (a first pull of such records makes no object at all).
+        var finished = 0
+        var rest: [UUID] = []
+        rest.reserveCapacity(order.count)
+        var withoutObjects: [String: (rows: [[StoreValue?]], ids: [UUID])] = [:]
+        for id in order {
+            guard !gone(id), index[id] == nil, let w = winners[id], objects[id] == nil else {
+                rest.append(id)
+                continue
+            }
             // Made with its attribute values: the values' loop below then sets only its relationships.
             var values: [StoreValue?] = []
             if let shape = shapes.shapes[w.entity] {
@@ -225,13 +239,27 @@ extension SyncSession {
                     values[i] = value
                 }
             }
+            if !values.isEmpty, w.members.isEmpty, shapes.shapes[w.entity]?.insertsWithoutObject == true {
+                withoutObjects[w.entity, default: ([], [])].rows.append(values)
+                withoutObjects[w.entity, default: ([], [])].ids.append(id)
+                finished += 1
+                continue
+            }
             objects[id] = values.isEmpty ? try context.insert(w.entity, [:], globalID: id, into: loaded)
                 : try context.insert(w.entity, attributeValues: values, globalID: id, into: loaded)
-            created.insert(id)
+            if !values.isEmpty, w.members.isEmpty, shapes.shapes[w.entity]?.relationships.isEmpty == true {
+                finished += 1
+            } else {
+                created.insert(id)
+                rest.append(id)
+            }
         }
-        report.insertedRecords += created.count
+        for (entity, staged) in withoutObjects {
+            try context.insertWithoutObjects(entity, attributeValues: staged.rows, globalIDs: staged.ids, into: loaded)
+        }
+        report.insertedRecords += created.count + finished
         var updated = 0
-        for id in order {
+        for id in rest {
             guard let w = winners[id] else { continue }
             if gone(id) {
                 // Links added to a record merged away by deduplication go to the record it was merged into, as

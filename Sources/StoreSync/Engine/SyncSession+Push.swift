@@ -163,6 +163,11 @@ extension SyncSession {
     /// those read already).
     private func push(_ touched: [(UUID, Touched)], onlyUnstamped: Bool) async throws {
         guard !touched.isEmpty else { return }
+        if state.clocks.isEmpty {
+            // A first push fills the maps from empty: room for every record is made once, not by regrowing.
+            state.clocks.reserveCapacity(touched.count)
+        }
+        touchedIDs.reserveCapacity(touchedIDs.count + touched.count)
         let now = Date()
         state.clock = state.clock.tick(now: now, peer: state.peer)
         let stamp = state.clock
@@ -213,8 +218,10 @@ extension SyncSession {
     /// The change of one record: its values for `keys` (all for `nil`), stamped.
     private func recordChange(_ r: Record, shape: SyncedSchema.Shape, keys: Set<String>?, stamp: HybridLogicalClock,
                               onlyUnstamped: Bool, cache: inout [String: [Int64: UUID]]) throws -> RecordChange {
-        var change = RecordChange(entity: r.entity, id: r.globalID)
-        let known = state.clocks[r.globalID.keyString] ?? [:]
+        // Room for every value at once: a map grown value by value is made several times over.
+        var change = RecordChange(entity: r.entity, id: r.globalID,
+                                  values: Dictionary(minimumCapacity: keys?.count ?? shape.attributes.count + shape.relationships.count))
+        let known = state.clocks.isEmpty ? [:] : state.clocks[r.globalID.keyString] ?? [:]
         func wanted(_ key: String) -> Bool { (keys?.contains(key) ?? true) && !(onlyUnstamped && known[key] != nil) }
         for i in shape.attributes {
             let name = shape.entity.attributes[i].name
@@ -308,8 +315,15 @@ extension SyncSession {
                 continue
             }
             if !c.values.isEmpty {
-                // The record's map changed in place, found once per record rather than once per value.
-                func set(_ clocks: inout [String: HybridLogicalClock]) { for (key, v) in c.values { clocks[key] = v.clock } }
+                // The record's map changed in place, found once per record rather than once per value; a record
+                // with no stamp yet (every record of a first push) takes the change's keys whole, not rehashed.
+                func set(_ clocks: inout [String: HybridLogicalClock]) {
+                    if clocks.isEmpty {
+                        clocks = c.values.mapValues(\.clock)
+                        return
+                    }
+                    for (key, v) in c.values { clocks[key] = v.clock }
+                }
                 set(&state.clocks[id, default: [:]])
                 if let shape = shapes.shapes[c.entity], !shape.orderHints.isEmpty {
                     for (key, v) in c.values where shape.isOrderHint(key) { state.orderHints[id, default: [:]][key] = v.text }

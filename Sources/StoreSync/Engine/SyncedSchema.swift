@@ -8,7 +8,9 @@ import StoreAPI
 /// one-to-many, the ordered side of a many-to-many with one, otherwise the side whose name sorts first. Syncing
 /// both sides would let the two sides of one link win different conflicts.
 struct SyncedSchema {
-    struct Shape {
+    /// A class: a pull and a push look an entity's shape up per record, and copying a struct of this many arrays
+    /// retained and released each of them every time.
+    final class Shape: Sendable {
         let entity: Entity
         /// Attribute positions that sync (stored, not derived).
         let attributes: [Int]
@@ -19,6 +21,20 @@ struct SyncedSchema {
         let orderHints: [Int]
         /// Destination hierarchy root of each relationship, aligned with ``Entity/relationships``.
         let destinationRoots: [String]
+        /// Whether a pulled record of this entity is complete once inserted with its attribute values, so it is
+        /// inserted without an object: the entity has no relationship and no uniqueness constraint (deduplication
+        /// looks at objects), and no relationship of the schema can point to it (a link is set on an object).
+        let insertsWithoutObject: Bool
+
+        init(entity: Entity, attributes: [Int], relationships: [Int], orderHints: [Int], destinationRoots: [String],
+             insertsWithoutObject: Bool) {
+            self.entity = entity
+            self.attributes = attributes
+            self.relationships = relationships
+            self.orderHints = orderHints
+            self.destinationRoots = destinationRoots
+            self.insertsWithoutObject = insertsWithoutObject
+        }
 
         func owns(_ key: String) -> Bool {
             if let i = entity.attributes.firstIndex(where: { $0.name == key }) { return attributes.contains(i) }
@@ -53,8 +69,15 @@ struct SyncedSchema {
                 return r.isToMany && r.isOrdered && !r.isTransient && !relationships.contains($0)
             }
             let roots = entity.relationships.map { schema.entity(named: $0.destination)?.rootName ?? $0.destination }
+            let linked = schema.entities.contains { other in
+                other.relationships.contains { (schema.entity(named: $0.destination)?.rootName ?? $0.destination) == entity.rootName }
+            }
+            let constrained = ([entity.name] + entity.ancestorNames).contains {
+                schema.entity(named: $0)?.uniquenessConstraints.isEmpty == false
+            }
             shapes[entity.name] = Shape(entity: entity, attributes: attributes, relationships: relationships,
-                                        orderHints: hints, destinationRoots: roots)
+                                        orderHints: hints, destinationRoots: roots,
+                                        insertsWithoutObject: entity.relationships.isEmpty && !linked && !constrained)
             if !entity.isAbstract { concrete.append(entity.name) }
         }
         self.shapes = shapes

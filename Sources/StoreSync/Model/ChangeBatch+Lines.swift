@@ -131,8 +131,14 @@ extension ChangeBatch {
                 stamps.append(HybridLogicalClock(wall: Int64(wall), counter: counter32, peer: p))
             case (UInt8(ascii: "R"), 3):
                 guard let id = f.uuid(1), let entity = name(f.int(2)) else { return nil }
-                if let c = current { changes.append(c) }
-                current = RecordChange(entity: entity, id: id)
+                // Room for as many values as the record before had: records of one file mostly have the same keys,
+                // and a map grown value by value is made several times over.
+                var values: [String: StampedValue] = [:]
+                if let c = current {
+                    values.reserveCapacity(c.values.count)
+                    changes.append(c)
+                }
+                current = RecordChange(entity: entity, id: id, values: values)
             case (UInt8(ascii: "D"), 2):
                 guard current != nil, current?.deleted == nil, let d = stamp(f.int(1)) else { return nil }
                 current?.deleted = d

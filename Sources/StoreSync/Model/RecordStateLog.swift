@@ -103,10 +103,16 @@ struct RecordStateLog {
     /// the deltas have outgrown it.
     static func append(at url: URL, position: Position, revision: Int64, ids: Set<String>, members: Set<String>,
                        state: SyncState) throws -> Position {
-        let body = RecordMaps.encode(ids: ids, members: members, of: state)
         let deltaBytes = position.length - position.snapshotBytes
-        // A log of an earlier layout is written anew in the current one.
-        if position.version != currentVersion || deltaBytes + body.count > max(position.snapshotBytes * 2, 1 << 20) {
+        let limit = max(position.snapshotBytes * 2, 1 << 20)
+        // A log of an earlier layout is written anew in the current one; so is a log whose deltas would outgrow
+        // the snapshot, known before the frame is made when its records' lines alone would (a first push writes
+        // every record: encoding them twice was a measurable part of it).
+        if position.version != currentVersion || deltaBytes + ids.count * RecordMaps.recordLineBytes > limit {
+            return try writeSnapshot(at: url, id: position.id, revision: revision, state: state)
+        }
+        let body = RecordMaps.encode(ids: ids, members: members, of: state)
+        if deltaBytes + body.count > limit {
             return try writeSnapshot(at: url, id: position.id, revision: revision, state: state)
         }
         let frame = frameHeader(revision: revision, kind: "D", body: body) + body
@@ -226,6 +232,9 @@ private struct RecordMaps {
         return true
     }
 
+    /// The fewest bytes a record's lines take in a frame: its `G` line with a global ID.
+    static let recordLineBytes = "G\t\(UUID().uuidString)\n".utf8.count
+
     static func encodeAll(_ state: SyncState) -> [UInt8] {
         // Each record and membership once, in no particular order: a frame's lines say the same in any order.
         var ids = Array(state.clocks.keys)
@@ -262,9 +271,11 @@ private struct RecordMaps {
             out.append(9)
             TextBytes.append(number(stamp), to: &out)
         }
+        // Maps that are empty (most states have no tombstone or order hint) are not looked up per record.
+        let tombstones = !state.tombstones.isEmpty, hints = !state.orderHints.isEmpty
         for id in ids {
             line(UInt8(ascii: "G")) { field(id) }
-            if let t = state.tombstones[id] { line(UInt8(ascii: "T")) { field(t) } }
+            if tombstones, let t = state.tombstones[id] { line(UInt8(ascii: "T")) { field(t) } }
             if let clocks = state.clocks[id] {
                 for (key, stamp) in clocks {
                     line(UInt8(ascii: "C")) {
@@ -273,7 +284,7 @@ private struct RecordMaps {
                     }
                 }
             }
-            if let hints = state.orderHints[id] {
+            if hints, let hints = state.orderHints[id] {
                 for (key, hint) in hints {
                     line(UInt8(ascii: "O")) {
                         field(key)
@@ -304,6 +315,13 @@ private struct RecordMaps {
 
     /// Backslash, tab and newline escaped with a backslash, byte by byte.
     private static func escape(_ s: String, into out: inout [UInt8]) {
+        // Names and IDs hold none of those: their bytes go in one copy.
+        let copied = s.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+            guard !bytes.contains(where: { $0 == UInt8(ascii: "\\") || $0 == 9 || $0 == 10 }) else { return false }
+            out.append(contentsOf: bytes)
+            return true
+        }
+        if copied == true { return }
         for b in s.utf8 {
             switch b {
             case UInt8(ascii: "\\"): out += [b, b]

@@ -167,13 +167,10 @@ final class LMDBLayout: Sendable {
     /// The `maxdbs` to open an environment with: room for this schema, with headroom for schema changes.
     var suggestedMaxDatabases: Int { max(128, 2 * databaseNames.count + 32) }
 
-    /// The entity IDs as stored JSON.
+    /// The entity IDs as stored JSON (`{"Author":1,…}`, as `JSONEncoder` wrote it with sorted keys), written without
+    /// `JSONEncoder`, whose first use in a process cost more than creating the rest of a small store.
     func entityIDsJSON() throws -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        do { return Array(try encoder.encode(entityIDs)) } catch {
-            throw StoreError.io(nil, operation: "encoding entity IDs", reason: "\(error)")
-        }
+        JSONValue.dictionary(entityIDs.mapValues { JSONValue.integer($0) }).text()
     }
 
     /// Reads the entity ID table (`{"Author": 1, …}`) with the framework's JSON parser, as the metadata beside it

@@ -89,8 +89,10 @@ public struct StoreMetadata: Sendable, Hashable, Codable {
         return (mismatchedEntities(schema.entities) + extra).sorted()
     }
 
-    /// The JSON encoding backends store.
+    /// The JSON encoding backends store: the Codable conformance's, in `JSONEncoder`'s text with sorted keys.
     public func encoded() throws -> Data {
+        if let json = jsonValue { return Data(json.text(.init(sortedKeys: true, escapesSlashes: true))) }
+        // Only a value JSON cannot hold comes here; JSONEncoder says which.
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         do { return try encoder.encode(self) } catch {

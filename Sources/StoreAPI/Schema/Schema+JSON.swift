@@ -69,10 +69,11 @@ extension Schema: Codable {
     }
 
     /// The JSON form, pretty-printed with sorted keys.
+    ///
+    /// The text is the one `JSONEncoder` writes for this conformance with `[.prettyPrinted, .sortedKeys,
+    /// .withoutEscapingSlashes]`, written without it (see `Schema+JSONWriter.swift` for why).
     public func jsonData() throws -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return try encoder.encode(self)
+        Data(jsonValue.text(.init(prettyPrinted: true, sortedKeys: true, escapesSlashes: false)))
     }
 }
 

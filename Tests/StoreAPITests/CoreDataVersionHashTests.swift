@@ -234,4 +234,19 @@ struct CoreDataVersionHashTests {
             #expect(title.versionHashModifier == nil && title.renamingIdentifier == nil && title.derivation == nil)
         }
     }
+
+    /// `coreDataVersionHashes` takes each entity's hash from the entity (computed when the schema was validated)
+    /// instead of hashing again: the two must be the same hash, for schemas of every shape.
+    @Test func schemaHashesAreTheEntitiesOwnForRandomSchemas() throws {
+        var g = SeededGenerator(seed: 0x4A5E_0C0D)
+        for i in 0..<300 {
+            let schema = try JSONDocumentTextTests.randomSchema(&g)
+            let hashes = schema.coreDataVersionHashes
+            #expect(hashes.entityHashes.count == schema.entities.count, "schema \(i)")
+            for entity in schema.entities {
+                var hasher = CoreDataVersionHash(schema: schema)
+                #expect(hashes.entityHashes[entity.name] == Data(hasher.entityHash(entity.name)), "schema \(i), \(entity.name)")
+            }
+        }
+    }
 }

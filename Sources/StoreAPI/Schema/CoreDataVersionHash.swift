@@ -24,7 +24,8 @@ public struct CoreDataVersionHashes: Sendable, Hashable {
 
 extension Schema {
     /// Core Data's version hashes of every entity, with the model digest and checksum (see
-    /// ``CoreDataVersionHashes``). Computed on each call.
+    /// ``CoreDataVersionHashes``). The entity hashes are the ones validation computed (``Entity/versionHash``);
+    /// the digest and checksum are computed on each call.
     ///
     /// The algorithm (`reference/coredata-sqlite-format.md` §4) reproduces the hashes of real Core Data stores and
     /// compiled models. Parts no real store has confirmed are isolated in one place (`CoreDataVersionHash`, for
@@ -33,8 +34,16 @@ extension Schema {
     /// read from a model file.
     public var coreDataVersionHashes: CoreDataVersionHashes {
         var hashes: [String: Data] = [:]
-        var hasher = CoreDataVersionHash(schema: self)
-        for entity in entities { hashes[entity.name] = Data(hasher.entityHash(entity.name)) }
+        // Every store open and creation asks for these, and hashing every property again cost more than the rest
+        // of reading a small store's metadata: the entities already carry the same hashes, in base64.
+        for entity in entities {
+            if let hash = Data(base64Encoded: entity.versionHash) {
+                hashes[entity.name] = hash
+            } else {
+                var hasher = CoreDataVersionHash(schema: self)
+                hashes[entity.name] = Data(hasher.entityHash(entity.name))
+            }
+        }
         let ordered = hashes.keys.sorted(by: CoreDataVersionHash.codePointOrder)
         var digestInput: [UInt8] = []
         var checksumInput: [UInt8] = []

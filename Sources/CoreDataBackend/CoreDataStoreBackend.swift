@@ -279,6 +279,14 @@ public struct CoreDataStoreBackend: StoreBackend {
         if let appModel {
             (model, schema) = try CoreDataAppModel.checked(appModel, for: file)
             source = .appModel(appModel)
+        } else if let blob = file.modelCacheBlob, let written = file.metadata.custom[schemaMetadataKey],
+            case .data(let json) = written, CoreDataModelMemos.writtenCaches.kept(for: blob) == Array(json),
+            let embedded = try embeddedSchema(of: file)
+        {
+            // A store this process created, its cache and schema still the bytes it wrote: the cache was encoded
+            // here from that schema's model, so it is not decoded back to be checked (creating a store and opening
+            // it is every conversion to this type). Another process reads it as any store.
+            (model, schema, source) = (CoreDataModel(schema: embedded), embedded, .embeddedSchema)
         } else if let (cached, cachedSchema) = try file.decodedModelCache() {
             // The cache is decoded even when the schema below is used: a damaged cache is a damaged store, whatever
             // else it keeps.
@@ -522,14 +530,21 @@ public struct CoreDataStoreBackend: StoreBackend {
             throw .invalidSchema(error)
         }
         plist = try CoreDataStore.plist(plist, for: metadata, url: url)
+        let schemaJSON: Data
         do {
-            plist.custom[schemaMetadataKey] = .data(try metadata.schema.jsonData())
+            schemaJSON = try metadata.schema.jsonData()
         } catch {
             throw .io(url, operation: "encoding the schema", reason: "\(error)")
         }
+        plist.custom[schemaMetadataKey] = .data(schemaJSON)
+        // Opening the new store reads this JSON back; it is this schema (the JSON form reads back to the schema it
+        // was written from, hashes included), so this process does not parse it again.
+        CoreDataModelMemos.embeddedSchemas.keep(
+            (metadata.schema, metadata.schema.coreDataVersionHashes.entityHashes), for: Array(schemaJSON))
         // A derivation the encoder cannot write leaves the cache empty, as stores created before it had: this backend
         // reads them from the schema above.
         let cache = try? CoreDataModelCache.encode(model)
+        if let cache { CoreDataModelMemos.writtenCaches.keep(Array(schemaJSON), for: cache) }
         try CoreDataLayout.createEmptyStore(
             at: url, model: model, uuid: metadata.storeUUID, metadata: plist, modelCache: cache,
             persistentHistory: persistentHistory)

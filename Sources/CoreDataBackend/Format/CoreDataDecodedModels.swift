@@ -14,6 +14,13 @@ final class CoreDataDecodedModels<Value: Sendable>: @unchecked Sendable {
     /// Stores a process works with at once are few: the oldest entry goes first.
     private static var capacity: Int { 4 }
 
+    /// The value kept for `bytes`, if any, without decoding anything.
+    func kept(for bytes: [UInt8]) -> Value? {
+        lock.lock()
+        defer { lock.unlock() }
+        return entries.first { $0.bytes == bytes }?.value
+    }
+
     /// The value kept for `bytes`, else what `decode` makes of them (kept when it succeeds).
     func value(for bytes: [UInt8], decode: () throws(StoreError) -> Value) throws(StoreError) -> Value {
         lock.lock()
@@ -21,11 +28,17 @@ final class CoreDataDecodedModels<Value: Sendable>: @unchecked Sendable {
         lock.unlock()
         if let kept { return kept }
         let value = try decode()
+        keep(value, for: bytes)
+        return value
+    }
+
+    /// Keeps `value` for `bytes`, known without decoding them (the oldest entry goes when full).
+    func keep(_ value: Value, for bytes: [UInt8]) {
         lock.lock()
+        defer { lock.unlock() }
+        if let at = entries.firstIndex(where: { $0.bytes == bytes }) { entries.remove(at: at) }
         if entries.count >= Self.capacity { entries.removeFirst() }
         entries.append((bytes, value))
-        lock.unlock()
-        return value
     }
 }
 
@@ -35,4 +48,7 @@ enum CoreDataModelMemos {
     static let modelCaches = CoreDataDecodedModels<(model: CoreDataModel, schema: Schema)>()
     /// The schemas read from stores' metadata, with their entities' Core Data version hashes.
     static let embeddedSchemas = CoreDataDecodedModels<(schema: Schema, hashes: [String: Data])>()
+    /// The model caches this process encoded for the stores it created, each with the schema JSON it wrote beside
+    /// it (see ``CoreDataStoreBackend/create(at:metadata:persistentHistory:)``).
+    static let writtenCaches = CoreDataDecodedModels<[UInt8]>()
 }

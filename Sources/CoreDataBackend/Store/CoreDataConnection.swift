@@ -127,7 +127,15 @@ final class CoreDataConnection {
     /// the run before. Returns the number of rows changed.
     @discardableResult
     func run(_ sql: String, bindingEvery bind: (OpaquePointer) throws(StoreError) -> Void) throws(StoreError) -> Int {
-        let s = try statement(sql)
+        try run(try statement(sql), sql: sql, bindingEvery: bind)
+    }
+
+    /// ``run(_:bindingEvery:)`` with the statement `statement(sql)` returned, looked up once by a caller that runs it
+    /// for every row of a page (the statement lives as long as the connection).
+    @discardableResult
+    func run(
+        _ s: OpaquePointer, sql: String, bindingEvery bind: (OpaquePointer) throws(StoreError) -> Void
+    ) throws(StoreError) -> Int {
         sqlite3_reset(s)
         defer { sqlite3_reset(s) }
         try bind(s)

@@ -36,8 +36,10 @@ extension CoreDataRowWriter {
         var relationships: [RelationshipValue] = []
         relationships.reserveCapacity(toMany.count)
         var derived = [Int64?](repeating: nil, count: sources.count)
+        let insertSQL = p.table.insertSQL
+        let insert = try db.statement(insertSQL)
         // No parameter keeps pointing into the page once it is gone, whether the page goes in or fails.
-        defer { if let s = try? db.statement(p.table.insertSQL) { sqlite3_clear_bindings(s) } }
+        defer { sqlite3_clear_bindings(insert) }
         for i in keys.indices {
             let pk = keys[i]
             relationships.removeAll(keepingCapacity: true)
@@ -85,7 +87,7 @@ extension CoreDataRowWriter {
             let failure: StoreError? = page.withEncodedRecord(at: i) { values, _ in
                 do throws(StoreError) {
                     try refusingDuplicates(table: table, pk: pk) { () throws(StoreError) in
-                        try db.run(p.table.insertSQL, bindingEvery: { (s) throws(StoreError) in
+                        try db.run(insert, sql: insertSQL, bindingEvery: { (s) throws(StoreError) in
                             for c in sources.indices {
                                 let parameter = Int32(c + 1)
                                 switch sources[c] {

@@ -1,4 +1,5 @@
 import Foundation
+import StoreTestSupport
 import Testing
 @testable import StoreAPI
 
@@ -46,6 +47,35 @@ struct MetadataJSONReaderTests {
                                                        containerIdentifier: "iCloud.test", scope: .shared))
         m.primaryKeyCounters = ["Item": 42, "Author": .max]
         return m
+    }
+
+    /// Decoding the same bytes again (a command reads a store's metadata, then opens it) gives the same metadata,
+    /// kept from the first time; other bytes decode on their own, and a failure is each read's own.
+    @Test func decodingTheSameBytesAgainGivesTheSameMetadata() throws {
+        var g = SeededGenerator(seed: 0xDEC0_DE)
+        let metadatas = try (0..<6).map { _ in try JSONDocumentTextTests.randomMetadata(&g) }
+        let texts = try metadatas.map { try $0.encoded() }
+        for round in 0..<2 {
+            for (m, data) in zip(metadatas, texts) {
+                let a = try StoreMetadata.decode(data, url: URL(fileURLWithPath: "/tmp/a\(round)"))
+                let codable = try JSONDecoder().decode(StoreMetadata.self, from: data)
+                #expect(a == codable)
+                #expect(a.primaryKeyCounters == m.primaryKeyCounters)
+                #expect(a.custom == codable.custom)
+            }
+        }
+        var broken = texts[0]
+        broken.removeLast()
+        for name in ["b", "c"] {
+            let url = URL(fileURLWithPath: "/tmp/\(name)")
+            #expect {
+                _ = try StoreMetadata.decode(broken, url: url)
+            } throws: { error in
+                guard case StoreError.corruptStore(let at, _) = error else { return false }
+                return at == url
+            }
+        }
+        #expect(try StoreMetadata.decode(texts[0], url: URL(fileURLWithPath: "/tmp/d")) == metadatas[0])
     }
 
     @Test func storedMetadataReadsAsCodableReadsIt() throws {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// What a store carries about itself, readable without opening it (``StoreBackend/readMetadata(at:)``): its type,
 /// identity, the schema it was written with and custom keys.
@@ -106,6 +107,7 @@ public struct StoreMetadata: Sendable, Hashable, Codable {
     /// parser: every store open comes here, and `JSONDecoder`'s first use in a process cost more than the rest of
     /// opening a store.
     public static func decode(_ data: Data, url: URL) throws -> StoreMetadata {
+        if let kept = DecodedMetadata.shared.kept(for: data) { return kept }
         let metadata: StoreMetadata
         do {
             let json = try JSONParser.parse(ArraySlice(data))
@@ -122,7 +124,33 @@ public struct StoreMetadata: Sendable, Hashable, Codable {
             throw StoreError.corruptStore(url, reason: "metadata format version \(metadata.formatVersion) is not one this "
                 + "version reads (1 to \(currentFormatVersion)); was the store written by a newer version?")
         }
+        DecodedMetadata.shared.keep(metadata, for: data)
         return metadata
+    }
+}
+
+/// The metadata this process last decoded, by its bytes: a command reads a store's metadata and then opens the store,
+/// which reads it again, and parsing and validating its schema twice cost more than the records of a small
+/// conversion. Decoding is a pure function of the bytes, compared whole; failures are not kept, so each read reports
+/// its own (naming its file).
+private final class DecodedMetadata: Sendable {
+    static let shared = DecodedMetadata()
+    /// Stores a process works with at once are few: the oldest entry goes first.
+    private static let capacity = 4
+    private let entries = Mutex<[(bytes: Data, metadata: StoreMetadata)]>([])
+
+    func kept(for bytes: Data) -> StoreMetadata? {
+        entries.withLock { $0.first { $0.bytes == bytes }?.metadata }
+    }
+
+    func keep(_ metadata: StoreMetadata, for bytes: Data) {
+        // A copy of its own: the caller's bytes may be a view of a mapped file that goes away.
+        let own = Data([UInt8](bytes))
+        entries.withLock { entries in
+            entries.removeAll { $0.bytes == own }
+            if entries.count >= Self.capacity { entries.removeFirst() }
+            entries.append((own, metadata))
+        }
     }
 }
 

@@ -105,7 +105,7 @@ public actor SyncEngine {
         if let idle = try await idleReport(metadata: metadata, identity: identity, here: here, calls: calls) { return idle }
         // A step that changed nothing does not rewrite the state.
         var forceWrite = metadata.syncOptions != options
-        func persist(_ state: SyncState, _ touchedIDs: Set<String>, _ touchedMembers: Set<String>) throws -> (UUID?, Int64?)? {
+        func persist(_ state: SyncState, _ touchedIDs: Set<UUID>, _ touchedMembers: Set<String>) throws -> (UUID?, Int64?)? {
             guard forceWrite || hasChanges(state, touchedIDs, touchedMembers) else { return nil }
             defer { forceWrite = false }
             return try write(state, touchedIDs, touchedMembers)
@@ -288,7 +288,7 @@ public actor SyncEngine {
     }
 
     /// Whether the session changed the state since it was last written.
-    private func hasChanges(_ state: SyncState, _ touchedIDs: Set<String>, _ touchedMembers: Set<String>) -> Bool {
+    private func hasChanges(_ state: SyncState, _ touchedIDs: Set<UUID>, _ touchedMembers: Set<String>) -> Bool {
         // Every change of the per-record maps is in the touched sets; the rest is compared.
         if !touchedIDs.isEmpty || !touchedMembers.isEmpty { return true }
         guard let cachedHead else { return true }
@@ -300,7 +300,7 @@ public actor SyncEngine {
     /// leaves a frame the metadata does not name, which the next read leaves out); for other stores, the whole
     /// state to the metadata.
     /// Returns the log and revision the metadata now names.
-    private func write(_ session: SyncState, _ touchedIDs: Set<String>, _ touchedMembers: Set<String>) throws -> (UUID?, Int64?) {
+    private func write(_ session: SyncState, _ touchedIDs: Set<UUID>, _ touchedMembers: Set<String>) throws -> (UUID?, Int64?) {
         var state = session
         if let url = logURL {
             let revision = (state.revision ?? 0) + 1

@@ -43,7 +43,7 @@ extension SyncSession {
                     for loser in sorted.dropFirst() {
                         try noteMerge(loser, into: winner)
                         try merge(loser, into: winner, context: context)
-                        state.redirects[loser.globalID.uuidString] = winner.globalID.uuidString
+                        state.redirects[loser.globalID] = winner.globalID
                         state.dangling[loser.globalID.uuidString] = nil
                         report.mergedDuplicates += 1
                     }

@@ -99,9 +99,10 @@ extension SyncSession {
     }
 
     private func merge(_ c: RecordChange, into winners: inout [UUID: Winner], order: inout [UUID]) {
-        let id = c.id.keyString
+        let id = c.id
         // A deletion names a global ID, whatever its entity (a baseline's tombstones name none).
-        guard shapes.shapes[c.entity] != nil || c.deleted != nil else {
+        let shape = shapes.shapes[c.entity]
+        guard shape != nil || c.deleted != nil else {
             report.ignoredChanges += 1
             return
         }
@@ -120,7 +121,6 @@ extension SyncSession {
         if isNew { order.append(c.id) }
         // Changed in place: a copy taken out of the dictionary would copy its maps on the first change.
         func won(_ body: (inout Winner) -> Void) { body(&winners[c.id, default: Winner(entity: c.entity)]) }
-        let shape = shapes.shapes[c.entity]
         if !c.values.isEmpty {
             var latest = state.clock
             for (_, v) in c.values where v.clock > latest { latest = v.clock }
@@ -171,17 +171,16 @@ extension SyncSession {
             }
             return true
         }
-        // Most pulls bring no deletion and no merge: no key string is made per record then.
+        // Most pulls bring no deletion and no merge: no map is looked up per record then.
         func gone(_ id: UUID) -> Bool {
             guard !state.tombstones.isEmpty || !state.redirects.isEmpty else { return false }
-            let key = id.keyString
-            return state.tombstones[key] != nil || state.redirects[key] != nil
+            return state.tombstones[id] != nil || state.redirects[id] != nil
         }
         // Deleted and merged-away records go, wherever the deletion came from: a global ID never comes back.
         func leavingRecords() -> [UUID] {
             guard needsCleanup else { return [] }
             if state.tombstones.count + state.redirects.count < index.objects.count {
-                let named = state.tombstones.keys.compactMap(UUID.init(uuidString:)) + state.redirects.keys.compactMap(UUID.init(uuidString:))
+                let named = Array(state.tombstones.keys) + Array(state.redirects.keys)
                 return Array(Set(named.filter { index[$0] != nil }))
             }
             return index.objects.keys.filter(gone)
@@ -220,14 +219,17 @@ extension SyncSession {
         var rest: [UUID] = []
         rest.reserveCapacity(order.count)
         var withoutObjects: [String: (rows: [[StoreValue?]], ids: [UUID])] = [:]
+        // Looked up without taking the index's lock per record: nothing in this loop changes it.
+        let indexed = index.objects
         for id in order {
-            guard !gone(id), index[id] == nil, let w = winners[id], objects[id] == nil else {
+            guard !gone(id), indexed.isEmpty || indexed[id] == nil, let w = winners[id], objects[id] == nil else {
                 rest.append(id)
                 continue
             }
             // Made with its attribute values: the values' loop below then sets only its relationships.
             var values: [StoreValue?] = []
-            if let shape = shapes.shapes[w.entity] {
+            let shape = shapes.shapes[w.entity]
+            if let shape {
                 values = Array(repeating: nil, count: shape.entity.attributes.count)
                 for i in shape.attributes {
                     let a = shape.entity.attributes[i]
@@ -239,15 +241,18 @@ extension SyncSession {
                     values[i] = value
                 }
             }
-            if !values.isEmpty, w.members.isEmpty, shapes.shapes[w.entity]?.insertsWithoutObject == true {
-                withoutObjects[w.entity, default: ([], [])].rows.append(values)
-                withoutObjects[w.entity, default: ([], [])].ids.append(id)
+            if !values.isEmpty, w.members.isEmpty, shape?.insertsWithoutObject == true {
+                func stage(_ s: inout (rows: [[StoreValue?]], ids: [UUID])) {
+                    s.rows.append(values)
+                    s.ids.append(id)
+                }
+                stage(&withoutObjects[w.entity, default: ([], [])])
                 finished += 1
                 continue
             }
             objects[id] = values.isEmpty ? try context.insert(w.entity, [:], globalID: id, into: loaded)
                 : try context.insert(w.entity, attributeValues: values, globalID: id, into: loaded)
-            if !values.isEmpty, w.members.isEmpty, shapes.shapes[w.entity]?.relationships.isEmpty == true {
+            if !values.isEmpty, w.members.isEmpty, shape?.relationships.isEmpty == true {
                 finished += 1
             } else {
                 created.insert(id)
@@ -265,7 +270,7 @@ extension SyncSession {
                 // Links added to a record merged away by deduplication go to the record it was merged into, as
                 // the merge moved the links it had then.
                 let into = state.resolved(id)
-                guard state.tombstones[id.keyString] == nil, into != id, let o = try object(into) else { continue }
+                guard state.tombstones[id] == nil, into != id, let o = try object(into) else { continue }
                 _ = try apply(w, to: o, id: into, object: object, merging: true, attributesSet: false)
                 continue
             }
@@ -311,8 +316,7 @@ extension SyncSession {
         var waiting = RecordChange(entity: o.entity.name, id: id)
         func target(_ raw: UUID) throws -> ManagedObject? { try object(state.resolved(raw)) }
         func missing(_ raw: UUID) -> Bool {
-            let r = state.resolved(raw).keyString
-            return state.tombstones[r] == nil
+            return state.tombstones[state.resolved(raw)] == nil
         }
         // By position in the entity, owned values only (order hints are applied once every link of the pull is in
         // place, in applyOrderHints): no key is sorted or looked up by name per record.
@@ -399,7 +403,7 @@ extension SyncSession {
             guard let shape = shapes.shapes[o.entity.name], !shape.orderHints.isEmpty else { continue }
             for i in shape.orderHints {
                 let name = shape.entity.relationships[i].name
-                let hint = state.orderHints[o.globalID.keyString]?[name].flatMap(SyncedSchema.ordered) ?? []
+                let hint = state.orderHints[o.globalID]?[name].flatMap(SyncedSchema.ordered) ?? []
                 var position: [UUID: Int] = [:]
                 for (n, id) in hint.enumerated() where position[id] == nil { position[id] = n }
                 let members = try o.objects(forKey: name)

@@ -130,8 +130,8 @@ extension SyncSession {
         var records: [Record] = []
         try forEachRecord { records.append($0) }
         for r in records {
-            guard let shape = shapes.shapes[r.entity], state.tombstones[r.globalID.keyString] == nil else { continue }
-            let id = r.globalID.keyString
+            guard let shape = shapes.shapes[r.entity], state.tombstones[r.globalID] == nil else { continue }
+            let id = r.globalID
             let known = state.clocks[id] ?? [:]
             let full = try recordChange(r, shape: shape, keys: nil, stamp: .zero, onlyUnstamped: false, cache: &cache)
             var change = RecordChange(entity: r.entity, id: r.globalID)
@@ -144,16 +144,15 @@ extension SyncSession {
                     guard let target = UUID(uuidString: String(key.dropFirst(prefix.count))) else { continue }
                     let present = state.isMember(id, key)
                     members.append(MemberChange(target: target, present: present, clock: stamp,
-                                                observed: present ? nil : state.covers?["\(id) \(key)"] ?? stamp))
+                                                observed: present ? nil : state.covers?[SyncState.member(id, key)] ?? stamp))
                 }
                 if !members.isEmpty { change.members[rel] = members.sorted { $0.target.sortsBefore($1.target) } }
             }
             if !change.values.isEmpty || !change.members.isEmpty { changes.append(change) }
             try await fileFull()
         }
-        for (id, stamp) in state.tombstones.sorted(by: { $0.key < $1.key }) {
-            guard let uuid = UUID(uuidString: id) else { continue }
-            changes.append(RecordChange(entity: "", id: uuid, deleted: stamp))
+        for (id, stamp) in state.tombstones.sorted(by: { $0.key.sortsBefore($1.key) }) {
+            changes.append(RecordChange(entity: "", id: id, deleted: stamp))
             try await fileFull()
         }
         try await flush()
@@ -191,14 +190,14 @@ extension SyncSession {
             for (id, t) in slice {
                 guard let shape = shapes.shapes[t.entity] else { continue }
                 guard !t.deleted, let record = t.record ?? current[shape.entity.rootName]?[t.primaryKey], record.globalID == id else {
-                    if state.tombstones[id.keyString] == nil {
+                    if state.tombstones[id] == nil {
                         changes.append(RecordChange(entity: t.entity, id: id, deleted: stamp))
                     }
                     continue
                 }
                 // A record under a global ID deleted or merged away elsewhere (inserted again here): the next apply
                 // removes it instead of pushing it.
-                if state.tombstones[id.keyString] != nil || state.redirects[id.keyString] != nil {
+                if state.tombstones[id] != nil || state.redirects[id] != nil {
                     needsCleanup = true
                     continue
                 }
@@ -221,7 +220,7 @@ extension SyncSession {
         // Room for every value at once: a map grown value by value is made several times over.
         var change = RecordChange(entity: r.entity, id: r.globalID,
                                   values: Dictionary(minimumCapacity: keys?.count ?? shape.attributes.count + shape.relationships.count))
-        let known = state.clocks.isEmpty ? [:] : state.clocks[r.globalID.keyString] ?? [:]
+        let known = state.clocks.isEmpty ? [:] : state.clocks[r.globalID] ?? [:]
         func wanted(_ key: String) -> Bool { (keys?.contains(key) ?? true) && !(onlyUnstamped && known[key] != nil) }
         for i in shape.attributes {
             let name = shape.entity.attributes[i].name
@@ -253,7 +252,7 @@ extension SyncSession {
                 var previous = Set<UUID>()
                 for (key, _) in known where key.hasPrefix(prefix) {
                     if let t = UUID(uuidString: String(key.dropFirst(prefix.count))),
-                       state.isMember(r.globalID.keyString, key) { previous.insert(t) }
+                       state.isMember(r.globalID, key) { previous.insert(t) }
                 }
                 let now = Set(targets)
                 var members: [MemberChange] = []
@@ -306,7 +305,7 @@ extension SyncSession {
     /// Records the stamps of a change file this peer wrote as the winning ones.
     private func record(_ batch: ChangeBatch) {
         for c in batch.changes {
-            let id = c.id.keyString
+            let id = c.id
             touchedIDs.insert(id)
             if let d = c.deleted {
                 state.tombstones[id] = d

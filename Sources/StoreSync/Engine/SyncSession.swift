@@ -22,7 +22,7 @@ final class SyncSession {
     /// Where the store's records are, by global ID (the engine's, kept between runs).
     let index: RecordIndex
     /// Global IDs whose per-record state (clocks, tombstone, order hints) changed since the state was last written.
-    var touchedIDs: Set<String> = []
+    var touchedIDs: Set<UUID> = []
     /// Memberships (`<global ID> <relationship>→<target>`) whose state changed since the state was last written.
     var touchedMembers: Set<String> = []
     /// Set by ``noteAttachStart()`` when the store held no synced record as it attached.
@@ -75,11 +75,11 @@ final class SyncSession {
     }
 
     /// Merges one membership change into the state (``SyncState/mergeMember(_:_:_:)``), noting it for the next write.
-    func mergeMember(_ id: String, _ key: String, _ m: MemberChange) -> Bool? {
+    func mergeMember(_ id: UUID, _ key: String, _ m: MemberChange) -> Bool? {
         let present = state.mergeMember(id, key, m)
         if present != nil {
             touchedIDs.insert(id)
-            touchedMembers.insert("\(id) \(key)")
+            touchedMembers.insert(SyncState.member(id, key))
         }
         return present
     }

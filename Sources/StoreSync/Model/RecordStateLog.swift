@@ -101,7 +101,7 @@ struct RecordStateLog {
     /// Appends a frame with the state of the records `ids` and the memberships `members` at `revision`, after
     /// cutting off frames beyond `position`; fsynced before it returns. Compacts into a new snapshot instead when
     /// the deltas have outgrown it.
-    static func append(at url: URL, position: Position, revision: Int64, ids: Set<String>, members: Set<String>,
+    static func append(at url: URL, position: Position, revision: Int64, ids: Set<UUID>, members: Set<String>,
                        state: SyncState) throws -> Position {
         let deltaBytes = position.length - position.snapshotBytes
         let limit = max(position.snapshotBytes * 2, 1 << 20)
@@ -169,9 +169,9 @@ struct RecordStateLog {
 /// `O key text`), replacing what an earlier frame said of it; `M member cover removed` is one membership's state.
 /// A stamp field is the stamp's number in the table (in logs of version 1, which have no table, the stamp itself).
 private struct RecordMaps {
-    var clocks: [String: [String: HybridLogicalClock]] = [:]
-    var tombstones: [String: HybridLogicalClock] = [:]
-    var orderHints: [String: [String: String]] = [:]
+    var clocks: [UUID: [String: HybridLogicalClock]] = [:]
+    var tombstones: [UUID: HybridLogicalClock] = [:]
+    var orderHints: [UUID: [String: String]] = [:]
     var removed: Set<String> = []
     var covers: [String: HybridLogicalClock] = [:]
 
@@ -185,7 +185,9 @@ private struct RecordMaps {
 
     /// Applies one frame body of a log of `version`; `false` when it does not read.
     mutating func apply(_ body: ArraySlice<UInt8>, version: Int) -> Bool {
-        var current: String?
+        var current: UUID?
+        // A record whose ID is not a global ID names no record: its lines are read and left out.
+        var skipping = false
         var stamps: [HybridLogicalClock] = []
         // Version 2: a stamp field is a number in the frame's table; version 1: the stamp itself.
         func stamp(_ field: String) -> HybridLogicalClock? {
@@ -205,17 +207,22 @@ private struct RecordMaps {
                 guard let stamp = HybridLogicalClock(text: fields[1]) else { return false }
                 stamps.append(stamp)
             case ("G", 2):
-                current = fields[1]
-                clocks[fields[1]] = nil
-                tombstones[fields[1]] = nil
-                orderHints[fields[1]] = nil
+                current = UUID(uuidString: fields[1])
+                skipping = current == nil
+                guard let id = current else { continue }
+                clocks[id] = nil
+                tombstones[id] = nil
+                orderHints[id] = nil
             case ("T", 2):
+                if skipping { continue }
                 guard let id = current, let stamp = stamp(fields[1]) else { return false }
                 tombstones[id] = stamp
             case ("C", 3):
+                if skipping { continue }
                 guard let id = current, let stamp = stamp(fields[2]) else { return false }
                 clocks[id, default: [:]][fields[1]] = stamp
             case ("O", 3):
+                if skipping { continue }
                 guard let id = current else { return false }
                 orderHints[id, default: [:]][fields[1]] = fields[2]
             case ("M", 4):
@@ -245,12 +252,12 @@ private struct RecordMaps {
         return encode(ids: ids, members: members, count: state.clocks.count, of: state)
     }
 
-    static func encode(ids: Set<String>, members: Set<String>, of state: SyncState) -> [UInt8] {
+    static func encode(ids: Set<UUID>, members: Set<String>, of state: SyncState) -> [UInt8] {
         encode(ids: ids, members: members, count: ids.count, of: state)
     }
 
     /// `ids` and `members` each name a record or membership once; `count`: about how many records, for the buffer.
-    private static func encode<I: Sequence<String>, M: Sequence<String>>(ids: I, members: M, count: Int,
+    private static func encode<I: Sequence<UUID>, M: Sequence<String>>(ids: I, members: M, count: Int,
                                                                           of state: SyncState) -> [UInt8] {
         // Written byte by byte: a first push or pull writes a line per synced value. Each stamp is written once, in
         // a table before the lines that name it by number: the values of one push share one stamp.
@@ -274,7 +281,10 @@ private struct RecordMaps {
         // Maps that are empty (most states have no tombstone or order hint) are not looked up per record.
         let tombstones = !state.tombstones.isEmpty, hints = !state.orderHints.isEmpty
         for id in ids {
-            line(UInt8(ascii: "G")) { field(id) }
+            line(UInt8(ascii: "G")) {
+                out.append(9)
+                TextBytes.append(id, to: &out)
+            }
             if tombstones, let t = state.tombstones[id] { line(UInt8(ascii: "T")) { field(t) } }
             if let clocks = state.clocks[id] {
                 for (key, stamp) in clocks {

@@ -28,12 +28,12 @@ struct SyncState: Sendable, Hashable, Codable {
     /// The peer's clock: later than every stamp it made or received.
     var clock: HybridLogicalClock
     /// Global ID → key (attribute, relationship, or `relationship→target` for memberships) → winning stamp (of a
-    /// membership, its latest add).
-    var clocks: [String: [String: HybridLogicalClock]] = [:]
+    /// membership, its latest add). Keyed by the ID itself, not its text: a big pull or push looks up every record.
+    var clocks: [UUID: [String: HybridLogicalClock]] = [:]
     /// Deleted global IDs and the stamp of their deletion: they never come back.
-    var tombstones: [String: HybridLogicalClock] = [:]
+    var tombstones: [UUID: HybridLogicalClock] = [:]
     /// Global IDs merged into another record by deduplication → the record that won.
-    var redirects: [String: String] = [:]
+    var redirects: [UUID: UUID] = [:]
     /// Unordered to-many memberships that are not present (see ``isMember(_:_:)``): `<global ID> <relationship>→<target>`.
     var removed: Set<String> = []
     /// Membership (as in ``removed``) → the latest add its removals had seen: adds up to it are removed. Optional so
@@ -41,7 +41,7 @@ struct SyncState: Sendable, Hashable, Codable {
     var covers: [String: HybridLogicalClock]?
     /// Global ID → ordered to-many name → the winning order hint (a JSON array of global IDs), for relationships
     /// whose members follow their to-one inverse.
-    var orderHints: [String: [String: String]] = [:]
+    var orderHints: [UUID: [String: String]] = [:]
     /// Winning relationship values whose target this store does not hold yet (it arrives in a later pull), applied
     /// again on every pull until the target arrives or is deleted.
     var dangling: [String: RecordChange] = [:]
@@ -58,6 +58,79 @@ struct SyncState: Sendable, Hashable, Codable {
         self.location = location
         self.storeUUID = storeUUID
         self.clock = HybridLogicalClock(wall: 0, counter: 0, peer: peer)
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case peer, location, storeUUID, remoteIdentity, baselinePushed, pushedToken, sequence, cursor, acknowledged, clock
+        case clocks, tombstones, redirects, removed, covers, orderHints, dangling, lastSync, recordLog, revision
+    }
+
+    /// Read as earlier versions wrote it: the per-record maps keyed by the global IDs' text. A key that is not a
+    /// global ID names no record and is left out.
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        peer = try c.decode(UUID.self, forKey: .peer)
+        location = try c.decode(String.self, forKey: .location)
+        storeUUID = try c.decode(UUID.self, forKey: .storeUUID)
+        remoteIdentity = try c.decodeIfPresent(String.self, forKey: .remoteIdentity)
+        baselinePushed = try c.decode(Bool.self, forKey: .baselinePushed)
+        pushedToken = try c.decodeIfPresent(Int64.self, forKey: .pushedToken)
+        sequence = try c.decode(Int64.self, forKey: .sequence)
+        cursor = try c.decodeIfPresent(SyncCursor.self, forKey: .cursor)
+        acknowledged = try c.decodeIfPresent(SyncCursor.self, forKey: .acknowledged)
+        clock = try c.decode(HybridLogicalClock.self, forKey: .clock)
+        clocks = Self.byID(try c.decode([String: [String: HybridLogicalClock]].self, forKey: .clocks))
+        tombstones = Self.byID(try c.decode([String: HybridLogicalClock].self, forKey: .tombstones))
+        var redirects: [UUID: UUID] = [:]
+        for (from, to) in try c.decode([String: String].self, forKey: .redirects) {
+            guard let from = UUID(uuidString: from), let to = UUID(uuidString: to) else { continue }
+            redirects[from] = to
+        }
+        self.redirects = redirects
+        removed = try c.decode(Set<String>.self, forKey: .removed)
+        covers = try c.decodeIfPresent([String: HybridLogicalClock].self, forKey: .covers)
+        orderHints = Self.byID(try c.decode([String: [String: String]].self, forKey: .orderHints))
+        dangling = try c.decode([String: RecordChange].self, forKey: .dangling)
+        lastSync = try c.decodeIfPresent(Date.self, forKey: .lastSync)
+        recordLog = try c.decodeIfPresent(UUID.self, forKey: .recordLog)
+        revision = try c.decodeIfPresent(Int64.self, forKey: .revision)
+    }
+
+    /// Written as earlier versions write it (see ``init(from:)``), so that they read it too.
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(peer, forKey: .peer)
+        try c.encode(location, forKey: .location)
+        try c.encode(storeUUID, forKey: .storeUUID)
+        try c.encodeIfPresent(remoteIdentity, forKey: .remoteIdentity)
+        try c.encode(baselinePushed, forKey: .baselinePushed)
+        try c.encodeIfPresent(pushedToken, forKey: .pushedToken)
+        try c.encode(sequence, forKey: .sequence)
+        try c.encodeIfPresent(cursor, forKey: .cursor)
+        try c.encodeIfPresent(acknowledged, forKey: .acknowledged)
+        try c.encode(clock, forKey: .clock)
+        try c.encode(Self.byText(clocks), forKey: .clocks)
+        try c.encode(Self.byText(tombstones), forKey: .tombstones)
+        try c.encode(Dictionary(uniqueKeysWithValues: redirects.map { ($0.key.keyString, $0.value.keyString) }), forKey: .redirects)
+        try c.encode(removed, forKey: .removed)
+        try c.encodeIfPresent(covers, forKey: .covers)
+        try c.encode(Self.byText(orderHints), forKey: .orderHints)
+        try c.encode(dangling, forKey: .dangling)
+        try c.encodeIfPresent(lastSync, forKey: .lastSync)
+        try c.encodeIfPresent(recordLog, forKey: .recordLog)
+        try c.encodeIfPresent(revision, forKey: .revision)
+    }
+
+    private static func byID<V>(_ map: [String: V]) -> [UUID: V] {
+        var out: [UUID: V] = Dictionary(minimumCapacity: map.count)
+        for (key, value) in map { if let id = UUID(uuidString: key) { out[id] = value } }
+        return out
+    }
+
+    private static func byText<V>(_ map: [UUID: V]) -> [String: V] {
+        var out: [String: V] = Dictionary(minimumCapacity: map.count)
+        for (id, value) in map { out[id.keyString] = value }
+        return out
     }
 
     /// The fields a sync with nothing to do looks at: decoding them skips the clocks, tombstones and the rest that
@@ -129,16 +202,20 @@ struct SyncState: Sendable, Hashable, Codable {
     }
 
     /// Whether the membership `key` (`relationship→target`) of `id` is present: it has an add that no removal saw.
-    func isMember(_ id: String, _ key: String) -> Bool {
+    func isMember(_ id: UUID, _ key: String) -> Bool {
         guard let add = clocks[id]?[key] else { return false }
-        guard let cover = covers?["\(id) \(key)"] else { return !removed.contains("\(id) \(key)") }
+        let member = Self.member(id, key)
+        guard let cover = covers?[member] else { return !removed.contains(member) }
         return add > cover
     }
 
+    /// The name of a membership in ``removed`` and ``covers``: `<global ID> <relationship>→<target>`.
+    static func member(_ id: UUID, _ key: String) -> String { "\(id.keyString) \(key)" }
+
     /// Merges one membership change (an add or a removal) into the state; returns whether the membership is now
     /// present, or `nil` when the change brought nothing new.
-    mutating func mergeMember(_ id: String, _ key: String, _ m: MemberChange) -> Bool? {
-        let member = "\(id) \(key)"
+    mutating func mergeMember(_ id: UUID, _ key: String, _ m: MemberChange) -> Bool? {
+        let member = Self.member(id, key)
         if m.present {
             guard m.clock > (clocks[id]?[key] ?? .zero) else { return nil }
             clocks[id, default: [:]][key] = m.clock
@@ -153,16 +230,16 @@ struct SyncState: Sendable, Hashable, Codable {
     }
 
     /// The stamp `key` of `id` last won with.
-    func stamp(_ id: UUID, _ key: String) -> HybridLogicalClock? { clocks[id.uuidString]?[key] }
+    func stamp(_ id: UUID, _ key: String) -> HybridLogicalClock? { clocks[id]?[key] }
 
     /// The record a global ID stands for after deduplication.
     func resolved(_ id: UUID) -> UUID {
-        var current = id.uuidString
+        var current = id
         var hops = 0
         while let next = redirects[current], hops < 64 {
             current = next
             hops += 1
         }
-        return UUID(uuidString: current) ?? id
+        return current
     }
 }

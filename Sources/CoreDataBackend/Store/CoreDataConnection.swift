@@ -120,9 +120,6 @@ final class CoreDataConnection {
         return Int(sqlite3_changes(handle))
     }
 
-    /// Runs `sql`, which returns no rows and takes only integer parameters, once for each of `count` rows: `row(i,
-    /// bind)` binds row `i`'s values, calling `bind(parameter, value)` for each. A bulk load writes a join row per
-    /// pair this way, without a value array per row.
     /// Runs `sql` with its parameters bound by `bind`, which binds every one of them: nothing is left to clear from
     /// the run before. Returns the number of rows changed.
     @discardableResult
@@ -145,10 +142,21 @@ final class CoreDataConnection {
         return Int(sqlite3_changes(handle))
     }
 
+    /// Runs `sql`, which returns no rows and takes only integer parameters, once for each of `count` rows: `row(i,
+    /// bind)` binds row `i`'s values, calling `bind(parameter, value)` for each. A bulk load writes a join row per
+    /// pair this way, without a value array per row.
     func run(
         _ sql: String, rows count: Int, _ row: (_ i: Int, _ bind: (Int32, Int64) -> Void) throws(StoreError) -> Void
     ) throws(StoreError) {
-        let s = try statement(sql)
+        try run(try statement(sql), sql: sql, rows: count, row)
+    }
+
+    /// ``run(_:rows:_:)`` with the statement `statement(sql)` looked up once by a caller that runs it for every
+    /// record of a page (the statement lives as long as the connection).
+    func run(
+        _ s: OpaquePointer, sql: String, rows count: Int,
+        _ row: (_ i: Int, _ bind: (Int32, Int64) -> Void) throws(StoreError) -> Void
+    ) throws(StoreError) {
         sqlite3_reset(s)
         defer { sqlite3_reset(s) }
         var rc = SQLITE_OK

@@ -33,23 +33,28 @@ extension CoreDataRowWriter {
         let keys = page.primaryKeys
         let ids = page.globalIDs
         let url = url
-        var relationships: [RelationshipValue] = []
-        relationships.reserveCapacity(toMany.count)
+        // One slot per relationship, overwritten for each record: emptying and refilling the array per record cost
+        // more than the values it holds.
+        var relationships = [RelationshipValue](repeating: .toOne(nil), count: toMany.count)
         var derived = [Int64?](repeating: nil, count: sources.count)
         let insertSQL = p.table.insertSQL
         let insert = try db.statement(insertSQL)
+        // Each join's statement too, taken once for the page rather than once per record.
+        let joinStatements: [OpaquePointer?] = try links.map { link throws(StoreError) in
+            guard case .join(let join) = link else { return nil }
+            return try db.statement(join.bulkUpsertSQL)
+        }
         // No parameter keeps pointing into the page once it is gone, whether the page goes in or fails.
         defer { sqlite3_clear_bindings(insert) }
         for i in keys.indices {
             let pk = keys[i]
-            relationships.removeAll(keepingCapacity: true)
             let malformed: String? = page.withEncodedRecord(at: i) { _, encoded in
                 var reader = RecordPage.LinkReader(encoded)
                 for (k, isToMany) in toMany.enumerated() {
                     guard let v = reader.next(), v.isToMany == isToMany else {
                         return "the value of \(entity.name).\(entity.relationships[k].name)"
                     }
-                    relationships.append(v)
+                    relationships[k] = v
                 }
                 return reader.isAtEnd ? nil : "the relationship values"
             }
@@ -116,7 +121,8 @@ extension CoreDataRowWriter {
             for k in relationships.indices where k < links.count {
                 switch links[k] {
                 case .members, .join, .unwritable:
-                    try writeMembers(pk, relationships[k].keys, p, k, isInsert: true, inserted: [:], pending: &pending)
+                    try writeMembers(pk, relationships[k].keys, p, k, isInsert: true, inserted: [:], pending: &pending,
+                                     joinStatement: joinStatements[k])
                 case .toOne, .none:
                     continue
                 }

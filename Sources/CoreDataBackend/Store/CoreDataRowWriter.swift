@@ -363,10 +363,11 @@ struct CoreDataRowWriter {
     }
 
     /// Writes what `members`, the value of relationship `i` of record `owner`, hold of it: order columns, hidden keys
-    /// or join rows.
+    /// or join rows. `joinStatement`, when given, is the statement of the join's bulk-load SQL, looked up once by a
+    /// caller writing a whole page in a bulk load.
     func writeMembers(
         _ owner: Int64, _ members: [Int64], _ p: CoreDataWritePlan.EntityPlan, _ i: Int, isInsert: Bool,
-        inserted: [String: Set<Int64>], pending: inout CoreDataPendingLinks
+        inserted: [String: Set<Int64>], pending: inout CoreDataPendingLinks, joinStatement: OpaquePointer? = nil
     ) throws {
         let q = CoreDataSQL.quoted
         switch p.links[i] {
@@ -450,8 +451,9 @@ struct CoreDataRowWriter {
             }
             let sql = isBulkLoad ? link.bulkUpsertSQL : link.upsertSQL
             let (hasMyOrder, bindsTheirOrder) = (link.myOrder != nil, link.theirOrder != nil && !isBulkLoad)
+            let statement = try (isBulkLoad ? joinStatement : nil) ?? db.statement(sql)
             try refusingDuplicates(table: link.table, pk: owner) { () throws(StoreError) in
-                try db.run(sql, rows: members.count) { j, bind in
+                try db.run(statement, sql: sql, rows: members.count) { j, bind in
                     bind(1, owner)
                     bind(2, members[j])
                     if hasMyOrder { bind(3, Int64(j + 1) * Self.orderSpacing) }

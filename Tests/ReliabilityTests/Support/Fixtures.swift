@@ -187,10 +187,19 @@ enum StoreBytes {
         }
     }
 
-    /// Removes whatever is at `url` and the SQLite sidecars and lock files beside it, without asking any backend.
+    /// Removes whatever is at `url` and the SQLite sidecars and lock files beside it, without asking any backend —
+    /// and a store a killed placement set aside for `url` (staging names with `-<name>-old-`): the next operation
+    /// would put that one back as the store at `url` (`PlacementRecovery`), so leaving it would not leave the path
+    /// empty. (A kill between a replace's renames, then a reset to "no destination", found the replaced store
+    /// restored at the path by the next copy.)
     static func removeAll(at url: URL) {
         for u in [url] + ["-wal", "-shm", "-journal", ".lock", "-lock"].map({ sidecar(url, $0) }) {
             try? FileManager.default.removeItem(at: u)
+        }
+        let directory = url.deletingLastPathComponent()
+        let marker = "-\(url.lastPathComponent)-old-"
+        for name in staging(in: directory) where name.contains(marker) {
+            try? FileManager.default.removeItem(at: directory.appendingPathComponent(name))
         }
     }
 

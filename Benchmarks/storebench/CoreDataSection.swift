@@ -86,9 +86,9 @@ enum CoreDataSection {
             table.begin("coredata: convert to and from a Core Data store, \(ResultRow.count(dataset.total)) records "
                 + "(Person/Author inheritance, to-one, ordered to-many, many-to-many; target ≤1.5× the C reference)")
             for (type, seconds) in try ensureSources(dataset, in: dir).sorted(by: { $0.key < $1.key }) {
-                var row = ResultRow.timed("build source (\(type))", records: dataset.total, ours: (seconds ?? nil) ?? Timing(cpu: 0, wall: 0),
+                var row = ResultRow.timed("build source (\(type))", records: dataset.total, ours: seconds ?? Timing(cpu: 0, wall: 0),
                                           reference: nil, referenceName: "generated through the store API; not a product figure")
-                if seconds == nil || seconds! == nil { row.ours = "reused"; row.rate = ""; row.oursWall = "" }
+                if seconds == nil { row.ours = "reused"; row.rate = ""; row.oursWall = "" }
                 table.add(row)
             }
             let work = scratch.appendingPathComponent("coredata-\(dataset.total)")

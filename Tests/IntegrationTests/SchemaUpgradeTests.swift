@@ -346,13 +346,9 @@ import Testing
         try Self.makeV1Store(type, at: url)
         let before = try Self.snapshot(type, url)
         let v1 = try EvolutionSchemas.v1()
-        let middle = try EvolutionSchemas.v1(changing: "Author") { a in a.attributes[1].type = .integer32 }
+        let middle = try EvolutionSchemas.v1WiderAge()
         // The plan infers this step; only the records show two books without an isbn.
-        let last = try Schema(entities: middle.definitions.map { d in
-            var d = d
-            if d.name == "Book" { d.attributes[2].isOptional = false }
-            return d
-        })
+        let last = try EvolutionSchemas.requiringISBN(after: middle)
         let chain = SchemaVersionChain(versions: [("v1", v1), ("v1.5", middle), ("v1.6", last)])
         do {
             try Self.operations.upgradeStore(at: url, through: chain)
@@ -377,12 +373,8 @@ import Testing
         try Self.makeV1Store(type, at: url)
         let before = try Self.snapshot(type, url)
         let v1 = try EvolutionSchemas.v1()
-        let middle = try EvolutionSchemas.v1(changing: "Author") { a in a.attributes[1].type = .integer32 }
-        let isbnRequired = try Schema(entities: middle.definitions.map { d in
-            var d = d
-            if d.name == "Book" { d.attributes[2].isOptional = false }
-            return d
-        })
+        let middle = try EvolutionSchemas.v1WiderAge()
+        let isbnRequired = try EvolutionSchemas.requiringISBN(after: middle)
         for chain in [SchemaVersionChain(versions: [("v1", v1), ("v1.6", isbnRequired)]),
                       SchemaVersionChain(versions: [("v1", v1), ("v1.5", middle), ("v1.6", isbnRequired)])] {
             do {
@@ -409,7 +401,7 @@ import Testing
         let url = Self.url(type, in: dir)
         defer { Self.cleanUp(type, url) }
         try Self.makeV1Store(type, at: url)
-        let middle = try EvolutionSchemas.v1(changing: "Author") { a in a.attributes[1].type = .integer32 }
+        let middle = try EvolutionSchemas.v1WiderAge()
         let chain = SchemaVersionChain(versions: [("v1", try EvolutionSchemas.v1()), ("v1.5", middle), ("v2", try EvolutionSchemas.v2())])
         let steps = try Self.operations.upgradeStore(at: url, through: chain)
         #expect(steps.map(\.to) == ["v1.5", "v2"])
@@ -438,7 +430,7 @@ import Testing
         let url = Self.url("lmdb", in: dir)
         try Self.makeV1Store("lmdb", at: url)
         let v1 = try EvolutionSchemas.v1()
-        let middle = try EvolutionSchemas.v1(changing: "Author") { a in a.attributes[1].type = .integer32 }
+        let middle = try EvolutionSchemas.v1WiderAge()
         let v2 = try EvolutionSchemas.v2()
         let chain = SchemaVersionChain(versions: [("v1", v1), ("v1.5", middle), ("v2", v2)])
         #expect(chain.position(of: try Backends.registry.backend(for: "lmdb").readMetadata(at: url)) == 0)

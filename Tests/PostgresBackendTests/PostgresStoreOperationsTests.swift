@@ -105,12 +105,8 @@ struct PostgresStoreOperationsTests {
         for store in coordinator.stores { try coordinator.removeStore(store) }
         try Self.operations.copyStore(from: url, to: reference)
 
-        let middle = try EvolutionSchemas.v1(changing: "Author") { a in a.attributes[1].type = .integer32 }
-        let isbnRequired = try Schema(entities: middle.definitions.map { d in
-            var d = d
-            if d.name == "Book" { d.attributes[2].isOptional = false }
-            return d
-        })
+        let middle = try EvolutionSchemas.v1WiderAge()
+        let isbnRequired = try EvolutionSchemas.requiringISBN(after: middle)
         do {
             try Self.operations.upgradeStore(at: url, through: SchemaVersionChain(versions: [("v1", v1), ("v1.5", middle), ("v1.6", isbnRequired)]))
             Issue.record("expected a refusal at v1.5 → v1.6: a book has no isbn")

@@ -63,4 +63,18 @@ public enum EvolutionSchemas {
             return d
         })
     }
+
+    /// v1 with Author.age widened to Int32: a version between v1 and the next, for chains of upgrades.
+    public static func v1WiderAge() throws -> Schema {
+        try v1(changing: "Author") { a in a.attributes[1].type = .integer32 }
+    }
+
+    /// `schema` with Book.isbn required: a step the plan infers and only the records refuse (books without an isbn).
+    public static func requiringISBN(after schema: Schema) throws -> Schema {
+        try Schema(entities: schema.definitions.map { d in
+            var d = d
+            if d.name == "Book" { d.attributes[2].isOptional = false }
+            return d
+        })
+    }
 }

@@ -23,7 +23,9 @@ struct SyncCommand: ParsableCommand {
 
             Records are matched by global ID, never by primary key: two stores that hold the same records (a \
             backup restored on another machine) never duplicate them. A copy of a synced store becomes a new peer \
-            on its first sync. Sync waits at most --timeout seconds for each answer of the remote, and a failed \
+            on its first sync. Sync moves records, not schemas: a new peer is created first, empty, with the \
+            schema of a store that syncs already (storectl schema PEER --json > schema.json; storectl create \
+            NEW --model schema.json). Sync waits at most --timeout seconds for each answer of the remote, and a failed \
             sync changes nothing.
 
             Examples:
@@ -72,7 +74,15 @@ struct SyncCommand: ParsableCommand {
         try runCommand("sync", logLevel: common.logLevel) {
             Remotes.register()
             let url = StoreArgument.url(store)
-            let backend = try Backends.existing(url, type: type)
+            let backend: any StoreBackend
+            do {
+                backend = try Backends.existing(url, type: type)
+            } catch StoreError.storeNotFound(let missing) where !detach && !status {
+                // Sync moves records, not schemas: a new peer starts as an empty store with its peers' schema.
+                throw CommandFailure("\(StoreError.storeNotFound(missing)); create the new peer first, with the "
+                    + "schema of a store that syncs already: storectl schema PEER --json > schema.json, then "
+                    + "storectl create \(store) --model schema.json")
+            }
             if detach || status {
                 let opened = try backend.open(at: url, options: StoreOptions(isReadOnly: status, createIfMissing: false), creating: nil)
                 defer { try? opened.close() }

@@ -63,7 +63,7 @@ struct VerifyCommand: ParsableCommand {
             if json {
                 try JSONOutput.print(Report(path: url.displayName, type: backend.typeIdentifier, ok: problems.isEmpty, records: records, problems: problems))
             } else if problems.isEmpty {
-                Console.note("OK: \(url.displayName) (\(backend.typeIdentifier)), \(Console.count(records)) records checked", quiet: common.quiet)
+                Console.note("OK: \(url.displayName) (\(backend.typeIdentifier)), \(Console.count(records, "record")) checked", quiet: common.quiet)
             } else {
                 Console.output("\(url.displayName): \(problems.count) problem\(problems.count == 1 ? "" : "s"):")
                 for p in problems { Console.output("  " + p) }

@@ -10,7 +10,7 @@ import Synchronization
 /// one change reaching the other peer, woken by LISTEN (median, target < 100 ms); saves with the sync engine idle
 /// beside the same saves on a store that tracks history as sync needs it but has no engine (target: no measurable
 /// difference), and beside a store without history (CPU time); and a sync with nothing to do. The sync rows are
-/// wall-clock times: the server's work is part of both sides.
+/// wall-clock times: the server's work is part of both sides. The push and pull rows are medians of `runs` rounds.
 enum SyncSection {
     static let schema: Schema = {
         do {
@@ -65,7 +65,7 @@ enum SyncSection {
         ["name": .string("item \(n)"), "count": .integer64(Int64(n)), "score": .double(Double(n % 1000) / 10)]
     }
 
-    static func run(count: Int, smoke: Bool) throws -> Bool {
+    static func run(count: Int, runs: Int, smoke: Bool) throws -> Bool {
         guard BenchPostgresServer.binDirectory != nil else {
             print("\n# sync: skipped — no PostgreSQL server binaries (install postgresql, or set STOREAPI_PG_BINDIR)")
             return true
@@ -76,38 +76,62 @@ enum SyncSection {
         defer { try? FileManager.default.removeItem(at: dir) }
         var ok = true
         var rows: [BenchRow] = []
-        let remoteURL = server.url(schema: "bench_sync")
 
-        // Initial push and pull.
-        let a = try Peer(dir.appendingPathComponent("a.sqlite"), remoteURL: remoteURL)
-        let context = a.coordinator.newContext()
-        for n in 0..<count { try context.insert("Item", values(n)) }
-        try context.save()
-        let (pushed, push) = try Measure.time { try blocking { try await a.sync() } }
-        ok = pushed.pushedRecords == count && ok
-        let b = try Peer(dir.appendingPathComponent("b.sqlite"), remoteURL: remoteURL)
-        let (pulled, pull) = try Measure.time { try blocking { try await b.sync() } }
-        let pulledCount = try b.count()
-        ok = pulled.insertedRecords == count && pulledCount == count && ok
-
-        // The same rows through psql's \copy: into a table, and out of it.
-        let csv = dir.appendingPathComponent("items.csv")
-        var text = ""
-        text.reserveCapacity(count * 60)
-        let reading = a.coordinator.newContext()
-        for r in try reading.fetch(FetchRequest(entity: "Item")) {
-            text += "\(r.globalID.uuidString),\(csvField(try r.value(forKey: "name"))),\(csvField(try r.value(forKey: "count"))),"
-                + "\(csvField(try r.value(forKey: "score")))\n"
+        // Initial push and pull beside psql's \copy of the same rows into a table and out of it, in rounds: one
+        // round of each swings a lot on a shared machine. Each round has new peers, a new remote schema and a new
+        // reference table, and runs ours and \copy in turn, which goes first alternating between rounds.
+        let syncRounds = smoke ? 1 : max(1, runs)
+        var pushes: [Double] = [], pulls: [Double] = [], copiesIn: [Double] = [], copiesOut: [Double] = []
+        var peers: (a: Peer, b: Peer)?
+        for round in 0..<syncRounds {
+            let remoteURL = server.url(schema: "bench_sync_\(round)")
+            let a = try Peer(dir.appendingPathComponent("a\(round).sqlite"), remoteURL: remoteURL)
+            let context = a.coordinator.newContext()
+            for n in 0..<count { try context.insert("Item", values(n)) }
+            try context.save()
+            let b = try Peer(dir.appendingPathComponent("b\(round).sqlite"), remoteURL: remoteURL)
+            let csv = dir.appendingPathComponent("items\(round).csv")
+            try writeCSV(of: a, to: csv)
+            let table = "bench_ref_\(round).items"
+            try server.psql("CREATE SCHEMA bench_ref_\(round); CREATE TABLE \(table) (id uuid, name text, count bigint, score double precision)")
+            let out = dir.appendingPathComponent("out\(round).csv")
+            func push() throws {
+                let (pushed, t) = try Measure.time { try blocking { try await a.sync() } }
+                ok = pushed.pushedRecords == count && ok
+                pushes.append(t)
+            }
+            func pull() throws {
+                let (pulled, t) = try Measure.time { try blocking { try await b.sync() } }
+                let pulledCount = try b.count()
+                ok = pulled.insertedRecords == count && pulledCount == count && ok
+                pulls.append(t)
+            }
+            func copyIn() throws {
+                copiesIn.append(try Measure.time { try server.psql("\\copy \(table) FROM '\(csv.path)' WITH (FORMAT csv)") }.1)
+            }
+            func copyOut() throws {
+                copiesOut.append(try Measure.time { try server.psql("\\copy \(table) TO '\(out.path)' WITH (FORMAT csv)") }.1)
+            }
+            if round % 2 == 0 {
+                try push()
+                try copyIn()
+                try pull()
+                try copyOut()
+            } else {
+                try copyIn()
+                try push()
+                try copyOut()
+                try pull()
+            }
+            peers = (a, b)
         }
-        try text.write(to: csv, atomically: true, encoding: .utf8)
-        try server.psql("CREATE SCHEMA bench_ref; CREATE TABLE bench_ref.items (id uuid, name text, count bigint, score double precision)")
-        let (_, copyIn) = try Measure.time { try server.psql("\\copy bench_ref.items FROM '\(csv.path)' WITH (FORMAT csv)") }
-        let out = dir.appendingPathComponent("out.csv")
-        let (_, copyOut) = try Measure.time { try server.psql("\\copy bench_ref.items TO '\(out.path)' WITH (FORMAT csv)") }
-        rows.append(BenchRow(name: "initial push via PostgreSQL", count: count, ours: push, reference: copyIn,
-                             referenceName: "psql \\copy FROM", note: "target ≤3×"))
-        rows.append(BenchRow(name: "pull by a second peer", count: count, ours: pull, reference: copyOut,
-                             referenceName: "psql \\copy TO", note: "target ≤3×"))
+        guard let (a, b) = peers else { throw BenchFailure("no sync round ran") }
+        rows.append(BenchRow(name: "initial push via PostgreSQL", count: count, ours: Measure.median(pushes),
+                             reference: Measure.median(copiesIn), referenceName: "psql \\copy FROM",
+                             note: "target ≤3×" + spread(pushes, copiesIn)))
+        rows.append(BenchRow(name: "pull by a second peer", count: count, ours: Measure.median(pulls),
+                             reference: Measure.median(copiesOut), referenceName: "psql \\copy TO",
+                             note: "target ≤3×" + spread(pulls, copiesOut)))
 
         // One change reaching the other peer: saved and pushed by a, applied by b, which LISTEN wakes.
         let rounds = smoke ? 3 : 25
@@ -155,7 +179,8 @@ enum SyncSection {
         }
         rows.append(BenchRow(name: "sync with nothing to do", count: count, ours: Measure.median(idle), reference: nil,
                              referenceName: "", note: String(format: "median %.1f ms", Measure.median(idle) * 1000)))
-        Report.print(rows, title: "sync through PostgreSQL, \(count) records", unit: "wall-clock seconds")
+        let title = "sync through PostgreSQL, \(count) records" + (syncRounds > 1 ? "; push and pull: median of \(syncRounds) rounds" : "")
+        Report.print(rows, title: title, unit: "wall-clock seconds")
         let saveRows = [
             BenchRow(name: "save of 1 record, sync engine idle", count: saves, ours: syncedSaves, reference: trackedSaves,
                      referenceName: "same saves, history, no engine", note: "target: no measurable difference"),
@@ -192,6 +217,28 @@ enum SyncSection {
             latencies.append(try await applied.value.timeIntervalSince(t0))
         }
         return latencies
+    }
+
+    /// The rows of `peer` as a CSV file for `psql \copy`: the same rows the push sends, made before anything is timed.
+    private static func writeCSV(of peer: Peer, to csv: URL) throws {
+        var text = ""
+        text.reserveCapacity(1 << 16)
+        let reading = peer.coordinator.newContext()
+        for r in try reading.fetch(FetchRequest(entity: "Item")) {
+            text += "\(r.globalID.uuidString),\(csvField(try r.value(forKey: "name"))),\(csvField(try r.value(forKey: "count"))),"
+                + "\(csvField(try r.value(forKey: "score")))\n"
+        }
+        try text.write(to: csv, atomically: true, encoding: .utf8)
+    }
+
+    /// The note's account of several rounds: the median's place among them (ours, the reference's, and their ratio
+    /// in each round).
+    private static func spread(_ ours: [Double], _ reference: [Double]) -> String {
+        guard ours.count > 1 else { return "" }
+        let ratios = zip(ours, reference).map { $0 / $1 }
+        return String(format: "; median of %d rounds: ours %.3f–%.3f s, ref %.3f–%.3f s, per round %.2f–%.2f×",
+                      ours.count, ours.min() ?? 0, ours.max() ?? 0, reference.min() ?? 0, reference.max() ?? 0,
+                      ratios.min() ?? 0, ratios.max() ?? 0)
     }
 
     private static func csvField(_ v: StoreValue?) -> String {

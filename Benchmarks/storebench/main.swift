@@ -142,7 +142,7 @@ func runBenchmarks(_ options: Options) throws -> [String] {
         }
         // Sync through a PostgreSQL server the section starts; its own store of flat records, at each size up to 10^5.
         if options.wants("sync"), options.smoke || size <= 100_000,
-           !(try SyncSection.run(count: size, smoke: options.smoke)) {
+           !(try SyncSection.run(count: size, runs: options.runs(for: size), smoke: options.smoke)) {
             failures.append("sync check")
         }
         if options.wants("folding"), size == options.sizes.first,

@@ -171,7 +171,8 @@ extension SyncSession {
         state.clock = state.clock.tick(now: now, peer: state.peer)
         let stamp = state.clock
         var cache: [String: [Int64: UUID]] = [:]
-        var files: [[RecordChange]] = []
+        var plans = PushPlans(stamp: stamp)
+        var files: [PendingFile] = []
         var start = 0
         while start < touched.count {
             let slice = touched[start..<min(start + Self.recordsPerFile, touched.count)]
@@ -185,14 +186,11 @@ extension SyncSession {
             for (root, keys) in byRoot {
                 for r in try store.records(withKeys: Array(keys), root: root) { current[root, default: [:]][r.primaryKey] = r }
             }
-            var changes: [RecordChange] = []
-            changes.reserveCapacity(slice.count)
+            var file = PendingFile(capacity: slice.count)
             for (id, t) in slice {
                 guard let shape = shapes.shapes[t.entity] else { continue }
                 guard !t.deleted, let record = t.record ?? current[shape.entity.rootName]?[t.primaryKey], record.globalID == id else {
-                    if state.tombstones[id] == nil {
-                        changes.append(RecordChange(entity: t.entity, id: id, deleted: stamp))
-                    }
+                    if state.tombstones[id] == nil { file.add(RecordChange(entity: t.entity, id: id, deleted: stamp), shape: shape) }
                     continue
                 }
                 // A record under a global ID deleted or merged away elsewhere (inserted again here): the next apply
@@ -201,17 +199,83 @@ extension SyncSession {
                     needsCleanup = true
                     continue
                 }
-                let change = try recordChange(record, shape: shape, keys: t.keys, stamp: stamp, onlyUnstamped: onlyUnstamped, cache: &cache)
-                if !change.values.isEmpty || !change.members.isEmpty { changes.append(change) }
+                try add(record, shape: shape, plan: plans.plan(for: shape), keys: t.keys, stamp: stamp,
+                        onlyUnstamped: onlyUnstamped, cache: &cache, to: &file)
             }
-            guard !changes.isEmpty else { continue }
-            files.append(changes)
+            guard !file.records.isEmpty else { continue }
+            files.append(file)
             if files.count >= Self.filesPerRequest {
                 try await write(files)
                 files = []
             }
         }
         if !files.isEmpty { try await write(files) }
+    }
+
+    /// Writes the change of one record, its values for `keys` (all for `nil`) stamped `stamp`, into `file`'s lines
+    /// directly; nothing when it changes nothing.
+    private func add(_ r: Record, shape: SyncedSchema.Shape, plan: PushPlan, keys: Set<String>?, stamp: HybridLogicalClock,
+                     onlyUnstamped: Bool, cache: inout [String: [Int64: UUID]], to file: inout PendingFile) throws {
+        let id = r.globalID
+        let known = state.clocks.isEmpty ? [:] : state.clocks[id] ?? [:]
+        func wanted(_ key: String) -> Bool { (keys?.contains(key) ?? true) && !(onlyUnstamped && known[key] != nil) }
+        // Every value (an insert, or a first push of records this store made): the plan's keys and stamps whole.
+        let all = keys == nil && (!onlyUnstamped || known.isEmpty)
+        let values = all ? plan.values : plan.values.filter { wanted($0.name) }
+        var members: [(name: String, changes: [MemberChange])] = []
+        for i in plan.memberships {
+            let rel = shape.entity.relationships[i]
+            guard keys?.contains(rel.name) ?? true else { continue }
+            let targetKeys = r.relationships[i].keys
+            let ids = try globalIDs(root: shape.destinationRoots[i], keys: Set(targetKeys), cache: &cache)
+            let targets = targetKeys.compactMap { ids[$0] }
+            // Memberships that changed since they last synced: new targets added, vanished ones removed.
+            let prefix = rel.name + "→"
+            var previous = Set<UUID>()
+            for (key, _) in known where key.hasPrefix(prefix) {
+                if let t = UUID(uuidString: String(key.dropFirst(prefix.count))), state.isMember(id, key) { previous.insert(t) }
+            }
+            let now = Set(targets)
+            var changes: [MemberChange] = []
+            for t in targets where !previous.contains(t) { changes.append(MemberChange(target: t, present: true, clock: stamp)) }
+            if !onlyUnstamped {
+                for t in previous.subtracting(now).sorted(by: { $0.sortsBefore($1) }) {
+                    // It removes the add this store saw, and no add it did not see.
+                    changes.append(MemberChange(target: t, present: false, clock: stamp, observed: known["\(prefix)\(t.keyString)"]))
+                }
+            }
+            if !changes.isEmpty { members.append((rel.name, changes)) }
+        }
+        guard !values.isEmpty || !members.isEmpty else { return }
+        var pushed = PushedRecord(id: id)
+        file.lines.record(id, entity: file.lines.number(ofName: r.entity))
+        // Names are numbered as they are first used: the plan's all at once when a record uses them all.
+        let numbers = all ? file.numbers(of: plan) : values.map { file.lines.number(ofName: $0.name) }
+        for (n, v) in zip(numbers, values) {
+            switch v.kind {
+            case .attribute(let i):
+                try file.lines.value(n, stamp, of: r.attributes[i])
+            case .relationship(let i), .orderHint(let i):
+                let rel = shape.entity.relationships[i]
+                let targetKeys = r.relationships[i].keys
+                let ids = try globalIDs(root: shape.destinationRoots[i], keys: Set(targetKeys), cache: &cache)
+                if rel.isToMany {
+                    let targets = targetKeys.compactMap { ids[$0] }
+                    file.lines.value(n, stamp, ordered: targets)
+                    if case .orderHint = v.kind { pushed.hints[v.name] = SyncedSchema.text(ofOrdered: targets) }
+                } else {
+                    file.lines.value(n, stamp, target: targetKeys.lazy.compactMap { ids[$0] }.first)
+                }
+            }
+        }
+        pushed.clocks = all ? plan.clocks : Dictionary(uniqueKeysWithValues: values.map { ($0.name, stamp) })
+        // Relationships in name order, as a file lists them.
+        for (name, changes) in members.sorted(by: { $0.name < $1.name }) {
+            let n = file.lines.number(ofName: name)
+            for m in changes { file.lines.member(n, m) }
+            pushed.members.append((name, changes))
+        }
+        file.records.append(pushed)
     }
 
     /// The change of one record: its values for `keys` (all for `nil`), stamped.
@@ -273,28 +337,28 @@ extension SyncSession {
     /// Writes change files under this peer's next sequences, in one request, and records what they won. A name
     /// that exists already means another replica shares this peer identity (a copy, or a backup restored in place):
     /// this store then becomes a new peer and writes that file and the ones after it under that one.
-    private func write(_ files: [[RecordChange]]) async throws {
+    private func write(_ files: [PendingFile]) async throws {
         var rest = files[...]
         while !rest.isEmpty {
-            let batches = rest.enumerated().map { n, changes in
-                ChangeBatch(peer: state.peer, sequence: state.sequence + 1 + Int64(n), changes: changes)
+            let payload = rest.enumerated().map { n, file in
+                let name = ChangeFileName(peer: state.peer, sequence: state.sequence + 1 + Int64(n))
+                return (name: name, data: file.lines.bytes(peer: name.peer, sequence: name.sequence))
             }
-            let payload = batches.map { (name: $0.name, data: $0.encoded()) }
             let remote = self.remote
             let outcomes = try await calls.run { try await remote.put(payload) }
             var written = 0
-            for (batch, outcome) in zip(batches, outcomes) {
+            for ((name, _), (file, outcome)) in zip(payload, zip(rest, outcomes)) {
                 guard outcome == .created else { break }
-                state.sequence = batch.sequence
-                record(batch)
+                state.sequence = name.sequence
+                record(file.records)
                 report.pushedFiles += 1
-                report.pushedRecords += batch.changes.count
+                report.pushedRecords += file.records.count
                 written += 1
             }
             rest = rest.dropFirst(written)
-            guard written < batches.count else { return }
+            guard written < payload.count else { return }
             guard outcomes.count > written, outcomes[written] == .alreadyExists else {
-                throw SyncError.remote(remote.displayName, reason: "answered \(outcomes.count) outcomes for \(batches.count) files")
+                throw SyncError.remote(remote.displayName, reason: "answered \(outcomes.count) outcomes for \(payload.count) files")
             }
             logger.notice("sync: change file name taken by another replica with this peer identity; becoming a new peer",
                           metadata: ["peer": "\(state.peer)", "remote": "\(remote.displayName)"])
@@ -302,33 +366,40 @@ extension SyncSession {
         }
     }
 
-    /// Records the stamps of a change file this peer wrote as the winning ones.
-    private func record(_ batch: ChangeBatch) {
-        for c in batch.changes {
-            let id = c.id
+    /// Writes whole record changes as change files, as the other `write` does.
+    private func write(_ files: [[RecordChange]]) async throws {
+        try await write(files.map { changes in
+            var file = PendingFile(capacity: changes.count)
+            for c in changes { file.add(c, shape: shapes.shapes[c.entity]) }
+            return file
+        })
+    }
+
+    /// Records the stamps of the records of a change file this peer wrote as the winning ones, in one pass.
+    private func record(_ records: [PushedRecord]) {
+        for p in records {
+            let id = p.id
             touchedIDs.insert(id)
-            if let d = c.deleted {
+            if let d = p.deleted {
                 state.tombstones[id] = d
                 state.clocks[id] = nil
                 state.orderHints[id] = nil
                 continue
             }
-            if !c.values.isEmpty {
-                // The record's map changed in place, found once per record rather than once per value; a record
-                // with no stamp yet (every record of a first push) takes the change's keys whole, not rehashed.
+            if !p.clocks.isEmpty {
+                // The record's map changed in place, found once per record; a record with no stamp yet (every record
+                // of a first push) takes the pushed map whole, which records of one entity share.
                 func set(_ clocks: inout [String: HybridLogicalClock]) {
                     if clocks.isEmpty {
-                        clocks = c.values.mapValues(\.clock)
+                        clocks = p.clocks
                         return
                     }
-                    for (key, v) in c.values { clocks[key] = v.clock }
+                    for (key, stamp) in p.clocks { clocks[key] = stamp }
                 }
                 set(&state.clocks[id, default: [:]])
-                if let shape = shapes.shapes[c.entity], !shape.orderHints.isEmpty {
-                    for (key, v) in c.values where shape.isOrderHint(key) { state.orderHints[id, default: [:]][key] = v.text }
-                }
             }
-            for (rel, members) in c.members {
+            for (key, hint) in p.hints { state.orderHints[id, default: [:]][key] = hint }
+            for (rel, members) in p.members {
                 for m in members { _ = mergeMember(id, "\(rel)→\(m.target.keyString)", m) }
             }
         }
@@ -341,5 +412,106 @@ extension SyncSession {
         state.sequence = 0
         state.clock = HybridLogicalClock(wall: state.clock.wall, counter: state.clock.counter, peer: peer)
         report.becameNewPeer = true
+    }
+}
+
+/// A change file a push is making: its lines, and what each of its records stamps, recorded in the state once the
+/// file is on the remote.
+private struct PendingFile {
+    var lines: ChangeFileWriter
+    var records: [PushedRecord] = []
+    /// Name numbers of each plan's values, once a record used them all (see ``numbers(of:)``).
+    private var planNumbers: [ObjectIdentifier: [Int]] = [:]
+
+    init(capacity: Int) {
+        lines = ChangeFileWriter(capacity: capacity)
+        records.reserveCapacity(capacity)
+    }
+
+    /// The name numbers of all of `plan`'s values, numbered in the plan's order the first time.
+    mutating func numbers(of plan: PushPlan) -> [Int] {
+        let key = ObjectIdentifier(plan)
+        if let known = planNumbers[key] { return known }
+        let numbers = plan.values.map { lines.number(ofName: $0.name) }
+        planNumbers[key] = numbers
+        return numbers
+    }
+
+    /// A whole record change (a deletion, or one a baseline snapshot made).
+    mutating func add(_ c: RecordChange, shape: SyncedSchema.Shape?) {
+        lines.add(c)
+        var pushed = PushedRecord(id: c.id)
+        pushed.deleted = c.deleted
+        pushed.clocks = c.values.mapValues(\.clock)
+        if let shape, !shape.orderHints.isEmpty {
+            for (key, v) in c.values where shape.isOrderHint(key) { pushed.hints[key] = v.text }
+        }
+        pushed.members = c.members.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        records.append(pushed)
+    }
+}
+
+/// What one record of a change file stamps: recorded as the winning stamps once the file is on the remote.
+private struct PushedRecord {
+    var id: UUID
+    var deleted: HybridLogicalClock?
+    /// Key → stamp of each value pushed.
+    var clocks: [String: HybridLogicalClock] = [:]
+    /// Order hints pushed, by relationship name.
+    var hints: [String: String] = [:]
+    /// Membership changes pushed, by relationship name.
+    var members: [(String, [MemberChange])] = []
+
+    init(id: UUID) { self.id = id }
+}
+
+/// The values a record of one entity pushes, in the order a change file lists them (by key name), for one push.
+private final class PushPlan {
+    enum Kind {
+        case attribute(Int)
+        /// A to-one or ordered to-many relationship this side owns.
+        case relationship(Int)
+        /// An ordered to-many whose order syncs as a hint.
+        case orderHint(Int)
+    }
+
+    /// Every value key of the entity, by name.
+    let values: [(name: String, kind: Kind)]
+    /// Owned unordered to-many relationships (positions): pushed as membership changes.
+    let memberships: [Int]
+    /// Every value key stamped with the push's stamp: the map of a record that pushes them all, shared by all such
+    /// records of the entity.
+    let clocks: [String: HybridLogicalClock]
+
+    init(shape: SyncedSchema.Shape, stamp: HybridLogicalClock) {
+        let e = shape.entity
+        var values: [(name: String, kind: Kind)] = shape.attributes.map { (e.attributes[$0].name, .attribute($0)) }
+        values += shape.orderHints.map { (e.relationships[$0].name, .orderHint($0)) }
+        var memberships: [Int] = []
+        for i in shape.relationships {
+            let r = e.relationships[i]
+            if !r.isToMany || r.isOrdered { values.append((r.name, .relationship(i))) } else { memberships.append(i) }
+        }
+        self.values = values.sorted { $0.name < $1.name }
+        self.memberships = memberships
+        clocks = Dictionary(uniqueKeysWithValues: values.map { ($0.name, stamp) })
+    }
+}
+
+/// The plans of one push, by entity.
+private struct PushPlans {
+    let stamp: HybridLogicalClock
+    private var plans: [ObjectIdentifier: PushPlan] = [:]
+    /// Records come in runs of one entity: the last plan is checked first.
+    private var last: (shape: SyncedSchema.Shape, plan: PushPlan)?
+
+    init(stamp: HybridLogicalClock) { self.stamp = stamp }
+
+    mutating func plan(for shape: SyncedSchema.Shape) -> PushPlan {
+        if let last, last.shape === shape { return last.plan }
+        let plan = plans[ObjectIdentifier(shape)] ?? PushPlan(shape: shape, stamp: stamp)
+        plans[ObjectIdentifier(shape)] = plan
+        last = (shape, plan)
+        return plan
     }
 }

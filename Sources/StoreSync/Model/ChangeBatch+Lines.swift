@@ -24,78 +24,9 @@ extension ChangeBatch {
 
     /// The file's bytes in format 2.
     func encoded() -> Data {
-        var names: [String: Int] = [:]
-        var nameList: [String] = []
-        var stampTable = StampTable()
-        func name(_ s: String) -> Int {
-            if let n = names[s] { return n }
-            names[s] = nameList.count
-            nameList.append(s)
-            return nameList.count - 1
-        }
-        func stamp(_ c: HybridLogicalClock) -> Int { stampTable.number(c) }
-        var body: [UInt8] = []
-        body.reserveCapacity(changes.count * 120)
-        for c in changes {
-            body.append(UInt8(ascii: "R"))
-            body.append(9)
-            Self.append(c.id, to: &body)
-            body.append(9)
-            Self.append(name(c.entity), to: &body)
-            body.append(10)
-            if let d = c.deleted {
-                body.append(UInt8(ascii: "D"))
-                body.append(9)
-                Self.append(stamp(d), to: &body)
-                body.append(10)
-            }
-            for key in c.values.keys.sorted() {
-                guard let v = c.values[key] else { continue }
-                body.append(UInt8(ascii: "V"))
-                body.append(9)
-                Self.append(name(key), to: &body)
-                body.append(9)
-                Self.append(stamp(v.clock), to: &body)
-                body.append(9)
-                Self.escape(v.text, to: &body)
-                body.append(10)
-            }
-            for rel in c.members.keys.sorted() {
-                for m in c.members[rel] ?? [] {
-                    body.append(UInt8(ascii: "M"))
-                    body.append(9)
-                    Self.append(name(rel), to: &body)
-                    body.append(9)
-                    Self.append(m.target, to: &body)
-                    body.append(9)
-                    body.append(m.present ? UInt8(ascii: "1") : UInt8(ascii: "0"))
-                    body.append(9)
-                    Self.append(stamp(m.clock), to: &body)
-                    body.append(9)
-                    if let o = m.observed { Self.append(stamp(o), to: &body) }
-                    body.append(10)
-                }
-            }
-        }
-        var out: [UInt8] = []
-        out.reserveCapacity(body.count + nameList.count * 16 + stampTable.stamps.count * 64 + 128)
-        out += Array("\(Self.linesMagic)\t2\t".utf8)
-        Self.append(peer, to: &out)
-        out += Array("\t\(sequence)\t\(changes.count)\n".utf8)
-        for s in nameList {
-            out.append(UInt8(ascii: "S"))
-            out.append(9)
-            Self.escape(s, to: &out)
-            out.append(10)
-        }
-        for c in stampTable.stamps {
-            out += Array("C\t\(c.wall)\t\(c.counter)\t".utf8)
-            Self.append(c.peer, to: &out)
-            out.append(10)
-        }
-        out += body
-        out += [UInt8(ascii: "E"), 10]
-        return Data(out)
+        var writer = ChangeFileWriter(capacity: changes.count)
+        for c in changes { writer.add(c) }
+        return writer.bytes(peer: peer, sequence: sequence)
     }
 
     /// Reads a format 2 file; `nil` when anything in it is not as ``encoded()`` writes it.
@@ -175,21 +106,6 @@ extension ChangeBatch {
         var batch = ChangeBatch(peer: peer, sequence: Int64(sequence), changes: changes)
         batch.format = 2
         return batch
-    }
-
-    private static func append(_ id: UUID, to out: inout [UInt8]) { TextBytes.append(id, to: &out) }
-
-    private static func append(_ n: Int, to out: inout [UInt8]) { TextBytes.append(n, to: &out) }
-
-    private static func escape(_ s: String, to out: inout [UInt8]) {
-        for b in s.utf8 {
-            switch b {
-            case UInt8(ascii: "\\"): out += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
-            case 9: out += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
-            case 10: out += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
-            default: out.append(b)
-            }
-        }
     }
 }
 

@@ -16,14 +16,27 @@ enum TextBytes {
         }
     }
 
-    /// An integer in decimal.
-    static func append<T: BinaryInteger>(_ n: T, to out: inout [UInt8]) {
+    static let lowerHex: [UInt8] = Array("0123456789abcdef".utf8)
+
+    /// An integer in decimal, its digits written directly (no string made per number).
+    static func append<T: FixedWidthInteger>(_ n: T, to out: inout [UInt8]) {
         if n >= 0, n < 10 {
             out.append(UInt8(ascii: "0") + UInt8(n))
             return
         }
-        var text = String(n)
-        text.withUTF8 { out.append(contentsOf: $0) }
+        guard T.bitWidth <= 64 else {
+            var text = String(n)
+            text.withUTF8 { out.append(contentsOf: $0) }
+            return
+        }
+        if n < 0 { out.append(UInt8(ascii: "-")) }
+        var m = UInt64(n.magnitude)
+        let start = out.count
+        repeat {
+            out.append(UInt8(ascii: "0") + UInt8(m % 10))
+            m /= 10
+        } while m > 0
+        out[start...].reverse()
     }
 
     /// A clock stamp in its compact form (``HybridLogicalClock/description``).

@@ -179,4 +179,78 @@ struct SyncStateLogTests {
         #expect(try a.differences(from: b2).isIdentical)
         #expect(FileManager.default.fileExists(atPath: RecordStateLog.url(beside: dir.path("b.lmdb")).path))
     }
+
+    /// A snapshot's body as the encoder of earlier versions wrote it (kept here as the reference): the records with
+    /// clocks, then those with only a tombstone, then only order hints, in the maps' order; then the memberships.
+    private static func previousSnapshotBody(_ state: SyncState) -> [UInt8] {
+        func escape(_ s: String) -> [UInt8] {
+            s.utf8.flatMap { b -> [UInt8] in
+                switch b {
+                case UInt8(ascii: "\\"): [b, b]
+                case 9: [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+                case 10: [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+                default: [b]
+                }
+            }
+        }
+        var table = StampTable()
+        var out: [UInt8] = []
+        var ids = Array(state.clocks.keys)
+        ids += state.tombstones.keys.filter { state.clocks[$0] == nil }
+        ids += state.orderHints.keys.filter { state.clocks[$0] == nil && state.tombstones[$0] == nil }
+        for id in ids {
+            out += Array("G\t\(id.uuidString)\n".utf8)
+            if let t = state.tombstones[id] { out += Array("T\t\(table.number(t))\n".utf8) }
+            for (key, stamp) in state.clocks[id] ?? [:] { out += Array("C\t".utf8) + escape(key) + Array("\t\(table.number(stamp))\n".utf8) }
+            for (key, hint) in state.orderHints[id] ?? [:] { out += Array("O\t".utf8) + escape(key) + [9] + escape(hint) + [10] }
+        }
+        var members = Array(state.removed)
+        if let covers = state.covers { members += covers.keys.filter { !state.removed.contains($0) } }
+        for member in members {
+            out += Array("M\t".utf8) + escape(member) + [9]
+            if let cover = state.covers?[member] { out += Array("\(table.number(cover))".utf8) }
+            out += Array("\t\(state.removed.contains(member) ? 1 : 0)\n".utf8)
+        }
+        return table.stamps.flatMap { Array("K\t\($0.description)\n".utf8) } + out
+    }
+
+    /// Snapshots and deltas are written byte for byte as earlier versions wrote them, odd keys and texts included,
+    /// so logs of either version read in the other; and they read back to the same state.
+    @Test func framesAreThePreviousEncodersBytes() throws {
+        let dir = try TemporaryDirectory("sync-log-bytes")
+        let url = dir.path("x.storesync")
+        let peer = UUID()
+        var state = SyncState(peer: peer, location: "here", storeUUID: UUID())
+        func stamp(_ wall: Int64, _ counter: Int32 = 0) -> HybridLogicalClock { HybridLogicalClock(wall: wall, counter: counter, peer: peer) }
+        let odd = ["", "title", "tab\there", "new\nline", "back\\slash", "é ✓ 🙂", "\"quoted\"", "\\t\\n"]
+        var ids: [UUID] = []
+        for n in 0..<40 {
+            let id = UUID()
+            ids.append(id)
+            switch n % 5 {
+            case 0: state.clocks[id] = Dictionary(uniqueKeysWithValues: odd.enumerated().map { ($1, stamp(Int64($0 + n), Int32(n))) })
+            case 1: state.clocks[id] = ["pages": stamp(.max / 2, .max)]
+            case 2: state.tombstones[id] = stamp(Int64(n))
+            case 3:
+                state.clocks[id] = ["title": stamp(1)]
+                state.orderHints[id] = [odd[n % odd.count]: "[\"\(ids[0].uuidString)\"]\t\n\\"]
+            default: state.orderHints[id] = ["related": "[]"]
+            }
+            if n % 7 == 0 { state.tombstones[id] = stamp(99) }
+        }
+        for (n, key) in odd.enumerated() {
+            let member = SyncState.member(ids[n], "tags→\(key)")
+            if n % 2 == 0 { state.removed.insert(member) }
+            if n % 3 != 1 { state.covers = (state.covers ?? [:]).merging([member: stamp(Int64(n))]) { $1 } }
+        }
+        let log = UUID()
+        _ = try RecordStateLog.writeSnapshot(at: url, id: log, revision: 1, state: state)
+        let expected = Self.previousSnapshotBody(state)
+        let written = try [UInt8](Data(contentsOf: url))
+        #expect(written.count > expected.count && Array(written.suffix(expected.count)) == expected)
+        var read = SyncState(peer: peer, location: "here", storeUUID: state.storeUUID)
+        #expect(RecordStateLog.read(at: url, id: log, revision: 1, into: &read) != nil)
+        #expect(read.clocks == state.clocks && read.tombstones == state.tombstones && read.orderHints == state.orderHints)
+        #expect(read.removed == state.removed && read.covers == state.covers)
+    }
 }

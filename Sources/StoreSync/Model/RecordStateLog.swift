@@ -90,12 +90,11 @@ struct RecordStateLog {
     /// Writes a new log holding every record's state at `revision`, atomically (a staging file renamed over it).
     static func writeSnapshot(at url: URL, id: UUID, revision: Int64, state: SyncState) throws -> Position {
         let body = RecordMaps.encodeAll(state)
-        var bytes = Array((magic(currentVersion) + id.uuidString + "\n").utf8)
-        let header = frameHeader(revision: revision, kind: "S", body: body)
-        bytes += header
-        bytes += body
-        try AtomicFile.write(to: url) { staging in try writeAll(bytes, to: staging, create: true, truncateTo: nil) }
-        return Position(id: id, revision: revision, length: bytes.count, snapshotBytes: body.count)
+        let head = Array((magic(currentVersion) + id.uuidString + "\n").utf8) + frameHeader(revision: revision, kind: "S", body: body)
+        // The file's parts are written one after the other, not copied into one buffer first; the staging file is
+        // fsynced once, by the atomic write.
+        try AtomicFile.write(to: url) { staging in try writeAll([head, body], to: staging, create: true, truncateTo: nil, sync: false) }
+        return Position(id: id, revision: revision, length: head.count + body.count, snapshotBytes: body.count)
     }
 
     /// Appends a frame with the state of the records `ids` and the memberships `members` at `revision`, after
@@ -115,9 +114,9 @@ struct RecordStateLog {
         if deltaBytes + body.count > limit {
             return try writeSnapshot(at: url, id: position.id, revision: revision, state: state)
         }
-        let frame = frameHeader(revision: revision, kind: "D", body: body) + body
-        try writeAll(frame, to: url, create: false, truncateTo: position.length)
-        return Position(id: position.id, revision: revision, length: position.length + frame.count,
+        let header = frameHeader(revision: revision, kind: "D", body: body)
+        try writeAll([header, body], to: url, create: false, truncateTo: position.length, sync: true)
+        return Position(id: position.id, revision: revision, length: position.length + header.count + body.count,
                         snapshotBytes: position.snapshotBytes)
     }
 
@@ -127,18 +126,23 @@ struct RecordStateLog {
 
     /// FNV-1a over the frame body: it finds a torn or damaged frame, which is all it is for.
     private static func checksum(_ bytes: ArraySlice<UInt8>) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for b in bytes {
-            hash ^= UInt64(b)
-            hash = hash &* 0x0000_0100_0000_01b3
+        // Through a buffer pointer: a snapshot frame has bytes for every synced value, each checked against the
+        // slice's bounds otherwise.
+        bytes.withUnsafeBufferPointer { buffer in
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for b in buffer {
+                hash ^= UInt64(b)
+                hash = hash &* 0x0000_0100_0000_01b3
+            }
+            return hash
         }
-        return hash
     }
 
-    /// Writes `bytes` at the end of the file (after cutting it to `truncateTo`) and fsyncs it. A failed write (a
-    /// full disk, a file-size limit) is an error naming the file; what was written of the frame is cut off by the
-    /// next reader, which stops at a frame whose checksum does not match.
-    private static func writeAll(_ bytes: [UInt8], to url: URL, create: Bool, truncateTo: Int?) throws {
+    /// Writes `parts` one after the other at the end of the file (after cutting it to `truncateTo`), and fsyncs it
+    /// when `sync` (an atomic write fsyncs its staging file itself). A failed write (a full disk, a file-size limit)
+    /// is an error naming the file; what was written of the frame is cut off by the next reader, which stops at a
+    /// frame whose checksum does not match.
+    private static func writeAll(_ parts: [[UInt8]], to url: URL, create: Bool, truncateTo: Int?, sync: Bool) throws {
         let fd = open(url.path, O_WRONLY | O_CLOEXEC | (create ? O_CREAT | O_TRUNC : 0), 0o644)
         guard fd >= 0 else { throw StoreError.io(url, operation: "opening the sync state log", reason: errorText()) }
         defer { close(fd) }
@@ -149,14 +153,17 @@ struct RecordStateLog {
             }
             at = off_t(truncateTo)
         }
-        var done = 0
-        while done < bytes.count {
-            let n = bytes.withUnsafeBytes { raw in pwrite(fd, raw.baseAddress.map { $0 + done }, bytes.count - done, at + off_t(done)) }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else { throw StoreError.io(url, operation: "writing the sync state log", reason: errorText()) }
-            done += n
+        for bytes in parts {
+            var done = 0
+            while done < bytes.count {
+                let n = bytes.withUnsafeBytes { raw in pwrite(fd, raw.baseAddress.map { $0 + done }, bytes.count - done, at + off_t(done)) }
+                if n < 0, errno == EINTR { continue }
+                guard n > 0 else { throw StoreError.io(url, operation: "writing the sync state log", reason: errorText()) }
+                done += n
+            }
+            at += off_t(bytes.count)
         }
-        guard fsync(fd) == 0 else { throw StoreError.io(url, operation: "syncing the sync state log", reason: errorText()) }
+        guard !sync || fsync(fd) == 0 else { throw StoreError.io(url, operation: "syncing the sync state log", reason: errorText()) }
     }
 
     private static func errorText() -> String { String(cString: strerror(errno)) }
@@ -243,88 +250,116 @@ private struct RecordMaps {
     static let recordLineBytes = "G\t\(UUID().uuidString)\n".utf8.count
 
     static func encodeAll(_ state: SyncState) -> [UInt8] {
-        // Each record and membership once, in no particular order: a frame's lines say the same in any order.
-        var ids = Array(state.clocks.keys)
-        ids += state.tombstones.keys.filter { state.clocks[$0] == nil }
-        ids += state.orderHints.keys.filter { state.clocks[$0] == nil && state.tombstones[$0] == nil }
-        var members = Array(state.removed)
-        if let covers = state.covers { members += covers.keys.filter { !state.removed.contains($0) } }
-        return encode(ids: ids, members: members, count: state.clocks.count, of: state)
+        // Each record and membership once, straight from the maps, in their order (a frame's lines say the same in
+        // any order): every record with clocks, then those with only a tombstone, then only order hints.
+        var frame = Frame(capacity: state.clocks.count)
+        let tombstones = !state.tombstones.isEmpty, hints = !state.orderHints.isEmpty
+        for (id, clocks) in state.clocks {
+            frame.record(id, tombstone: tombstones ? state.tombstones[id] : nil, clocks: clocks, hints: hints ? state.orderHints[id] : nil)
+        }
+        for (id, stamp) in state.tombstones where state.clocks[id] == nil {
+            frame.record(id, tombstone: stamp, clocks: nil, hints: hints ? state.orderHints[id] : nil)
+        }
+        for (id, h) in state.orderHints where state.clocks[id] == nil && state.tombstones[id] == nil {
+            frame.record(id, tombstone: nil, clocks: nil, hints: h)
+        }
+        for member in state.removed { frame.member(member, of: state) }
+        if let covers = state.covers {
+            for member in covers.keys where !state.removed.contains(member) { frame.member(member, of: state) }
+        }
+        return frame.bytes()
     }
 
+    /// The records `ids` and memberships `members`, each named once.
     static func encode(ids: Set<UUID>, members: Set<String>, of state: SyncState) -> [UInt8] {
-        encode(ids: ids, members: members, count: ids.count, of: state)
-    }
-
-    /// `ids` and `members` each name a record or membership once; `count`: about how many records, for the buffer.
-    private static func encode<I: Sequence<UUID>, M: Sequence<String>>(ids: I, members: M, count: Int,
-                                                                          of state: SyncState) -> [UInt8] {
-        // Written byte by byte: a first push or pull writes a line per synced value. Each stamp is written once, in
-        // a table before the lines that name it by number: the values of one push share one stamp.
-        var out: [UInt8] = []
-        out.reserveCapacity(count * 80)
-        var table = StampTable()
-        func line(_ kind: UInt8, _ fields: () -> Void) {
-            out.append(kind)
-            fields()
-            out.append(10)
-        }
-        func field(_ text: String) {
-            out.append(9)
-            escape(text, into: &out)
-        }
-        func number(_ stamp: HybridLogicalClock) -> Int { table.number(stamp) }
-        func field(_ stamp: HybridLogicalClock) {
-            out.append(9)
-            TextBytes.append(number(stamp), to: &out)
-        }
+        var frame = Frame(capacity: ids.count)
         // Maps that are empty (most states have no tombstone or order hint) are not looked up per record.
         let tombstones = !state.tombstones.isEmpty, hints = !state.orderHints.isEmpty
         for id in ids {
-            line(UInt8(ascii: "G")) {
-                out.append(9)
-                TextBytes.append(id, to: &out)
+            frame.record(id, tombstone: tombstones ? state.tombstones[id] : nil, clocks: state.clocks[id],
+                         hints: hints ? state.orderHints[id] : nil)
+        }
+        for member in members { frame.member(member, of: state) }
+        return frame.bytes()
+    }
+
+    /// A frame body being written, byte by byte into one buffer: a first push or pull writes a line per synced
+    /// value. Each stamp is written once, in a table before the lines that name it by number: the values of one push
+    /// share one stamp.
+    private struct Frame {
+        private var out: [UInt8] = []
+        private var table = StampTable()
+
+        init(capacity records: Int) { out.reserveCapacity(records * 80) }
+
+        /// A record's lines: `G`, then its tombstone, clocks and order hints.
+        mutating func record(_ id: UUID, tombstone: HybridLogicalClock?, clocks: [String: HybridLogicalClock]?,
+                             hints: [String: String]?) {
+            out.append(UInt8(ascii: "G"))
+            out.append(9)
+            TextBytes.append(id, to: &out)
+            out.append(10)
+            if let tombstone {
+                out.append(UInt8(ascii: "T"))
+                stamp(tombstone)
+                out.append(10)
             }
-            if tombstones, let t = state.tombstones[id] { line(UInt8(ascii: "T")) { field(t) } }
-            if let clocks = state.clocks[id] {
+            if let clocks {
                 for (key, stamp) in clocks {
-                    line(UInt8(ascii: "C")) {
-                        field(key)
-                        field(stamp)
-                    }
+                    out.append(UInt8(ascii: "C"))
+                    field(key)
+                    self.stamp(stamp)
+                    out.append(10)
                 }
             }
-            if hints, let hints = state.orderHints[id] {
+            if let hints {
                 for (key, hint) in hints {
-                    line(UInt8(ascii: "O")) {
-                        field(key)
-                        field(hint)
-                    }
+                    out.append(UInt8(ascii: "O"))
+                    field(key)
+                    field(hint)
+                    out.append(10)
                 }
             }
         }
-        for member in members {
-            line(UInt8(ascii: "M")) {
-                field(member)
-                out.append(9)
-                if let cover = state.covers?[member] { TextBytes.append(number(cover), to: &out) }
-                out.append(9)
-                out.append(state.removed.contains(member) ? UInt8(ascii: "1") : UInt8(ascii: "0"))
+
+        /// A membership's line: its cover (if any) and whether it is removed.
+        mutating func member(_ member: String, of state: SyncState) {
+            out.append(UInt8(ascii: "M"))
+            field(member)
+            out.append(9)
+            if let cover = state.covers?[member] { TextBytes.append(table.number(cover), to: &out) }
+            out.append(9)
+            out.append(state.removed.contains(member) ? UInt8(ascii: "1") : UInt8(ascii: "0"))
+            out.append(10)
+        }
+
+        private mutating func field(_ text: String) {
+            out.append(9)
+            RecordMaps.escape(text, into: &out)
+        }
+
+        private mutating func stamp(_ stamp: HybridLogicalClock) {
+            out.append(9)
+            TextBytes.append(table.number(stamp), to: &out)
+        }
+
+        /// The body: the stamp table, then the lines.
+        func bytes() -> [UInt8] {
+            var frame: [UInt8] = []
+            frame.reserveCapacity(table.stamps.count * 60 + out.count)
+            for stamp in table.stamps {
+                frame.append(UInt8(ascii: "K"))
+                frame.append(9)
+                TextBytes.append(stamp, to: &frame)
+                frame.append(10)
             }
+            frame += out
+            return frame
         }
-        var frame: [UInt8] = []
-        frame.reserveCapacity(table.stamps.count * 60 + out.count)
-        for stamp in table.stamps {
-            frame += [UInt8(ascii: "K"), 9]
-            TextBytes.append(stamp, to: &frame)
-            frame.append(10)
-        }
-        frame += out
-        return frame
     }
 
     /// Backslash, tab and newline escaped with a backslash, byte by byte.
-    private static func escape(_ s: String, into out: inout [UInt8]) {
+    fileprivate static func escape(_ s: String, into out: inout [UInt8]) {
         // Names and IDs hold none of those: their bytes go in one copy.
         let copied = s.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
             guard !bytes.contains(where: { $0 == UInt8(ascii: "\\") || $0 == 9 || $0 == 10 }) else { return false }

@@ -173,41 +173,53 @@ extension SyncSession {
         var cache: [String: [Int64: UUID]] = [:]
         var plans = PushPlans(stamp: stamp)
         var files: [PendingFile] = []
-        var start = 0
-        while start < touched.count {
-            let slice = touched[start..<min(start + Self.recordsPerFile, touched.count)]
-            start += slice.count
-            // Current records of this slice, by hierarchy.
-            var byRoot: [String: Set<Int64>] = [:]
-            for (_, t) in slice where !t.deleted && t.record == nil {
-                if let shape = shapes.shapes[t.entity] { byRoot[shape.entity.rootName, default: []].insert(t.primaryKey) }
-            }
-            var current: [String: [Int64: Record]] = [:]
-            for (root, keys) in byRoot {
-                for r in try store.records(withKeys: Array(keys), root: root) { current[root, default: [:]][r.primaryKey] = r }
-            }
-            var file = PendingFile(capacity: slice.count)
-            for (id, t) in slice {
-                guard let shape = shapes.shapes[t.entity] else { continue }
-                guard !t.deleted, let record = t.record ?? current[shape.entity.rootName]?[t.primaryKey], record.globalID == id else {
-                    if state.tombstones[id] == nil { file.add(RecordChange(entity: t.entity, id: id, deleted: stamp), shape: shape) }
-                    continue
+        // The files of one request go to the remote while the next request's are made.
+        var upload: Upload?
+        do {
+            var start = 0
+            while start < touched.count {
+                let slice = touched[start..<min(start + Self.recordsPerFile, touched.count)]
+                start += slice.count
+                // Current records of this slice, by hierarchy.
+                var byRoot: [String: Set<Int64>] = [:]
+                for (_, t) in slice where !t.deleted && t.record == nil {
+                    if let shape = shapes.shapes[t.entity] { byRoot[shape.entity.rootName, default: []].insert(t.primaryKey) }
                 }
-                // A record under a global ID deleted or merged away elsewhere (inserted again here): the next apply
-                // removes it instead of pushing it.
-                if state.tombstones[id] != nil || state.redirects[id] != nil {
-                    needsCleanup = true
-                    continue
+                var current: [String: [Int64: Record]] = [:]
+                for (root, keys) in byRoot {
+                    for r in try store.records(withKeys: Array(keys), root: root) { current[root, default: [:]][r.primaryKey] = r }
                 }
-                try add(record, shape: shape, plan: plans.plan(for: shape), keys: t.keys, stamp: stamp,
-                        onlyUnstamped: onlyUnstamped, cache: &cache, to: &file)
+                var file = PendingFile(capacity: slice.count)
+                for (id, t) in slice {
+                    guard let shape = shapes.shapes[t.entity] else { continue }
+                    guard !t.deleted, let record = t.record ?? current[shape.entity.rootName]?[t.primaryKey], record.globalID == id else {
+                        if state.tombstones[id] == nil { file.add(RecordChange(entity: t.entity, id: id, deleted: stamp), shape: shape) }
+                        continue
+                    }
+                    // A record under a global ID deleted or merged away elsewhere (inserted again here): the next apply
+                    // removes it instead of pushing it.
+                    if state.tombstones[id] != nil || state.redirects[id] != nil {
+                        needsCleanup = true
+                        continue
+                    }
+                    try add(record, shape: shape, plan: plans.plan(for: shape), keys: t.keys, stamp: stamp,
+                            onlyUnstamped: onlyUnstamped, cache: &cache, to: &file)
+                }
+                guard !file.records.isEmpty else { continue }
+                files.append(file)
+                if files.count >= Self.filesPerRequest {
+                    // The next files are named after the last ones written: the request before must have answered.
+                    if let sent = upload { try await finish(sent) }
+                    upload = send(files)
+                    files = []
+                }
             }
-            guard !file.records.isEmpty else { continue }
-            files.append(file)
-            if files.count >= Self.filesPerRequest {
-                try await write(files)
-                files = []
-            }
+            if let sent = upload { try await finish(sent) }
+            upload = nil
+        } catch {
+            // A request on its way is waited for: no call of this sync outlives it.
+            _ = try? await upload?.outcomes.value
+            throw error
         }
         if !files.isEmpty { try await write(files) }
     }
@@ -248,9 +260,17 @@ extension SyncSession {
         }
         guard !values.isEmpty || !members.isEmpty else { return }
         var pushed = PushedRecord(id: id)
-        file.lines.record(id, entity: file.lines.number(ofName: r.entity))
-        // Names are numbered as they are first used: the plan's all at once when a record uses them all.
-        let numbers = all ? file.numbers(of: plan) : values.map { file.lines.number(ofName: $0.name) }
+        // Names are numbered as they are first used: the entity's and the plan's all at once when a record uses
+        // them all.
+        let numbers: ArraySlice<Int>
+        if all, r.entity == plan.entity {
+            let known = file.numbers(of: plan)
+            file.lines.record(id, entity: known[0])
+            numbers = known.dropFirst()
+        } else {
+            file.lines.record(id, entity: file.lines.number(ofName: r.entity))
+            numbers = values.map { file.lines.number(ofName: $0.name) }[...]
+        }
         for (n, v) in zip(numbers, values) {
             switch v.kind {
             case .attribute(let i):
@@ -334,36 +354,46 @@ extension SyncSession {
         return change
     }
 
-    /// Writes change files under this peer's next sequences, in one request, and records what they won. A name
-    /// that exists already means another replica shares this peer identity (a copy, or a backup restored in place):
-    /// this store then becomes a new peer and writes that file and the ones after it under that one.
-    private func write(_ files: [PendingFile]) async throws {
-        var rest = files[...]
-        while !rest.isEmpty {
-            let payload = rest.enumerated().map { n, file in
-                let name = ChangeFileName(peer: state.peer, sequence: state.sequence + 1 + Int64(n))
-                return (name: name, data: file.lines.bytes(peer: name.peer, sequence: name.sequence))
-            }
-            let remote = self.remote
-            let outcomes = try await calls.run { try await remote.put(payload) }
-            var written = 0
-            for ((name, _), (file, outcome)) in zip(payload, zip(rest, outcomes)) {
-                guard outcome == .created else { break }
-                state.sequence = name.sequence
-                record(file.records)
-                report.pushedFiles += 1
-                report.pushedRecords += file.records.count
-                written += 1
-            }
-            rest = rest.dropFirst(written)
-            guard written < payload.count else { return }
-            guard outcomes.count > written, outcomes[written] == .alreadyExists else {
-                throw SyncError.remote(remote.displayName, reason: "answered \(outcomes.count) outcomes for \(payload.count) files")
-            }
-            logger.notice("sync: change file name taken by another replica with this peer identity; becoming a new peer",
-                          metadata: ["peer": "\(state.peer)", "remote": "\(remote.displayName)"])
-            becomeNewPeer()
+    /// Change files on their way to the remote, in one request.
+    private struct Upload {
+        let files: [PendingFile]
+        let names: [ChangeFileName]
+        let outcomes: Task<[PutOutcome], any Error>
+    }
+
+    /// Writes change files under this peer's next sequences, in one request, and records what they won.
+    private func write(_ files: [PendingFile]) async throws { try await finish(send(files)) }
+
+    /// Starts the request that writes `files` under this peer's next sequences.
+    private func send(_ files: [PendingFile]) -> Upload {
+        let names = files.indices.map { ChangeFileName(peer: state.peer, sequence: state.sequence + 1 + Int64($0)) }
+        let payload = zip(names, files).map { name, file in (name: name, data: file.lines.bytes(peer: name.peer, sequence: name.sequence)) }
+        let remote = self.remote, calls = self.calls
+        return Upload(files: files, names: names, outcomes: Task { try await calls.run { try await remote.put(payload) } })
+    }
+
+    /// Waits for a request's answer and records what its files won. A name that exists already means another
+    /// replica shares this peer identity (a copy, or a backup restored in place): this store then becomes a new peer
+    /// and writes that file and the ones after it under that one.
+    private func finish(_ upload: Upload) async throws {
+        let outcomes = try await upload.outcomes.value
+        var written = 0
+        for (name, (file, outcome)) in zip(upload.names, zip(upload.files, outcomes)) {
+            guard outcome == .created else { break }
+            state.sequence = name.sequence
+            record(file.records)
+            report.pushedFiles += 1
+            report.pushedRecords += file.records.count
+            written += 1
         }
+        guard written < upload.files.count else { return }
+        guard outcomes.count > written, outcomes[written] == .alreadyExists else {
+            throw SyncError.remote(remote.displayName, reason: "answered \(outcomes.count) outcomes for \(upload.files.count) files")
+        }
+        logger.notice("sync: change file name taken by another replica with this peer identity; becoming a new peer",
+                      metadata: ["peer": "\(state.peer)", "remote": "\(remote.displayName)"])
+        becomeNewPeer()
+        try await finish(send(Array(upload.files.dropFirst(written))))
     }
 
     /// Writes whole record changes as change files, as the other `write` does.
@@ -420,7 +450,7 @@ extension SyncSession {
 private struct PendingFile {
     var lines: ChangeFileWriter
     var records: [PushedRecord] = []
-    /// Name numbers of each plan's values, once a record used them all (see ``numbers(of:)``).
+    /// Name numbers of each plan's entity and values, once a record used them all (see ``numbers(of:)``).
     private var planNumbers: [ObjectIdentifier: [Int]] = [:]
 
     init(capacity: Int) {
@@ -428,11 +458,11 @@ private struct PendingFile {
         records.reserveCapacity(capacity)
     }
 
-    /// The name numbers of all of `plan`'s values, numbered in the plan's order the first time.
+    /// The name numbers of `plan`'s entity and all its values, in that order, numbered so the first time.
     mutating func numbers(of plan: PushPlan) -> [Int] {
         let key = ObjectIdentifier(plan)
         if let known = planNumbers[key] { return known }
-        let numbers = plan.values.map { lines.number(ofName: $0.name) }
+        let numbers = [lines.number(ofName: plan.entity)] + plan.values.map { lines.number(ofName: $0.name) }
         planNumbers[key] = numbers
         return numbers
     }
@@ -475,6 +505,8 @@ private final class PushPlan {
         case orderHint(Int)
     }
 
+    /// The entity's name.
+    let entity: String
     /// Every value key of the entity, by name.
     let values: [(name: String, kind: Kind)]
     /// Owned unordered to-many relationships (positions): pushed as membership changes.
@@ -485,6 +517,7 @@ private final class PushPlan {
 
     init(shape: SyncedSchema.Shape, stamp: HybridLogicalClock) {
         let e = shape.entity
+        entity = e.name
         var values: [(name: String, kind: Kind)] = shape.attributes.map { (e.attributes[$0].name, .attribute($0)) }
         values += shape.orderHints.map { (e.relationships[$0].name, .orderHint($0)) }
         var memberships: [Int] = []

@@ -5,14 +5,25 @@ import Foundation
 enum TextBytes {
     static let upperHex: [UInt8] = Array("0123456789ABCDEF".utf8)
 
-    /// A UUID in its upper-case string form (``Foundation/UUID/uuidString``).
+    /// A UUID in its upper-case string form (``Foundation/UUID/uuidString``), made on the stack and appended in one
+    /// piece: a push and a state write append one per record.
     static func append(_ id: UUID, to out: inout [UInt8]) {
-        withUnsafeBytes(of: id.uuid) { raw in
-            for (i, b) in raw.enumerated() {
-                if i == 4 || i == 6 || i == 8 || i == 10 { out.append(UInt8(ascii: "-")) }
-                out.append(upperHex[Int(b >> 4)])
-                out.append(upperHex[Int(b & 0xF)])
+        var text: (UInt64, UInt64, UInt64, UInt64, UInt32) = (0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &text) { raw in
+            let buffer = raw.bindMemory(to: UInt8.self)
+            var i = 0
+            withUnsafeBytes(of: id.uuid) { bytes in
+                for (n, b) in bytes.enumerated() {
+                    if n == 4 || n == 6 || n == 8 || n == 10 {
+                        buffer[i] = UInt8(ascii: "-")
+                        i += 1
+                    }
+                    buffer[i] = upperHex[Int(b >> 4)]
+                    buffer[i + 1] = upperHex[Int(b & 0xF)]
+                    i += 2
+                }
             }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[..<i]))
         }
     }
 
@@ -29,14 +40,23 @@ enum TextBytes {
             text.withUTF8 { out.append(contentsOf: $0) }
             return
         }
-        if n < 0 { out.append(UInt8(ascii: "-")) }
-        var m = UInt64(n.magnitude)
-        let start = out.count
-        repeat {
-            out.append(UInt8(ascii: "0") + UInt8(m % 10))
-            m /= 10
-        } while m > 0
-        out[start...].reverse()
+        // The digits from the last, on the stack, then appended in one piece.
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        withUnsafeMutableBytes(of: &digits) { raw in
+            let buffer = raw.bindMemory(to: UInt8.self)
+            var m = UInt64(n.magnitude)
+            var i = buffer.count
+            repeat {
+                i -= 1
+                buffer[i] = UInt8(ascii: "0") + UInt8(m % 10)
+                m /= 10
+            } while m > 0
+            if n < 0 {
+                i -= 1
+                buffer[i] = UInt8(ascii: "-")
+            }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[i...]))
+        }
     }
 
     /// A clock stamp in its compact form (``HybridLogicalClock/description``).

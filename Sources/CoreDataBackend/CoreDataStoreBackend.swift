@@ -243,6 +243,27 @@ public struct CoreDataStoreBackend: StoreBackend {
         }
     }
 
+    /// A read-only connection to the store at `url` and its bookkeeping, after the checks ``requireStore(_:wholeWAL:)``
+    /// makes.
+    ///
+    /// Without a `-journal` and with no `-wal` or an empty one (what a closed store leaves), the connection reads
+    /// what the main file holds, exactly what the sniff reads: a file whose tables there are Core Data's needs no
+    /// separate sniff's opening and schema read (every operation opens its source this way, often more than once).
+    /// Anything else, or any failure, takes the sniff first, so errors and the `-wal` checks are those of
+    /// ``requireStore(_:wholeWAL:)``.
+    func openForReading(_ url: URL) throws(StoreError) -> (db: ReadOnlyDatabase, file: CoreDataStoreFile) {
+        var wal = stat()
+        let walEmpty = stat(Self.sidecar(url, "-wal").path, &wal) != 0 || wal.st_size == 0
+        if walEmpty, !FileManager.default.fileExists(atPath: Self.sidecar(url, "-journal").path),
+            let db = try? ReadOnlyDatabase.open(url), let file = try? CoreDataStoreFile.read(db)
+        {
+            return (db, file)
+        }
+        try requireStore(url)
+        let db = try ReadOnlyDatabase.open(url)
+        return (db, try CoreDataStoreFile.read(db))
+    }
+
     // MARK: Metadata
 
     /// The store's metadata: type `coredata`, UUID `Z_UUID`, the schema decoded from `Z_MODELCACHE`, and the app's
@@ -253,8 +274,7 @@ public struct CoreDataStoreBackend: StoreBackend {
     ///   cannot read soundly (join tables); ``StoreError/corruptStore(_:reason:)`` when the bookkeeping does not
     ///   decode.
     public func readMetadata(at url: URL) throws -> StoreMetadata {
-        try requireStore(url)
-        let file = try CoreDataStoreFile.read(at: url)
+        let file = try openForReading(url).file
         return try Self.metadata(of: file, appModel: modelURL).metadata
     }
 
@@ -481,13 +501,12 @@ public struct CoreDataStoreBackend: StoreBackend {
             guard let creating, options.createIfMissing else { throw StoreError.storeNotFound(url) }
             try Self.create(at: url, metadata: creating, persistentHistory: options.historyTracking)
         }
-        try requireStore(url)
         guard !options.isReadOnly else {
-            let db = try ReadOnlyDatabase.open(url)
-            let file = try CoreDataStoreFile.read(at: url)
+            let (db, file) = try openForReading(url)
             let (metadata, model, _) = try Self.metadata(of: file, appModel: appModel(options))
             return try CoreDataStore(url: url, readOnly: db, metadata: metadata, model: model, tables: file.tableNames)
         }
+        try requireStore(url)
         try Self.refuseCloudKit(url, options: options)
         // The read-write connection first: it recovers a hot -wal the way any writer would.
         let writer = try CoreDataWritableDatabase(url)

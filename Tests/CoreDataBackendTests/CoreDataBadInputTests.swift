@@ -113,4 +113,57 @@ import Testing
             #expect(CoreDataCorpusTests.sha256(url.path + "-wal") == walHash, "cut \(cut): the -wal changed")
         }
     }
+
+    /// What is not a Core Data store is refused as one by the reading entry points, with the type it is, whether
+    /// or not a `-wal` is beside it (the reading path that skips a separate sniff must refuse what the sniff
+    /// refuses), and the file is left as it was.
+    @Test(arguments: [false, true])
+    func whatIsNotACoreDataStoreIsRefusedAsOne(emptyWAL: Bool) throws {
+        let dir = try TemporaryDirectory("coredata-not-a-store")
+        defer { dir.remove() }
+        let plain = dir.path("plain.sqlite")
+        try CoreDataStoreFileTests.execute(plain, "CREATE TABLE ZTHING (Z_PK INTEGER PRIMARY KEY, Z_ENT INTEGER)", blob: [])
+        let text = dir.path("notes.sqlite")
+        try Data("not a database".utf8).write(to: text)
+        let folder = try dir.directory("folder.sqlite")
+        let backend = CoreDataStoreBackend()
+        let readOnly = StoreOptions(isReadOnly: true, createIfMissing: false)
+        for (url, found) in [(plain, "not a Core Data store"), (text, "not a SQLite database"), (folder, "a directory")] {
+            if emptyWAL, url != folder { _ = FileManager.default.createFile(atPath: url.path + "-wal", contents: Data()) }
+            let before = url == folder ? "" : CoreDataCorpusTests.sha256(url.path)
+            for (what, read) in [
+                ("readMetadata", { _ = try backend.readMetadata(at: url) }),
+                ("open", { _ = try backend.open(at: url, options: readOnly, creating: nil) }),
+            ] as [(String, () throws -> Void)] {
+                do {
+                    try read()
+                    Issue.record("\(what) \(url.lastPathComponent): no error")
+                } catch StoreError.wrongStoreType(let at, let expected, let foundText) {
+                    #expect(at == url && expected == "coredata", "\(what) \(url.lastPathComponent)")
+                    #expect(foundText.contains(found), "\(what) \(url.lastPathComponent): \(foundText)")
+                } catch {
+                    Issue.record("\(what) \(url.lastPathComponent): \(error)")
+                }
+            }
+            if url != folder { #expect(CoreDataCorpusTests.sha256(url.path) == before, "\(url.lastPathComponent) changed") }
+        }
+    }
+
+    /// A store closed with an empty `-wal` (and its `-shm`) beside it, as SQLite leaves one, reads whole read-only,
+    /// and none of its files change.
+    @Test func aStoreWithAnEmptyWALReadsWholeAndUnchanged() throws {
+        let dir = try TemporaryDirectory("coredata-empty-wal")
+        defer { dir.remove() }
+        let url = try Self.store(dir)
+        let expected = try Fixture.images(url)
+        #expect(!expected.isEmpty)
+        _ = FileManager.default.createFile(atPath: url.path + "-wal", contents: Data())
+        let files = [url.path, url.path + "-wal"]
+        let hashes = files.map(CoreDataCorpusTests.sha256)
+        let backend = CoreDataStoreBackend()
+        #expect(try backend.readMetadata(at: url).storeType == "coredata")
+        #expect(try Fixture.images(url) == expected)
+        #expect(files.map(CoreDataCorpusTests.sha256) == hashes)
+        #expect(!FileManager.default.fileExists(atPath: url.path + "-shm"), "reading created a -shm")
+    }
 }

@@ -53,7 +53,13 @@ import Foundation
     ///   SQLite file without Core Data's tables, `StoreError.corruptStore` for a table or plist
     ///   that is not what the format says, `StoreError.io` when SQLite cannot open it.
     public static func read(at url: URL) throws(StoreError) -> CoreDataStoreFile {
-        let db = try ReadOnlyDatabase.open(url)
+        try read(try ReadOnlyDatabase.open(url))
+    }
+
+    /// Reads the bookkeeping through `db`, a connection the caller goes on reading the records with: the same
+    /// snapshot, and no second open of the file (for a `-wal` without its `-shm`, no second private copy).
+    static func read(_ db: ReadOnlyDatabase) throws(StoreError) -> CoreDataStoreFile {
+        let url = db.url
         let tables = try db.tableNames()
         guard isCoreDataStore(tables: tables) else {
             throw .unrecognizedStore(url, reason: "a SQLite file without Core Data's Z_METADATA and Z_PRIMARYKEY tables")

@@ -87,13 +87,13 @@ struct PageByteReader {
     @inlinable var isAtEnd: Bool { offset == bytes.count }
     @inlinable var remaining: Int { bytes.count - offset }
 
-    @inlinable mutating func byte() -> UInt8? {
+    @inlinable @inline(__always) mutating func byte() -> UInt8? {
         guard offset < bytes.count else { return nil }
         defer { offset += 1 }
         return bytes[offset]
     }
 
-    @inlinable mutating func varint() -> UInt64? {
+    @inlinable @inline(__always) mutating func varint() -> UInt64? {
         var value: UInt64 = 0
         var shift: UInt64 = 0
         while let b = byte() {
@@ -110,13 +110,13 @@ struct PageByteReader {
         return Int64(bitPattern: (z >> 1) ^ (0 &- (z & 1)))
     }
 
-    @inlinable mutating func take(_ n: Int) -> UnsafeRawBufferPointer? {
+    @inlinable @inline(__always) mutating func take(_ n: Int) -> UnsafeRawBufferPointer? {
         guard n >= 0, n <= remaining else { return nil }
         defer { offset += n }
         return UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + n)])
     }
 
-    @inlinable mutating func lengthPrefixed() -> UnsafeRawBufferPointer? {
+    @inlinable @inline(__always) mutating func lengthPrefixed() -> UnsafeRawBufferPointer? {
         guard let n = varint(), n <= UInt64(remaining) else { return nil }
         return take(Int(n))
     }

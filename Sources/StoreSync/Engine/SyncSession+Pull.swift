@@ -9,10 +9,37 @@ extension SyncSession {
         var members: [String: [UUID: MemberChange]] = [:]
     }
 
+    /// Records of a pull that cannot conflict with anything: neither the sync state nor the store knows their global
+    /// ID, their entity is inserted without objects, and the change is their first in the pull. Every value wins,
+    /// so they skip the per-record winner maps and are inserted straight from their changes.
+    struct FreshRecords {
+        var changes: [RecordChange] = []
+        /// Positions in ``changes`` by global ID; built only when a later change of the pull names a known record
+        /// (which may be one of these), not per record.
+        var positions: [UUID: Int]?
+        /// Positions of records that a later change of the pull took out to the winner maps.
+        var taken: Set<Int> = []
+
+        /// Takes the record out, when it is one of these.
+        mutating func take(_ id: UUID) -> RecordChange? {
+            guard !changes.isEmpty else { return nil }
+            if positions == nil {
+                var found: [UUID: Int] = [:]
+                found.reserveCapacity(changes.count)
+                for (i, c) in changes.enumerated() { found[c.id] = i }
+                positions = found
+            }
+            guard let i = positions?[id], !taken.contains(i) else { return nil }
+            taken.insert(i)
+            return changes[i]
+        }
+    }
+
     /// Lists and fetches the change files other peers wrote since the last pull and applies them in one save.
     func pull() async throws {
         let remote = self.remote
         let cursor = state.cursor
+        SyncPhases.mark("before pull")
         let listing: RemoteListing
         do {
             listing = try await calls.run { try await remote.list(after: cursor) }
@@ -35,13 +62,23 @@ extension SyncSession {
             }
             wanted.append(name)
         }
+        SyncPhases.mark("pull: list")
         var batches: [ChangeBatch] = []
-        var start = 0
-        while start < wanted.count {
-            // Several files per request, each request within the call time limit.
-            let names = Array(wanted[start..<min(start + Self.filesPerRequest, wanted.count)])
-            start += names.count
-            let files = try await calls.run { try await remote.fetch(names) }
+        // Several files per request, each request within the call time limit. The next request is under way while
+        // the files of one are decoded: the remote's work and this peer's overlap. A request still running when
+        // the pull fails is left to finish on its own; its files are dropped.
+        let calls = self.calls
+        func request(_ names: [ChangeFileName]) -> Task<[Data], any Error> {
+            Task { try await calls.run { try await remote.fetch(names) } }
+        }
+        let requests = stride(from: 0, to: wanted.count, by: Self.filesPerRequest).map {
+            Array(wanted[$0..<min($0 + Self.filesPerRequest, wanted.count)])
+        }
+        var next = requests.first.map(request)
+        for (n, names) in requests.enumerated() {
+            guard let current = next else { break }
+            let files = try await current.value
+            next = n + 1 < requests.count ? request(requests[n + 1]) : nil
             guard files.count == names.count else {
                 throw SyncError.remote(remote.displayName, reason: "answered \(files.count) files for \(names.count) asked for")
             }
@@ -61,6 +98,7 @@ extension SyncSession {
             }
         }
         report.pulledFiles += batches.count
+        SyncPhases.mark("pull: fetch+decode")
         try apply(batches)
         state.cursor = listing.cursor
     }
@@ -69,6 +107,7 @@ extension SyncSession {
     func apply(_ batches: [ChangeBatch]) throws {
         var winners: [UUID: Winner] = [:]
         var order: [UUID] = []
+        var fresh = FreshRecords()
         // Values still waiting for their target won earlier: they take part again.
         for (_, c) in state.dangling.sorted(by: { $0.key < $1.key }) {
             var w = Self.winner(c.id, c.entity, &winners, &order)
@@ -78,18 +117,33 @@ extension SyncSession {
         }
         state.dangling = [:]
         let incoming = batches.reduce(0) { $0 + $1.changes.count }
+        // Nothing to merge: the record index is not read (for a store that has not built it yet, that is a scan).
+        guard incoming > 0 || !winners.isEmpty || needsCleanup else { return }
         if state.clocks.isEmpty {
             // A first pull fills the maps from empty: room for every record is made once, not by regrowing.
             state.clocks.reserveCapacity(incoming)
         }
-        winners.reserveCapacity(winners.count + incoming)
-        order.reserveCapacity(order.count + incoming)
-        touchedIDs.reserveCapacity(touchedIDs.count + incoming)
-        for batch in batches {
-            for c in batch.changes { merge(c, into: &winners, order: &order) }
+        if !shapes.shapes.values.contains(where: \.insertsWithoutObject) {
+            // Every record of the pull goes into the winner maps (none can be fresh, see FreshRecords).
+            winners.reserveCapacity(winners.count + incoming)
+            order.reserveCapacity(order.count + incoming)
         }
-        guard !winners.isEmpty || needsCleanup else { return }
-        try applyWinners(winners, order: order)
+        touchedIDs.reserveCapacity(touchedIDs.count + incoming)
+        // Records the store holds are looked up as the changes are merged, without taking the index's lock per
+        // record: nothing changes the index meanwhile.
+        try index.refresh(self)
+        let indexed = index.objects
+        var last: (entity: String, shape: SyncedSchema.Shape?)?
+        for batch in batches {
+            for c in batch.changes {
+                // Runs of records of one entity: the name is compared, not hashed, per record.
+                if last?.entity != c.entity { last = (c.entity, shapes.shapes[c.entity]) }
+                merge(c, shape: last?.shape, into: &winners, order: &order, fresh: &fresh, indexed: indexed)
+            }
+        }
+        SyncPhases.mark("pull: merge")
+        guard !winners.isEmpty || fresh.changes.count > fresh.taken.count || needsCleanup else { return }
+        try applyWinners(winners, order: order, fresh: fresh)
     }
 
     private static func winner(_ id: UUID, _ entity: String, _ winners: inout [UUID: Winner], _ order: inout [UUID]) -> Winner {
@@ -98,10 +152,11 @@ extension SyncSession {
         return Winner(entity: entity)
     }
 
-    private func merge(_ c: RecordChange, into winners: inout [UUID: Winner], order: inout [UUID]) {
+    /// Merges one change; `shape` is its entity's (`nil`: an entity that does not sync here).
+    private func merge(_ c: RecordChange, shape: SyncedSchema.Shape?, into winners: inout [UUID: Winner], order: inout [UUID],
+                       fresh: inout FreshRecords, indexed: [UUID: ObjectID]) {
         let id = c.id
         // A deletion names a global ID, whatever its entity (a baseline's tombstones name none).
-        let shape = shapes.shapes[c.entity]
         guard shape != nil || c.deleted != nil else {
             report.ignoredChanges += 1
             return
@@ -117,7 +172,14 @@ extension SyncSession {
             return
         }
         guard state.tombstones.isEmpty || state.tombstones[id] == nil else { return }
-        let isNew = winners[c.id] == nil
+        var isNew = winners.isEmpty || winners[c.id] == nil
+        let known = state.clocks[id] != nil
+        if isNew, known, let first = fresh.take(id) {
+            // A record this pull brought before: it goes the general way from here, from the values it won then.
+            winners[id] = Winner(entity: first.entity, values: first.values)
+            order.append(id)
+            isNew = false
+        }
         if isNew { order.append(c.id) }
         // Changed in place: a copy taken out of the dictionary would copy its maps on the first change.
         func won(_ body: (inout Winner) -> Void) { body(&winners[c.id, default: Winner(entity: c.entity)]) }
@@ -126,7 +188,7 @@ extension SyncSession {
             for (_, v) in c.values where v.clock > latest { latest = v.clock }
             state.clock = state.clock.receiving(latest)
         }
-        if isNew, state.clocks[id] == nil, !c.values.isEmpty, c.values.values.allSatisfy({ $0.clock > .zero }) {
+        if isNew, !known, !c.values.isEmpty, c.values.values.allSatisfy({ $0.clock > .zero }) {
             // A record this store knows no value of (every record of a first pull): every value wins, and the
             // change's maps are taken whole instead of entry by entry (its keys not hashed again).
             state.clocks[id] = c.values.mapValues(\.clock)
@@ -134,6 +196,11 @@ extension SyncSession {
                 for (key, v) in c.values where shape.isOrderHint(key) { state.orderHints[id, default: [:]][key] = v.text }
             }
             touchedIDs.insert(id)
+            if let shape, shape.insertsWithoutObject, c.members.isEmpty, indexed.isEmpty || indexed[id] == nil {
+                order.removeLast()
+                fresh.changes.append(c)
+                return
+            }
             winners[c.id] = Winner(entity: c.entity, values: c.values)
         } else {
             if isNew { winners[c.id] = Winner(entity: c.entity) }
@@ -158,10 +225,12 @@ extension SyncSession {
         }
     }
 
-    private func applyWinners(_ winners: [UUID: Winner], order: [UUID]) throws {
+    private func applyWinners(_ winners: [UUID: Winner], order: [UUID], fresh: FreshRecords) throws {
+        var winners = winners
+        var order = order
+        var fresh = fresh
         let context = coordinator.newContext()
         context.author = SyncEngine.historyAuthor
-        try index.refresh(self)
         // An entry that does not name its record any more (the store changed without history): the index is built
         // again before anything is changed in the context.
         func matches(_ ids: [UUID]) -> Bool {
@@ -191,6 +260,12 @@ extension SyncSession {
                           metadata: ["store": "\(SyncEngine.name(of: loaded))"])
             try index.rebuild(self)
             leaving = leavingRecords()
+            // Records the store turned out to hold are updated, not inserted.
+            for (i, c) in fresh.changes.enumerated() where !fresh.taken.contains(i) && index[c.id] != nil {
+                fresh.taken.insert(i)
+                winners[c.id] = Winner(entity: c.entity, values: c.values)
+                order.append(c.id)
+            }
         }
         var objects: [UUID: ManagedObject] = [:]
         func object(_ id: UUID) throws -> ManagedObject? {
@@ -219,6 +294,7 @@ extension SyncSession {
         var rest: [UUID] = []
         rest.reserveCapacity(order.count)
         var withoutObjects: [String: (rows: [[StoreValue?]], ids: [UUID])] = [:]
+        finished += stageFresh(fresh, into: &withoutObjects, gone: gone)
         // Looked up without taking the index's lock per record: nothing in this loop changes it.
         let indexed = index.objects
         for id in order {
@@ -262,6 +338,7 @@ extension SyncSession {
         for (entity, staged) in withoutObjects {
             try context.insertWithoutObjects(entity, attributeValues: staged.rows, globalIDs: staged.ids, into: loaded)
         }
+        SyncPhases.mark("pull: inserts")
         report.insertedRecords += created.count + finished
         var updated = 0
         for id in rest {
@@ -300,8 +377,61 @@ extension SyncSession {
             }
             try applyOrderHints(hinted + context.updatedObjects + context.insertedObjects)
         }
+        SyncPhases.mark("pull: before save")
         try context.save()
+        SyncPhases.mark("pull: save")
         needsCleanup = false
+    }
+
+    /// Stages the fresh records of a pull (``FreshRecords``) for insertion without objects, by entity: their values
+    /// read straight from their changes, the entity's shape looked up once per run of records of one entity.
+    /// Returns how many were staged.
+    private func stageFresh(_ fresh: FreshRecords, into staged: inout [String: (rows: [[StoreValue?]], ids: [UUID])],
+                            gone: (UUID) -> Bool) -> Int {
+        var count = 0
+        var entity = ""
+        var shape: SyncedSchema.Shape?
+        var rows: [[StoreValue?]] = []
+        var ids: [UUID] = []
+        func flush() {
+            guard !ids.isEmpty else { return }
+            if staged[entity] == nil {
+                staged[entity] = (rows, ids)
+            } else {
+                staged[entity]?.rows += rows
+                staged[entity]?.ids += ids
+            }
+            rows = []
+            ids = []
+        }
+        rows.reserveCapacity(fresh.changes.count)
+        ids.reserveCapacity(fresh.changes.count)
+        for (i, c) in fresh.changes.enumerated() {
+            if !fresh.taken.isEmpty, fresh.taken.contains(i) { continue }
+            if gone(c.id) { continue }
+            if c.entity != entity || shape == nil {
+                flush()
+                entity = c.entity
+                shape = shapes.shapes[entity]
+            }
+            guard let shape else { continue }
+            let attributes = shape.entity.attributes
+            var values = [StoreValue?](repeating: nil, count: attributes.count)
+            for i in shape.attributes {
+                let a = attributes[i]
+                guard let v = c.values[a.name] else { continue }
+                guard let value = SyncedSchema.value(of: v.text, type: a.type) else {
+                    report.ignoredChanges += 1
+                    continue
+                }
+                values[i] = value
+            }
+            rows.append(values)
+            ids.append(c.id)
+            count += 1
+        }
+        flush()
+        return count
     }
 
     /// Sets the winning values on one record; returns whether anything was set. Relationship targets this store does

@@ -86,6 +86,35 @@ struct ChangeFileTests {
         #expect(SyncedSchema.value(of: "[\"unterminated]", type: .string) == nil)
     }
 
+    /// Integer texts read in place as `Int64(_:)` reads a text of digits and minus signs (in range for the type);
+    /// every other text as `JSONSerialization` reads it.
+    @Test func integerTextsReadAsInt64AndJSONSerializationReadThem() {
+        var texts = ["0", "-0", "007", "-", "--1", "1-", "+1", "1e3", " 1", "12a", "9223372036854775807", "-9223372036854775808",
+                     "9223372036854775808", "-9223372036854775809", "99999999999999999999", "32767", "32768", "-32769",
+                     "2147483647", "2147483648"]
+        var g = SystemRandomNumberGenerator()
+        for _ in 0..<2_000 { texts.append(String(Int64.random(in: .min ... .max, using: &g) >> Int64.random(in: 0...62, using: &g))) }
+        for t in texts {
+            for type in [AttributeType.integer16, .integer32, .integer64] {
+                let got = SyncedSchema.value(of: "[\(t)]", type: type)
+                let digits = !t.isEmpty && t.utf8.allSatisfy { ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: "-") }
+                if digits, let i = Int64(t) {
+                    let expected: StoreValue? = switch type {
+                    case .integer16: Int16(exactly: i).map { .integer16($0) }
+                    case .integer32: Int32(exactly: i).map { .integer32($0) }
+                    default: .integer64(i)
+                    }
+                    if let expected {
+                        #expect(got == expected, "\(t) as \(type)")
+                        continue
+                    }
+                }
+                let json = (try? JSONSerialization.jsonObject(with: Data("[\(t)]".utf8), options: [.fragmentsAllowed])) as? [Any]
+                #expect(got == json.flatMap { $0.count == 1 ? StoreValue(json: $0[0], type: type) : nil }, "\(t) as \(type)")
+            }
+        }
+    }
+
     /// Stamps of the same time and counter order by peer ID as its string form does, whichever bytes differ.
     @Test func stampTiesOrderByThePeerIDsStringForm() {
         for _ in 0..<2_000 {

@@ -165,6 +165,9 @@ struct SyncedSchema {
     /// plain integer, `true` or `false`, a plain decimal number for a double, `null`. `nil` for any other text,
     /// which is then read through `JSONSerialization` (and refused there when it is not a value of `type`).
     private static func directValue(of text: String, type: AttributeType) -> StoreValue? {
+        // A pull reads a text per value: its bytes are read in place where the string has them contiguous (any
+        // native string), without a substring or a scan per check.
+        if let read = text.utf8.withContiguousStorageIfAvailable({ directValue(of: $0, type: type) }) { return read }
         let utf8 = text.utf8
         guard utf8.count >= 3, utf8.first == UInt8(ascii: "["), utf8.last == UInt8(ascii: "]") else { return nil }
         let inner = utf8.dropFirst().dropLast()
@@ -195,6 +198,59 @@ struct SyncedSchema {
                   inner.allSatisfy({ ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: "-")
                       || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }),
                   let d = Double(Substring(inner)), d.isFinite, !(d == 0 && d.sign == .minus)
+            else { return nil }
+            return .double(d)
+        default:
+            return nil
+        }
+    }
+
+    /// ``directValue(of:type:)`` of a text's UTF-8 bytes: the same forms read to the same values, and the same
+    /// texts left to `JSONSerialization`.
+    private static func directValue(of bytes: UnsafeBufferPointer<UInt8>, type: AttributeType) -> StoreValue? {
+        guard bytes.count >= 3, bytes[0] == UInt8(ascii: "["), bytes[bytes.count - 1] == UInt8(ascii: "]") else { return nil }
+        let inner = UnsafeBufferPointer(rebasing: bytes[1..<(bytes.count - 1)])
+        if inner.elementsEqual("null".utf8) { return .null }
+        func isDigit(_ b: UInt8) -> Bool { b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9") }
+        switch type {
+        case .string:
+            guard inner.count >= 2, inner[0] == UInt8(ascii: "\""), inner[inner.count - 1] == UInt8(ascii: "\"") else { return nil }
+            let body = UnsafeBufferPointer(rebasing: inner[1..<(inner.count - 1)])
+            // Escapes, and bytes JSON does not allow raw, take the general path.
+            for b in body where b < 0x20 || b == UInt8(ascii: "\\") || b == UInt8(ascii: "\"") { return nil }
+            return .string(String(decoding: body, as: UTF8.self))
+        case .integer16, .integer32, .integer64:
+            // An optional minus and at least one digit (what Int64(_:) takes of digits and minus signs), within range.
+            var i = 0
+            let negative = inner[0] == UInt8(ascii: "-")
+            if negative { i = 1 }
+            guard i < inner.count else { return nil }
+            var v: Int64 = 0
+            while i < inner.count {
+                let b = inner[i]
+                guard isDigit(b) else { return nil }
+                let d = Int64(b - UInt8(ascii: "0"))
+                let (times, o1) = v.multipliedReportingOverflow(by: 10)
+                let (next, o2) = negative ? times.subtractingReportingOverflow(d) : times.addingReportingOverflow(d)
+                guard !o1, !o2 else { return nil }
+                v = next
+                i += 1
+            }
+            switch type {
+            case .integer16: return Int16(exactly: v).map { .integer16($0) }
+            case .integer32: return Int32(exactly: v).map { .integer32($0) }
+            default: return .integer64(v)
+            }
+        case .boolean:
+            if inner.elementsEqual("true".utf8) { return .boolean(true) }
+            if inner.elementsEqual("false".utf8) { return .boolean(false) }
+            return nil
+        case .double:
+            // JSON numbers only: Double(_:) would also take "nan", "inf" or hexadecimal forms.
+            guard isDigit(inner[0]) || inner[0] == UInt8(ascii: "-"),
+                  inner.allSatisfy({ isDigit($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: ".")
+                      || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }),
+                  let d = Double(String(decoding: inner, as: UTF8.self)), d.isFinite, !(d == 0 && d.sign == .minus)
             else { return nil }
             return .double(d)
         default:

@@ -39,7 +39,9 @@ extension ChangeBatch {
         var stamps: [HybridLogicalClock] = []
         var changes: [RecordChange] = []
         changes.reserveCapacity(min(count, 1 << 20))
-        var current: RecordChange?
+        // The record being read is the last of `changes`, changed in place there, so that it is not copied (and its
+        // maps retained and released) once more per record when the next one starts.
+        var current: Int?
         var ended = false
         func stamp(_ n: Int?) -> HybridLogicalClock? {
             guard let n, n >= 0, n < stamps.count else { return nil }
@@ -65,20 +67,18 @@ extension ChangeBatch {
                 // Room for as many values as the record before had: records of one file mostly have the same keys,
                 // and a map grown value by value is made several times over.
                 var values: [String: StampedValue] = [:]
-                if let c = current {
-                    values.reserveCapacity(c.values.count)
-                    changes.append(c)
-                }
-                current = RecordChange(entity: entity, id: id, values: values)
+                if let c = current { values.reserveCapacity(changes[c].values.count) }
+                changes.append(RecordChange(entity: entity, id: id, values: values))
+                current = changes.count - 1
             case (UInt8(ascii: "D"), 2):
-                guard current != nil, current?.deleted == nil, let d = stamp(f.int(1)) else { return nil }
-                current?.deleted = d
+                guard let c = current, changes[c].deleted == nil, let d = stamp(f.int(1)) else { return nil }
+                changes[c].deleted = d
             case (UInt8(ascii: "V"), 4):
-                guard current != nil, let key = name(f.int(1)), let clock = stamp(f.int(2)), let text = f.unescaped(3)
+                guard let c = current, let key = name(f.int(1)), let clock = stamp(f.int(2)), let text = f.unescaped(3)
                 else { return nil }
-                current?.values[key] = StampedValue(clock: clock, text: text)
+                changes[c].values[key] = StampedValue(clock: clock, text: text)
             case (UInt8(ascii: "M"), 6):
-                guard current != nil, let rel = name(f.int(1)), let target = f.uuid(2), f.length(3) == 1,
+                guard let c = current, let rel = name(f.int(1)), let target = f.uuid(2), f.length(3) == 1,
                       let clock = stamp(f.int(4))
                 else { return nil }
                 let present: Bool
@@ -92,7 +92,7 @@ extension ChangeBatch {
                     guard let o = stamp(f.int(5)) else { return nil }
                     observed = o
                 }
-                current?.members[rel, default: []].append(MemberChange(target: target, present: present, clock: clock,
+                changes[c].members[rel, default: []].append(MemberChange(target: target, present: present, clock: clock,
                                                                        observed: observed))
             case (UInt8(ascii: "E"), 1):
                 ended = true
@@ -101,7 +101,6 @@ extension ChangeBatch {
             }
         }
         guard ended else { return nil }
-        if let c = current { changes.append(c) }
         guard changes.count == count else { return nil }
         var batch = ChangeBatch(peer: peer, sequence: Int64(sequence), changes: changes)
         batch.format = 2

@@ -140,7 +140,8 @@ struct SyncBulkPullTests {
         try await a.sync()
         // Relinked by a later file of the same pull.
         try a.update(books[11].globalID) { o, c in
-            try o.setObject(try #require(try a.object(authors[0].globalID, in: c)), forKey: "author")
+            let author: ManagedObject = try #require(try a.object(authors[0].globalID, in: c))
+            try o.setObject(author, forKey: "author")
         }
         try await a.sync()
 

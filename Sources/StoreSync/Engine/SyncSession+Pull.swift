@@ -39,7 +39,7 @@ extension SyncSession {
     func pull() async throws {
         let remote = self.remote
         let cursor = state.cursor
-        SyncPhases.mark("before pull")
+        logStep("before pull")
         let listing: RemoteListing
         do {
             listing = try await calls.run { try await remote.list(after: cursor) }
@@ -62,7 +62,7 @@ extension SyncSession {
             }
             wanted.append(name)
         }
-        SyncPhases.mark("pull: list")
+        logStep("pull: list")
         var batches: [ChangeBatch] = []
         // Several files per request, each request within the call time limit. The next request is under way while
         // the files of one are decoded: the remote's work and this peer's overlap. A request still running when
@@ -98,7 +98,7 @@ extension SyncSession {
             }
         }
         report.pulledFiles += batches.count
-        SyncPhases.mark("pull: fetch+decode")
+        logStep("pull: fetch+decode")
         try apply(batches)
         state.cursor = listing.cursor
     }
@@ -141,7 +141,7 @@ extension SyncSession {
                 merge(c, shape: last?.shape, into: &winners, order: &order, fresh: &fresh, indexed: indexed)
             }
         }
-        SyncPhases.mark("pull: merge")
+        logStep("pull: merge")
         guard !winners.isEmpty || fresh.changes.count > fresh.taken.count || needsCleanup else { return }
         try applyWinners(winners, order: order, fresh: fresh)
     }
@@ -338,7 +338,7 @@ extension SyncSession {
         for (entity, staged) in withoutObjects {
             try context.insertWithoutObjects(entity, attributeValues: staged.rows, globalIDs: staged.ids, into: loaded)
         }
-        SyncPhases.mark("pull: inserts")
+        logStep("pull: inserts")
         report.insertedRecords += created.count + finished
         var updated = 0
         for id in rest {
@@ -377,9 +377,9 @@ extension SyncSession {
             }
             try applyOrderHints(hinted + context.updatedObjects + context.insertedObjects)
         }
-        SyncPhases.mark("pull: before save")
+        logStep("pull: before save")
         try context.save()
-        SyncPhases.mark("pull: save")
+        logStep("pull: save")
         needsCleanup = false
     }
 

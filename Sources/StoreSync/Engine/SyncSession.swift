@@ -27,6 +27,19 @@ final class SyncSession {
     var touchedMembers: Set<String> = []
     /// Set by ``noteAttachStart()`` when the store held no synced record as it attached.
     var attachedEmpty: EmptyAttach?
+    /// When the last step ``logStep(_:)`` timed ended.
+    private var stepStart = ContinuousClock.now
+
+    /// Logs at trace level how long the step that just ended took (how a pull divides its time, without a
+    /// profiler: `storectl sync --log-level trace`); costs nothing at other levels.
+    func logStep(_ step: @autoclosure () -> String) {
+        guard logger.logLevel <= .trace else { return }
+        let now = ContinuousClock.now
+        let elapsed = now - stepStart
+        stepStart = now
+        let ms = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        logger.trace("sync: step done", metadata: ["step": "\(step())", "ms": "\(String(format: "%.1f", ms))"])
+    }
 
     /// A store that held no synced record as it attached, and its history token then.
     struct EmptyAttach {

@@ -22,8 +22,10 @@ enum CoreDataGlobalID {
     struct Maker {
         private let store: UUID
         private let root: String
-        /// Namespace bytes, then the UTF-8 of `root/p`.
-        private let prefix: [UInt8]
+        /// Namespace bytes, then the UTF-8 of `root/p`: their count, and a block that begins with them (zeros when
+        /// they fill it, and every key takes the general path).
+        private let prefixCount: Int
+        private let prefixBlock: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64)
         /// Whether blocks go to the processor's SHA instructions (``hardwareAvailable``) instead of the rounds
         /// written out below; the digests are the same.
         private let usesHardware: Bool
@@ -36,11 +38,46 @@ enum CoreDataGlobalID {
             self.root = root
             self.usesHardware = usesHardware && Self.hardwareAvailable
             let ns = store.uuid
-            prefix = [ns.0, ns.1, ns.2, ns.3, ns.4, ns.5, ns.6, ns.7, ns.8, ns.9, ns.10, ns.11, ns.12, ns.13, ns.14, ns.15]
+            let prefix = [ns.0, ns.1, ns.2, ns.3, ns.4, ns.5, ns.6, ns.7, ns.8, ns.9, ns.10, ns.11, ns.12, ns.13, ns.14, ns.15]
                 + Array("\(root)/p".utf8)
+            prefixCount = prefix.count
+            var block: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
+            if prefix.count < 56 {
+                withUnsafeMutableBytes(of: &block) { b in
+                    prefix.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: b[..<$0.count]).copyMemory(from: $0) }
+                }
+            }
+            prefixBlock = block
         }
 
         func make(_ primaryKey: Int64) -> UUID {
+            guard let h = digest(primaryKey) else { return CoreDataGlobalID.make(store: store, root: root, primaryKey: primaryKey) }
+            return UUID(uuid: Self.bytes(h))
+        }
+
+        /// Whether `id` is the identifier ``make(_:)`` gives `primaryKey`: compared as bytes, without making the UUID
+        /// (a write checks every record it inserts).
+        func isDerived(_ id: UUID, _ primaryKey: Int64) -> Bool {
+            guard let h = digest(primaryKey) else { return id == CoreDataGlobalID.make(store: store, root: root, primaryKey: primaryKey) }
+            // As two words each: comparing the bytes as collections cost more than the hash.
+            func words(_ u: uuid_t) -> (UInt64, UInt64) {
+                withUnsafeBytes(of: u) { ($0.loadUnaligned(fromByteOffset: 0, as: UInt64.self), $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self)) }
+            }
+            return words(Self.bytes(h)) == words(id.uuid)
+        }
+
+        /// The UUID bytes of a digest's first four words: its first 16 bytes with the version and variant set.
+        private static func bytes(_ h: (UInt32, UInt32, UInt32, UInt32)) -> uuid_t {
+            func byte(_ word: UInt32, _ k: UInt32) -> UInt8 { UInt8(truncatingIfNeeded: word >> (24 - 8 * k)) }
+            return (
+                byte(h.0, 0), byte(h.0, 1), byte(h.0, 2), byte(h.0, 3), byte(h.1, 0), byte(h.1, 1),
+                (byte(h.1, 2) & 0x0F) | 0x50, byte(h.1, 3), (byte(h.2, 0) & 0x3F) | 0x80, byte(h.2, 1), byte(h.2, 2),
+                byte(h.2, 3), byte(h.3, 0), byte(h.3, 1), byte(h.3, 2), byte(h.3, 3))
+        }
+
+        /// The first four words of the SHA-1 of the namespace and `root/p<primaryKey>`; `nil` when the message does
+        /// not fit one block (the general path makes those).
+        private func digest(_ primaryKey: Int64) -> (UInt32, UInt32, UInt32, UInt32)? {
             // The key's decimal digits (and sign), written backwards.
             var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
             let count: Int = withUnsafeMutableBytes(of: &digits) { d in
@@ -57,13 +94,12 @@ enum CoreDataGlobalID {
                 }
                 return i
             }
-            let length = prefix.count + count
-            guard length <= 55 else { return CoreDataGlobalID.make(store: store, root: root, primaryKey: primaryKey) }
-            var block: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
-            let h = withUnsafeMutableBytes(of: &block) { bytes -> (UInt32, UInt32, UInt32, UInt32) in
-                prefix.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: bytes[..<$0.count]).copyMemory(from: $0) }
+            let length = prefixCount + count
+            guard length <= 55 else { return nil }
+            var block = prefixBlock
+            return withUnsafeMutableBytes(of: &block) { bytes -> (UInt32, UInt32, UInt32, UInt32) in
                 withUnsafeBytes(of: digits) { d in
-                    for i in 0..<count { bytes[prefix.count + i] = d[count - 1 - i] }
+                    for i in 0..<count { bytes[prefixCount + i] = d[count - 1 - i] }
                 }
                 bytes[length] = 0x80
                 let bits = UInt64(length) * 8
@@ -75,11 +111,6 @@ enum CoreDataGlobalID {
                 for i in 0..<16 { w[i] = UInt32(bigEndian: w[i]) }
                 return Self.compress(w)
             }
-            func byte(_ word: UInt32, _ k: UInt32) -> UInt8 { UInt8(truncatingIfNeeded: word >> (24 - 8 * k)) }
-            return UUID(uuid: (
-                byte(h.0, 0), byte(h.0, 1), byte(h.0, 2), byte(h.0, 3), byte(h.1, 0), byte(h.1, 1),
-                (byte(h.1, 2) & 0x0F) | 0x50, byte(h.1, 3), (byte(h.2, 0) & 0x3F) | 0x80, byte(h.2, 1), byte(h.2, 2),
-                byte(h.2, 3), byte(h.3, 0), byte(h.3, 1), byte(h.3, 2), byte(h.3, 3)))
         }
 
         /// SHA-1 of one padded 64-byte block (message bytes) on the processor's SHA instructions: the first four

@@ -105,7 +105,10 @@ final class CoreDataGlobalIDWriter {
     /// Whether the store has the table (read when the store opens; set by the save that creates it).
     var tableExists: Bool
     private var makers: [String: CoreDataGlobalID.Maker] = [:]
-    private var last: (root: String, maker: CoreDataGlobalID.Maker)?
+    /// The maker used last and its root, kept apart: an optional pair of them was copied out, and its strings and
+    /// array retained, for every record.
+    private var lastRoot: String?
+    private var lastMaker: CoreDataGlobalID.Maker?
 
     init(storeUUID: UUID, tableExists: Bool) {
         self.storeUUID = storeUUID
@@ -116,7 +119,25 @@ final class CoreDataGlobalIDWriter {
     /// derived identifier, else no row (a stale one for its key removed). `isBulkLoad` leaves the unique index to the
     /// load's end.
     func inserted(_ globalID: UUID, primaryKey: Int64, root: String, _ c: CoreDataConnection, isBulkLoad: Bool) throws {
-        if isDerived(globalID, root: root, primaryKey: primaryKey) {
+        try kept(globalID, primaryKey: primaryKey, root: root, isDerived: isDerived(globalID, root: root, primaryKey: primaryKey),
+                 c, isBulkLoad: isBulkLoad)
+    }
+
+    /// ``inserted(_:primaryKey:root:_:isBulkLoad:)`` for every record of a page (all of hierarchy `root`), with its
+    /// root's maker looked up once.
+    func inserted(_ globalIDs: [UUID], primaryKeys: [Int64], root: String, _ c: CoreDataConnection, isBulkLoad: Bool) throws {
+        let maker = self.maker(root)
+        for (id, key) in zip(globalIDs, primaryKeys) {
+            let derived = maker.isDerived(id, key)
+            if derived, !tableExists { continue }
+            try kept(id, primaryKey: key, root: root, isDerived: derived, c, isBulkLoad: isBulkLoad)
+        }
+    }
+
+    private func kept(
+        _ globalID: UUID, primaryKey: Int64, root: String, isDerived: Bool, _ c: CoreDataConnection, isBulkLoad: Bool
+    ) throws {
+        if isDerived {
             if tableExists { try removed(root: root, primaryKey: primaryKey, c) }
             return
         }
@@ -138,11 +159,18 @@ final class CoreDataGlobalIDWriter {
     private func isDerived(_ id: UUID, root: String, primaryKey: Int64) -> Bool {
         // The maker used last first: records come in runs of one hierarchy, and comparing its name is cheaper than
         // hashing it. Stored only when new: writing it back for every record hashed the root's name a second time.
-        if let last, last.root == root { return id == last.maker.make(primaryKey) }
-        let maker = makers[root] ?? CoreDataGlobalID.Maker(store: storeUUID, root: root)
-        if makers[root] == nil { makers[root] = maker }
-        last = (root, maker)
-        return id == maker.make(primaryKey)
+        if lastRoot == root, let derived = lastMaker?.isDerived(id, primaryKey) { return derived }
+        let maker = self.maker(root)
+        lastRoot = root
+        lastMaker = maker
+        return maker.isDerived(id, primaryKey)
+    }
+
+    private func maker(_ root: String) -> CoreDataGlobalID.Maker {
+        if let maker = makers[root] { return maker }
+        let maker = CoreDataGlobalID.Maker(store: storeUUID, root: root)
+        makers[root] = maker
+        return maker
     }
 
     private func createTable(_ c: CoreDataConnection, isBulkLoad: Bool) throws {

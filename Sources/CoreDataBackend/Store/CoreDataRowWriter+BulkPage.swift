@@ -31,7 +31,6 @@ extension CoreDataRowWriter {
         let links = p.links
         let toMany = entity.relationships.map(\.isToMany)
         let keys = page.primaryKeys
-        let ids = page.globalIDs
         let url = url
         // One slot per relationship, overwritten for each record: emptying and refilling the array per record cost
         // more than the values it holds.
@@ -114,7 +113,6 @@ extension CoreDataRowWriter {
                 }
             }
             if let failure { throw failure }
-            try globalIDs?.inserted(ids[i], primaryKey: pk, root: p.root, db, isBulkLoad: true)
             if !pending.entityColumns.isEmpty {
                 try fillWaitingEntityColumns(root: p.root, primaryKey: pk, number: p.number, pending: &pending)
             }
@@ -128,6 +126,8 @@ extension CoreDataRowWriter {
                 }
             }
         }
+        // Once for the page (its hierarchy's maker looked up once), in its transaction like its rows.
+        try globalIDs?.inserted(page.globalIDs, primaryKeys: keys, root: p.root, db, isBulkLoad: true)
         guard let highest = keys.max() else { return }
         pending.highestKey[table] = max(pending.highestKey[table] ?? .min, highest)
         if plan.incoming[p.root]?.contains(where: { $0.entityColumn != nil }) == true {

@@ -33,7 +33,11 @@ final class CoreDataStore: PersistentStore, PageScanningStore, PageInsertingStor
     private var currentMetadata: StoreMetadata
     /// Converts values and reads history; holds the read-only connection, so it goes when the store closes.
     private var values: CoreDataRecordReader?
-    private let readPlan: CoreDataReadPlan
+    /// Where each entity's rows are read from: a read-only store's made as it opens; a writable store's on its first
+    /// read (``plannedReads()``), since making one asks SQLite for every table's columns and a store opened to be
+    /// filled by a transfer never reads.
+    private var readPlan: CoreDataReadPlan?
+    private var makeReadPlan: (() throws -> CoreDataReadPlan)?
     private var connection: CoreDataConnection?
     private let writer: Writer?
     private var pending = CoreDataPendingLinks()
@@ -83,9 +87,11 @@ final class CoreDataStore: PersistentStore, PageScanningStore, PageInsertingStor
         self.connection = connection
         values = CoreDataRecordReader(url: url, db: history, model: model, schema: metadata.schema,
                                       storeUUID: metadata.storeUUID, tables: tables)
-        readPlan = try CoreDataReadPlan(
-            url: url, model: model, schema: metadata.schema, storeUUID: metadata.storeUUID, tables: tables,
-            connection: connection)
+        makeReadPlan = {
+            try CoreDataReadPlan(
+                url: url, model: model, schema: metadata.schema, storeUUID: metadata.storeUUID, tables: tables,
+                connection: connection)
+        }
         writer = Writer(db: db, plan: try CoreDataWritePlan(url: url, layout: layout, schema: metadata.schema), layout: layout)
         self.plist = plist
         globalIDs = CoreDataGlobalIDWriter(storeUUID: metadata.storeUUID, tableExists: tables.contains(CoreDataGlobalIDTable.name))
@@ -108,8 +114,21 @@ final class CoreDataStore: PersistentStore, PageScanningStore, PageInsertingStor
         guard let connection, let values else {
             throw .io(fileURL, operation: "using the store", reason: "the store is closed")
         }
-        return CoreDataRowReader(plan: readPlan, values: values, connection: connection, storeUUID: currentMetadata.storeUUID,
+        return CoreDataRowReader(plan: try plannedReads(), values: values, connection: connection, storeUUID: currentMetadata.storeUUID,
                                  keepsGlobalIDs: globalIDs.tableExists)
+    }
+
+    /// The read plan, made now if the store has not read yet (the caller holds the lock).
+    private func plannedReads() throws(StoreError) -> CoreDataReadPlan {
+        if let readPlan { return readPlan }
+        guard let makeReadPlan else { throw .io(fileURL, operation: "using the store", reason: "the store is closed") }
+        let plan: CoreDataReadPlan
+        do { plan = try makeReadPlan() } catch let error as StoreError { throw error } catch {
+            throw .io(fileURL, operation: "reading the store's tables", reason: "\(error)")
+        }
+        readPlan = plan
+        self.makeReadPlan = nil
+        return plan
     }
 
     /// Follows relationships for the in-memory evaluator (the caller holds the lock).
@@ -150,6 +169,7 @@ final class CoreDataStore: PersistentStore, PageScanningStore, PageInsertingStor
         -> (CoreDataReadPlan.EntityPlan, (condition: String, bindings: [SQLiteValue], fragment: CoreDataPredicateSQL.Fragment))?
     {
         let entity = try schema.requireEntity(request.entity)
+        let readPlan = try plannedReads()
         guard let ep = readPlan.entities[entity.name] else { return nil }
         let numbers = request.includesSubentities
             ? readPlan.hierarchyNumbers[entity.name] ?? [ep.number] : [ep.number]
@@ -179,7 +199,7 @@ final class CoreDataStore: PersistentStore, PageScanningStore, PageInsertingStor
         try lock.withLock {
             let reader = try openReader()
             let entity = try schema.requireEntity(root)
-            guard let table = readPlan.entities[entity.rootName]?.table ?? readPlan.entities[entity.name]?.table else {
+            guard let table = reader.plan.entities[entity.rootName]?.table ?? reader.plan.entities[entity.name]?.table else {
                 return []
             }
             return try reader.records(in: table, keys: keys)
@@ -190,7 +210,7 @@ final class CoreDataStore: PersistentStore, PageScanningStore, PageInsertingStor
         try lock.withLock {
             let reader = try openReader()
             _ = try schema.requireEntity(entity)
-            guard let ep = readPlan.entities[entity] else { return [] }
+            guard let ep = reader.plan.entities[entity] else { return [] }
             return try reader.scan(ep, after: primaryKey, limit: limit)
         }
     }
@@ -199,7 +219,7 @@ final class CoreDataStore: PersistentStore, PageScanningStore, PageInsertingStor
         try lock.withLock {
             let reader = try openReader()
             _ = try schema.requireEntity(entity)
-            guard let ep = readPlan.entities[entity] else { return RecordPage(entity: entity) }
+            guard let ep = reader.plan.entities[entity] else { return RecordPage(entity: entity) }
             return try reader.scanPage(ep, after: primaryKey, limit: limit)
         }
     }
@@ -208,7 +228,7 @@ final class CoreDataStore: PersistentStore, PageScanningStore, PageInsertingStor
         try lock.withLock {
             let reader = try openReader()
             _ = try schema.requireEntity(entity)
-            guard let ep = readPlan.entities[entity] else { return [] }
+            guard let ep = reader.plan.entities[entity] else { return [] }
             return try reader.scanKeys(ep, after: primaryKey, limit: limit)
         }
     }
@@ -224,6 +244,7 @@ final class CoreDataStore: PersistentStore, PageScanningStore, PageInsertingStor
         lock.withLock {
             connection?.finalize()
             connection = nil
+            makeReadPlan = nil
             // The read-only connection first: the writer's close, as the file's last connection, folds the -wal
             // into the main file and removes it and the -shm.
             values = nil

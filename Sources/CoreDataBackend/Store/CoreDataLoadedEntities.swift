@@ -7,7 +7,7 @@ import Foundation
 /// Keys from 1 up to ``keyLimit`` are kept; a row beyond it, or not inserted by the load, is looked up in the table.
 /// An update or delete in the load may change or remove a row, so either empties the whole map.
 struct CoreDataLoadedEntities {
-    private struct Hierarchy {
+    fileprivate struct Hierarchy {
         var numbers: [Int64] = []
         /// `numbers[byKey[k] - 1]` is key `k`'s, `0` when not known.
         var byKey: [UInt8] = []
@@ -38,9 +38,23 @@ struct CoreDataLoadedEntities {
 
     /// The entity number kept for record `key` of `root`, `nil` when none is.
     func number(root: String, key: Int64) -> Int64? {
-        guard key > 0, key <= Self.keyLimit, let h = hierarchies[root], Int(key) < h.byKey.count else { return nil }
-        let slot = Int(h.byKey[Int(key)])
-        return slot == 0 ? nil : h.numbers[slot - 1]
+        numbers(root: root).number(key: key)
+    }
+
+    /// What is kept of `root`, for looking up the keys of many rows with one lookup of the hierarchy (a copy: what
+    /// is inserted afterwards is not in it).
+    func numbers(root: String) -> Numbers { Numbers(hierarchy: hierarchies[root]) }
+
+    /// The entity numbers kept of one hierarchy (see ``numbers(root:)``).
+    struct Numbers {
+        fileprivate let hierarchy: Hierarchy?
+
+        /// The entity number kept for record `key`, `nil` when none is.
+        func number(key: Int64) -> Int64? {
+            guard key > 0, key <= CoreDataLoadedEntities.keyLimit, let h = hierarchy, Int(key) < h.byKey.count else { return nil }
+            let slot = Int(h.byKey[Int(key)])
+            return slot == 0 ? nil : h.numbers[slot - 1]
+        }
     }
 
     mutating func removeAll() { hierarchies = [:] }

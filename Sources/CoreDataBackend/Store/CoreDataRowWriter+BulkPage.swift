@@ -36,6 +36,12 @@ extension CoreDataRowWriter {
         // more than the values it holds.
         var relationships = [RelationshipValue](repeating: .toOne(nil), count: toMany.count)
         var derived = [Int64?](repeating: nil, count: sources.count)
+        // The entity numbers this load keeps of each to-one's destination hierarchy, looked up once for the page:
+        // nothing is added to them while its rows go in (its own keys are added when it is done).
+        let loadedEntities: [CoreDataLoadedEntities.Numbers?] = sources.map { source in
+            guard case .toOneEntity(let k) = source, k < links.count, case .toOne(_, _, _, let root) = links[k] else { return nil }
+            return pending.loadedEntities.numbers(root: root)
+        }
         let insertSQL = p.table.insertSQL
         let insert = try db.statement(insertSQL)
         // Each join's statement too, taken once for the page rather than once per record.
@@ -72,7 +78,7 @@ extension CoreDataRowWriter {
                         continue
                     }
                     // Nil when not stored yet: filled when the load finishes (`fillEntityColumns`).
-                    derived[c] = try pending.loadedEntities.number(root: root, key: key)
+                    derived[c] = try loadedEntities[c]?.number(key: key)
                         ?? entityNumber(root: root, key: key, inSave: [:])
                 case .toOneOrder(let k):
                     guard Self.toOne(relationships, k) != nil, case .toOne = links[k] else {

@@ -71,6 +71,9 @@ extension CoreDataLayout {
         }
         do throws(StoreError) {
             let db = try CreatingDatabase(staging, reportAs: url)
+            // Nothing waits for the disk while the file is built: it is not the store until it is moved into place,
+            // and it is synced once before that (a crash before leaves a staging file, never a half-made store).
+            try db.execute("PRAGMA synchronous = OFF")
             // Page size and auto-vacuum take effect only before the first table exists.
             try db.execute("PRAGMA page_size = 4096")
             try db.execute("PRAGMA auto_vacuum = 2")
@@ -90,6 +93,7 @@ extension CoreDataLayout {
             }
             try db.execute("COMMIT")
             try db.close()
+            try CreatingDatabase.sync(staging, reportAs: url)
             do {
                 try fm.moveItem(at: staging, to: url)
             } catch {
@@ -146,6 +150,17 @@ final class CreatingDatabase {
         defer { sqlite3_finalize(stmt) }
         guard SQLiteValue.bind(values, to: stmt) == SQLITE_OK else { throw fail(sql) }
         guard sqlite3_step(stmt) == SQLITE_DONE else { throw fail(sql) }
+    }
+
+    /// Writes the closed file at `file` to the disk (`fsync`), before it is moved into place.
+    static func sync(_ file: URL, reportAs url: URL) throws(StoreError) {
+        do {
+            let handle = try FileHandle(forUpdating: file)
+            defer { try? handle.close() }
+            try handle.synchronize()
+        } catch {
+            throw .io(url, operation: "writing the new store to the disk", reason: error.localizedDescription)
+        }
     }
 
     /// Closes the connection, reporting a failure (a close that fails leaves the `-wal` behind).

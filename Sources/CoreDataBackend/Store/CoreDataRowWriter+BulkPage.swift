@@ -49,6 +49,16 @@ extension CoreDataRowWriter {
             guard case .join(let join) = link else { return nil }
             return try db.statement(join.bulkUpsertSQL)
         }
+        // And the highest key of each ordered list's members' table: those tables get no rows while the page's go
+        // in (its links never point into its own table).
+        var highestMembers: [Int64?] = []
+        for link in links {
+            guard case .members(let m) = link, m.order != nil || !m.hasInverse else {
+                highestMembers.append(nil)
+                continue
+            }
+            highestMembers.append(try highestKey(m.table, &pending))
+        }
         // No parameter keeps pointing into the page once it is gone, whether the page goes in or fails.
         defer { sqlite3_clear_bindings(insert) }
         for i in keys.indices {
@@ -126,7 +136,7 @@ extension CoreDataRowWriter {
                 switch links[k] {
                 case .members, .join, .unwritable:
                     try writeMembers(pk, relationships[k].keys, p, k, isInsert: true, inserted: [:], pending: &pending,
-                                     joinStatement: joinStatements[k])
+                                     joinStatement: joinStatements[k], highest: highestMembers[k])
                 case .toOne, .none:
                     continue
                 }

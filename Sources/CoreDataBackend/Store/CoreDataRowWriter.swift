@@ -363,11 +363,13 @@ struct CoreDataRowWriter {
     }
 
     /// Writes what `members`, the value of relationship `i` of record `owner`, hold of it: order columns, hidden keys
-    /// or join rows. `joinStatement`, when given, is the statement of the join's bulk-load SQL, looked up once by a
-    /// caller writing a whole page in a bulk load.
+    /// or join rows. `joinStatement`, when given, is the statement of the join's bulk-load SQL, and `highest` the
+    /// highest key stored in the members' table (``highestKey(_:_:)``), looked up once by a caller writing a whole
+    /// page in a bulk load.
     func writeMembers(
         _ owner: Int64, _ members: [Int64], _ p: CoreDataWritePlan.EntityPlan, _ i: Int, isInsert: Bool,
-        inserted: [String: Set<Int64>], pending: inout CoreDataPendingLinks, joinStatement: OpaquePointer? = nil
+        inserted: [String: Set<Int64>], pending: inout CoreDataPendingLinks, joinStatement: OpaquePointer? = nil,
+        highest: Int64? = nil
     ) throws {
         let q = CoreDataSQL.quoted
         switch p.links[i] {
@@ -384,7 +386,7 @@ struct CoreDataRowWriter {
             }
             // With an inverse, each member's own to-one holds the key: only an ordered list has more to write.
             guard !link.hasInverse || link.order != nil else { return }
-            let highest = try highestKey(link.table, &pending)
+            let highest = try highest ?? highestKey(link.table, &pending)
             let insertedMembers = inserted[link.root]
             for (j, m) in members.enumerated() where insertedMembers?.contains(m) != true {
                 let position = Int64(j + 1) * Self.orderSpacing
@@ -502,7 +504,7 @@ struct CoreDataRowWriter {
         return (last ?? 0) + Self.orderSpacing
     }
 
-    private func highestKey(_ table: String, _ pending: inout CoreDataPendingLinks) throws -> Int64 {
+    func highestKey(_ table: String, _ pending: inout CoreDataPendingLinks) throws -> Int64 {
         if let k = pending.highestKey[table] { return k }
         let k = try db.integer("SELECT max(Z_PK) FROM \(CoreDataSQL.quoted(table))") ?? 0
         pending.highestKey[table] = k

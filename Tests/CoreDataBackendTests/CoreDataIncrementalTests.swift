@@ -427,6 +427,28 @@ import Testing
         }
     }
 
+    /// The byte comparison a write makes accepts exactly the derived identifier: the general digest's, and not one
+    /// differing in any byte; roots too long for one block take the general path both ways.
+    @Test func isDerivedAcceptsExactlyTheDerivedIdentifier() {
+        let store = UUID()
+        let longRoot = String(repeating: "R", count: 40)
+        for root in ["A", "Book", "ALongRootEntityNameOfThirtyOneCh", "Überentität", longRoot] {
+            for usesHardware in [true, false] {
+                let maker = CoreDataGlobalID.Maker(store: store, root: root, usesHardware: usesHardware)
+                for key: Int64 in [0, 1, 10, 12_345, -7, 1 << 40, .max, .min] {
+                    let derived = CoreDataGlobalID.make(store: store, root: root, primaryKey: key)
+                    #expect(maker.isDerived(derived, key), "\(root)/p\(key)")
+                    #expect(!maker.isDerived(derived, key &+ 1), "\(root)/p\(key) against the next key")
+                    for byte in 0..<16 {
+                        var bytes = derived.uuid
+                        withUnsafeMutableBytes(of: &bytes) { $0[byte] ^= 0x01 }
+                        #expect(!maker.isDerived(UUID(uuid: bytes), key), "\(root)/p\(key), byte \(byte) changed")
+                    }
+                }
+            }
+        }
+    }
+
     /// The processor's SHA instructions and the rounds written out in Swift give the same IDs (where the processor
     /// has them; elsewhere both makers take the Swift rounds).
     @Test func hardwareAndSoftwareRoundsAgree() {

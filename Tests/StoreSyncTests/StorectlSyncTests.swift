@@ -81,6 +81,14 @@ struct StorectlSyncTests {
         try run(["import", "a.sqlite", more.path, "--quiet"], in: dir)
         let pending = try json(try run(["sync", "a.sqlite", "--status", "--json"], in: dir))
         #expect(pending["pendingTransactions"] as? Int == 1)
+
+        // Destroy removes the sync log and lock with the store, and says so.
+        let destroyed = try run(["destroy", "b.lmdb"], in: dir)
+        #expect(destroyed.stderr.contains("b.lmdb.storesync") && destroyed.stderr.contains("b.lmdb.storesync.lock"),
+                "\(destroyed.stderr)")
+        for leftover in ["b.lmdb", "b.lmdb.storesync", "b.lmdb.storesync.lock"] {
+            #expect(!FileManager.default.fileExists(atPath: dir.path(leftover).path), "\(leftover) is left")
+        }
     }
 
     /// A store on the PostgreSQL server and a file store syncing through a PostgreSQL remote, from the command line.

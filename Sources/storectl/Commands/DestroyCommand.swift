@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import StoreAPI
+@_spi(BackendKit) import StoreAPI
 
 struct DestroyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -34,7 +34,10 @@ struct DestroyCommand: ParsableCommand {
             // The listing is for the message; the operation itself reports a path that is not a store (after
             // finishing a destroy that was killed once the store had left the path).
             let backend = try? Backends.existing(url, type: type)
-            let files = backend?.ownedFiles(ofStoreAt: url) ?? []
+            // The sync engine's log and lock beside the store go with it too.
+            let lock = StoreCompanionFiles.syncLock(beside: url)
+            let files = (backend?.ownedFiles(ofStoreAt: url) ?? []) + StoreCompanionFiles.existing(beside: url)
+                + (url.isFileURL && FileManager.default.fileExists(atPath: lock.path) ? [lock] : [])
             try Backends.operations.destroyStore(at: url, type: backend?.typeIdentifier ?? type, force: force)
             let typeName = (backend?.typeIdentifier).map { " (\($0))" } ?? ""
             // A store on a server has no files: its backend dropped it there.

@@ -77,4 +77,31 @@ extension DecimalTextTests {
         #expect(read("1e3").map { $0.0 == 1000 && !$0.1 } == true)
         #expect(read("12abc") == nil && read("") == nil)
     }
+
+    /// The canonical answer comes from the bytes' shape, not from formatting the value: it must agree with
+    /// formatting on canonical texts and on every way a text can spell the same value differently.
+    @Test func canonicalAnswerAgreesWithFormatting() {
+        func check(_ text: String) -> String? {
+            var bytes = text
+            guard let got = bytes.withUTF8({ DecimalText.decimal(utf8: UnsafeRawBufferPointer($0)) }) else { return nil }
+            let expected = DecimalText.string(for: got.value) == text
+            return got.isCanonical == expected ? nil : "\(text): isCanonical \(got.isCanonical), formatting says \(expected)"
+        }
+        var texts = ["0", "-0", "+0", "0.0", "-0.0", "00", "0.", ".5", "5.", "0.5", "-0.5", "00.5", "0.50", "1", "-1", "+1",
+                     "10", "010", "1.0", "1.05", "1.050", "1e0", "1E2", "-12.5", "-12.50", "9999999999999999999",
+                     "0.0000000000000000001", "1234567890.123456789", "-", "-.5", "1..2", "1.2.3", "0x10", " 1", "1 "]
+        var generator = SeededGenerator(seed: 0xDEC1)
+        for d in Self.samples() {
+            let canonical = DecimalText.string(for: d)
+            texts.append(canonical)
+            // Ways of spelling the same value that are not its canonical text.
+            texts.append("0" + canonical)
+            texts.append("+" + canonical)
+            texts.append(canonical.contains(".") ? canonical + "0" : canonical + ".0")
+            texts.append(canonical + "e0")
+            if Bool.random(using: &generator) { texts.append("-" + canonical) }
+        }
+        let problems = texts.compactMap(check)
+        #expect(problems.isEmpty, "\(problems.prefix(10))")
+    }
 }

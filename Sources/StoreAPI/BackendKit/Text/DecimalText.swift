@@ -88,16 +88,39 @@ import Foundation
     /// The decimal that UTF-8 `text` spells, as ``decimal(from:)-(String)`` reads it, and whether `text` is already
     /// its canonical text (``string(for:)``) — so a store copying decimal text can copy it as it is.
     public static func decimal(utf8 text: UnsafeRawBufferPointer) -> (value: Decimal, isCanonical: Bool)? {
-        let value: Decimal
         if let fast = parseSimple(text) {
-            value = fast
-        } else {
-            guard let s = String(validating: text, as: UTF8.self), let slow = decimal(from: s) else { return nil }
-            value = slow
+            // What parseSimple reads, string(for:) writes back in one plain form: checking the bytes' shape answers
+            // without formatting the value.
+            return (fast, isPlainCanonical(text))
         }
+        guard let s = String(validating: text, as: UTF8.self), let value = decimal(from: s) else { return nil }
         var canonical = string(for: value)
         let same = canonical.withUTF8 { $0.elementsEqual(text) }
         return (value, same)
+    }
+
+    /// Whether text that ``parseSimple(_:)`` reads is the form ``format(mantissa:exponent:negative:)`` writes:
+    /// `0`, or an optional `-`, an integer part without leading zeros (`0` before a point), and a fraction that does
+    /// not end in `0` — no `+`, no exponent, no `-0`.
+    static func isPlainCanonical(_ text: UnsafeRawBufferPointer) -> Bool {
+        let zero = UInt8(ascii: "0"), nine = UInt8(ascii: "9"), point = UInt8(ascii: ".")
+        var i = 0
+        let n = text.count
+        let negative = n > 0 && text[0] == UInt8(ascii: "-")
+        if negative { i = 1 }
+        guard i < n, text[i] >= zero, text[i] <= nine else { return false }
+        let leadingZero = text[i] == zero
+        var integerDigits = 0
+        while i < n, text[i] >= zero, text[i] <= nine {
+            integerDigits += 1
+            i += 1
+        }
+        if leadingZero && integerDigits > 1 { return false }
+        guard i < n else { return !(leadingZero && negative) }  // "0" is zero's text, "-0" is not
+        guard text[i] == point, i + 1 < n else { return false }
+        i += 1
+        while i < n, text[i] >= zero, text[i] <= nine { i += 1 }
+        return i == n && text[n - 1] != zero
     }
 
     /// `[+-]digits[.digits][(e|E)[+-]digits]` with at most 19 significant digits and a small exponent; `nil`

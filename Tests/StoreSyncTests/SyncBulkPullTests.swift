@@ -32,12 +32,10 @@ struct SyncBulkPullTests {
         try r.loaded.store.history(after: token).filter { $0.author == SyncEngine.historyAuthor }
     }
 
-    @Test(arguments: SyncFixtures.remoteKinds)
-    func laterFilesOfOnePullChangeAndDeleteRecordsEarlierFilesInsert(kind: RemoteKind) async throws {
-        let dir = try TemporaryDirectory()
-        let remote = try kind.make(container: "bulk-later")
-        let schema = SyncUnlinkedRecordsTests.schema
-        let a = try Replica(dir.url.appendingPathComponent("a.sqlite"), type: "sqlite", remote: remote, schema: schema)
+    /// A SQLite peer `a` holding `many` notes (text and rank), pushed to `remote`; their global IDs in order.
+    private func seededNotes(in dir: TemporaryDirectory, remote: any SyncRemote) async throws -> (Replica, [UUID]) {
+        let a = try Replica(dir.url.appendingPathComponent("a.sqlite"), type: "sqlite", remote: remote,
+                            schema: SyncUnlinkedRecordsTests.schema)
         let c = a.context()
         var ids: [UUID] = []
         for i in 0..<Self.many {
@@ -45,6 +43,15 @@ struct SyncBulkPullTests {
         }
         try c.save()
         try await a.sync()
+        return (a, ids)
+    }
+
+    @Test(arguments: SyncFixtures.remoteKinds)
+    func laterFilesOfOnePullChangeAndDeleteRecordsEarlierFilesInsert(kind: RemoteKind) async throws {
+        let dir = try TemporaryDirectory()
+        let remote = try kind.make(container: "bulk-later")
+        let schema = SyncUnlinkedRecordsTests.schema
+        let (a, ids) = try await seededNotes(in: dir, remote: remote)
         // A later push: one note changed, one deleted, one new; the other peer reads all of it in one pull.
         let ca = a.context()
         let byID = try notes(a, in: ca)
@@ -87,14 +94,7 @@ struct SyncBulkPullTests {
         let dir = try TemporaryDirectory()
         let remote = try kind.make(container: "bulk-some")
         let schema = SyncUnlinkedRecordsTests.schema
-        let a = try Replica(dir.url.appendingPathComponent("a.sqlite"), type: "sqlite", remote: remote, schema: schema)
-        let c = a.context()
-        var ids: [UUID] = []
-        for i in 0..<Self.many {
-            ids.append(try c.insert("Note", ["text": .string("note \(i)"), "rank": .integer64(Int64(i))]).globalID)
-        }
-        try c.save()
-        try await a.sync()
+        let (a, ids) = try await seededNotes(in: dir, remote: remote)
 
         // b starts from the same seed data for every third note (same global IDs and values), and has notes of its own.
         let b = try Replica(dir.url.appendingPathComponent("b.sqlite"), type: "sqlite", remote: remote, schema: schema)

@@ -166,43 +166,9 @@ struct SyncedSchema {
     /// which is then read through `JSONSerialization` (and refused there when it is not a value of `type`).
     private static func directValue(of text: String, type: AttributeType) -> StoreValue? {
         // A pull reads a text per value: its bytes are read in place where the string has them contiguous (any
-        // native string), without a substring or a scan per check.
+        // native string), without a substring or a scan per check; a bridged string's bytes are copied first.
         if let read = text.utf8.withContiguousStorageIfAvailable({ directValue(of: $0, type: type) }) { return read }
-        let utf8 = text.utf8
-        guard utf8.count >= 3, utf8.first == UInt8(ascii: "["), utf8.last == UInt8(ascii: "]") else { return nil }
-        let inner = utf8.dropFirst().dropLast()
-        if inner.elementsEqual("null".utf8) { return .null }
-        switch type {
-        case .string:
-            guard inner.count >= 2, inner.first == UInt8(ascii: "\""), inner.last == UInt8(ascii: "\"") else { return nil }
-            let body = inner.dropFirst().dropLast()
-            // Escapes, and bytes JSON does not allow raw, take the general path.
-            guard !body.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") }) else { return nil }
-            return .string(String(Substring(body)))
-        case .integer16, .integer32, .integer64:
-            guard inner.allSatisfy({ ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: "-") }),
-                  let i = Int64(Substring(inner))
-            else { return nil }
-            switch type {
-            case .integer16: return Int16(exactly: i).map { .integer16($0) }
-            case .integer32: return Int32(exactly: i).map { .integer32($0) }
-            default: return .integer64(i)
-            }
-        case .boolean:
-            if inner.elementsEqual("true".utf8) { return .boolean(true) }
-            if inner.elementsEqual("false".utf8) { return .boolean(false) }
-            return nil
-        case .double:
-            // JSON numbers only: Double(_:) would also take "nan", "inf" or hexadecimal forms.
-            guard let first = inner.first, first == UInt8(ascii: "-") || (first >= UInt8(ascii: "0") && first <= UInt8(ascii: "9")),
-                  inner.allSatisfy({ ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: "-")
-                      || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }),
-                  let d = Double(Substring(inner)), d.isFinite, !(d == 0 && d.sign == .minus)
-            else { return nil }
-            return .double(d)
-        default:
-            return nil
-        }
+        return Array(text.utf8).withUnsafeBufferPointer { directValue(of: $0, type: type) }
     }
 
     /// ``directValue(of:type:)`` of a text's UTF-8 bytes: the same forms read to the same values, and the same

@@ -54,8 +54,9 @@ struct ExternalObservationTests {
         let child = try Child.storectl(["import", store, data.path], in: dir)
         #expect(child.status == 0, "\(child.stderr)")
 
-        let emitted = await collector.wait(for: 2)
-        try #require(emitted.count == 2, "the observer was not woken within 15 seconds")
+        // Generous: with every suite running at once, the polling task can wait long for a thread.
+        let emitted = await collector.wait(for: 2, seconds: 60)
+        try #require(emitted.count == 2, "the observer was not woken within 60 seconds")
         #expect(emitted[1].results.map(\.title) == ["The Dispossessed"])
         #expect(emitted[1].inserted.map(\.title) == ["The Dispossessed"])
         // The change was reported once: more polls find nothing new.

@@ -65,7 +65,12 @@ enum RefSQLite {
 
     /// Steps through every row of every table, reading every column; returns a checksum.
     static func read(_ path: String) throws -> UInt64 {
-        let c = try Connection(path, readOnly: true)
+        try read(Connection(path, readOnly: true))
+    }
+
+    /// Steps through every row of every table of the database `c` is open on, reading every column; returns a
+    /// checksum.
+    static func read(_ c: Connection) throws -> UInt64 {
         var sum: UInt64 = 0
         for table in try c.tableNames() {
             let stmt = try c.prepare("SELECT * FROM \(quote(table))")

@@ -10,7 +10,8 @@ import Foundation
 ///   built beside this one, and for the copy section's library-call rows.
 /// - `upgrade STORE MODEL`: our upgrade to the JSON schema MODEL (as `storectl upgrade`).
 /// - `convert-streamed SRC DST TYPE`: a same-type conversion record by record (no fast copy), the upgrade's reference.
-/// - `ref-read TYPE PATH`: the engine's reference read of a whole store.
+/// - `ref-read TYPE PATH`: the engine's reference read of a whole store (`coredata`: its rows and every to-many
+///   from its members' side, ``RefCoreData``).
 /// - `ref-write TYPE FROM DST`: captures the store FROM (untimed), then times the engine writing the same content
 ///   to DST (`coredata`: SQLite with the Core Data backend's connection settings).
 /// - `open TYPE PATH` / `ref-open TYPE PATH`: opening a store and fetching its first book, ours and the engine's.
@@ -81,6 +82,7 @@ enum Worker {
             let (sum, s) = try Measure.timing { () throws -> UInt64 in
                 switch type {
                 case "sqlite": try RefSQLite.read(path)
+                case "coredata": try RefCoreData.read(path)
                 case "lmdb": try RefLMDB.read(path)
                 case "xml": try RefXML.read(path)
                 default: throw UsageError(description: "unknown type \(type)")

@@ -95,7 +95,9 @@ public final class FolderRemote: SyncRemote {
         let parent = root.deletingLastPathComponent()
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: parent.path, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw SyncError.remote(parent.path, reason: "the remote folder does not exist or is not reachable")
+            throw SyncError.remote(parent.path, reason: "the remote folder does not exist or is not reachable "
+                + "(for a new remote, create the folder first: it is never created here, so that a share that is not "
+                + "mounted is not taken for an empty remote)")
         }
         do { try FileManager.default.createDirectory(at: changes, withIntermediateDirectories: true) } catch {
             throw SyncError.remote(displayName, reason: "cannot create the change folder: \(error.localizedDescription)")

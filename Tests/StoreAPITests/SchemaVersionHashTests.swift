@@ -82,6 +82,19 @@ struct SchemaVersionHashTests {
         #expect(toMany["Book"] != (try hashes { _ in })["Book"])
     }
 
+    /// Resolutions of equal definitions share their hashes (kept per process): each resolution still gets the
+    /// hashes of its own definitions, whatever was resolved in between, and they are what a fresh hasher computes.
+    @Test func resolvingAgainGivesEachDefinitionsItsOwnHashes() throws {
+        let original = try hashes { _ in }
+        let modified = try hashes { $0[0].attributes[1].versionHashModifier = "again" }
+        #expect(modified["Author"] != original["Author"])
+        #expect(modified["Book"] == original["Book"])
+        #expect(try hashes { _ in } == original)
+        #expect(try hashes { $0[0].attributes[1].versionHashModifier = "again" } == modified)
+        let schema = try Schema(entities: Self.base)
+        #expect(original["Author"] == schema.coreDataVersionHash(ofEntity: "Author")?.base64EncodedString())
+    }
+
     @Test func nonStoredChangesKeepTheHash() throws {
         let original = try hashes { _ in }
         let changes: [(String, (inout [EntityDescription]) -> Void)] = [

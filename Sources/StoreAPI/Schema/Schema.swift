@@ -201,14 +201,19 @@ struct SchemaResolver {
         // Hierarchies (self + descendants, schema order) and version hashes (Core Data's, now that the
         // definitions are known to be consistent).
         var result: [Entity] = []
-        var hasher = CoreDataVersionHash(definitions: definitions)
+        let hashes = VersionHashMemo.hashes(for: definitions) {
+            var hasher = CoreDataVersionHash(definitions: definitions)
+            var hashes: [String: String] = [:]
+            for d in definitions { hashes[d.name] = Data(hasher.entityHash(d.name)).base64EncodedString() }
+            return hashes
+        }
         for d in definitions {
             let chain = ancestors[d.name] ?? []
             let hierarchy = definitions.filter { $0.name == d.name || (ancestors[$0.name] ?? []).contains(d.name) }
                 .map(\.name)
             let attrs = allAttributes[d.name] ?? []
             let rels = allRelationships[d.name] ?? []
-            let hash = Data(hasher.entityHash(d.name)).base64EncodedString()
+            let hash = hashes[d.name] ?? ""
             result.append(Entity(
                 definition: d, rootName: chain.last ?? d.name, ancestorNames: chain, hierarchyNames: hierarchy,
                 attributes: attrs, relationships: rels, uniquenessConstraints: allConstraints[d.name] ?? [],

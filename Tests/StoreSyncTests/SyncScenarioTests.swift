@@ -227,8 +227,10 @@ struct SyncScenarioTests {
         try hanging.insert("Author", ["name": "x"])
         let t0 = ContinuousClock.now
         await #expect(throws: SyncError.timedOut("hanging", seconds: 0.3)) { try await hanging.sync() }
-        // Long before the remote's hour-long hang ends, even when other tests keep every thread busy.
-        #expect(ContinuousClock.now - t0 < .seconds(60))
+        // The timeout ended the call (the error says so), not the remote's hour-long hang. The sync waits for a
+        // thread of the cooperative pool to resume on, which tests that block their threads can hold for minutes on a
+        // loaded two-core machine: the bound is half the hang, not a measure of the timeout's precision.
+        #expect(ContinuousClock.now - t0 < .seconds(1_800))
         try hanging.insert("Author", ["name": "y"])
         #expect(try hanging.count("Author") == 2)
 

@@ -6,7 +6,8 @@ import Synchronization
 ///
 /// Each call runs on a thread of its own (``CallThread``), never on the cooperative pool: a remote that blocks
 /// instead of suspending ties up that thread alone, and every other task of the process — the app's saves among them
-/// — keeps the pool's threads. The time limit itself is a sleeping task, which holds no thread.
+/// — keeps the pool's threads. The time limit is a timer on a queue of its own, not a task: it fires even while
+/// every thread of the pool is busy, so a sync waits on a full pool only to resume, never to notice the time is up.
 ///
 /// The limit counts from when the call starts running, not from when it was asked for: on a machine whose threads
 /// are all busy, a call that has not started yet is not the remote's fault.
@@ -15,26 +16,25 @@ struct RemoteTimeout: Sendable {
     let remoteName: String
 
     func run<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        let limit = Duration.milliseconds(Int64((max(seconds, 0) * 1000).rounded()))
         let timeoutError = SyncError.timedOut(remoteName, seconds: seconds)
         return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             let once = ResumeOnce(continuation)
             let thread = CallThread(name: "storesync.remote-call")
             Task(executorPreference: thread) {
-                let timer = Task(executorPreference: globalConcurrentExecutor) {
-                    // Cancelled: the call answered in time.
-                    do { try await Task.sleep(for: limit) } catch { return }
-                    once.resume(.failure(timeoutError))
-                }
+                let timer = DispatchWorkItem { once.resume(.failure(timeoutError)) }
+                Self.timers.asyncAfter(deadline: .now() + max(seconds, 0), execute: timer)
                 let result: Result<T, any Error>
                 do { result = .success(try await body()) } catch { result = .failure(error) }
-                // The timer is not needed any more: it must not sleep on for every call made.
+                // The timer is not needed any more: it must not stay queued for every call made.
                 timer.cancel()
                 once.resume(result)
                 thread.finish()
             }
         }
     }
+
+    /// The queue the time limits fire on: its own, so that they never wait for the cooperative pool.
+    private static let timers = DispatchQueue(label: "storesync.remote-timeouts")
 
     /// Runs `body` on a thread of its own, without a time limit (for waits that have their own).
     static func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {

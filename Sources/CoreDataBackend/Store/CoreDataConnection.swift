@@ -145,21 +145,25 @@ final class CoreDataConnection {
     /// Runs `sql`, which returns no rows and takes only integer parameters, once for each of `count` rows: `row(i,
     /// bind)` binds row `i`'s values, calling `bind(parameter, value)` for each. A bulk load writes a join row per
     /// pair this way, without a value array per row.
+    @discardableResult
     func run(
         _ sql: String, rows count: Int, _ row: (_ i: Int, _ bind: (Int32, Int64) -> Void) throws(StoreError) -> Void
-    ) throws(StoreError) {
+    ) throws(StoreError) -> Int {
         try run(try statement(sql), sql: sql, rows: count, row)
     }
 
     /// ``run(_:rows:_:)`` with the statement `statement(sql)` looked up once by a caller that runs it for every
-    /// record of a page (the statement lives as long as the connection).
+    /// record of a page (the statement lives as long as the connection). Returns the rows the runs changed, each
+    /// counted as ``run(_:_:)`` counts them (triggers' changes not included).
+    @discardableResult
     func run(
         _ s: OpaquePointer, sql: String, rows count: Int,
         _ row: (_ i: Int, _ bind: (Int32, Int64) -> Void) throws(StoreError) -> Void
-    ) throws(StoreError) {
+    ) throws(StoreError) -> Int {
         sqlite3_reset(s)
         defer { sqlite3_reset(s) }
         var rc = SQLITE_OK
+        var changed = 0
         for i in 0..<count {
             try row(i) { parameter, value in
                 if rc == SQLITE_OK { rc = sqlite3_bind_int64(s, parameter, value) }
@@ -168,8 +172,10 @@ final class CoreDataConnection {
             var step = sqlite3_step(s)
             while step == SQLITE_ROW { step = sqlite3_step(s) }
             guard step == SQLITE_DONE else { throw failure(sql) }
+            changed += Int(sqlite3_changes(handle))
             sqlite3_reset(s)
         }
+        return changed
     }
 
     /// The integer in the first column of the first row of `sql`, which takes one integer parameter, `key`; `nil`

@@ -32,11 +32,16 @@ struct CoreDataDeferredJoin {
     }
 
     /// Throws ``StoreError/invalidRelationshipTarget(entity:relationship:reason:)`` unless the table's rows are
-    /// exactly the pairs added.
-    func verify(_ c: CoreDataConnection) throws {
+    /// exactly the pairs added. `written`, when given, is what the table holds (the writing side's pairs, as
+    /// (``column``, ``other``), when nothing else changed the table), so that it is not read back.
+    func verify(_ c: CoreDataConnection, written: PairSetChecksum? = nil) throws {
         var rows = PairSetChecksum()
-        try c.query("SELECT \(CoreDataSQL.quoted(column)), \(CoreDataSQL.quoted(other)) FROM \(CoreDataSQL.quoted(table))") { s in
-            rows.add(sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1))
+        if let written {
+            rows = written
+        } else {
+            try c.query("SELECT \(CoreDataSQL.quoted(column)), \(CoreDataSQL.quoted(other)) FROM \(CoreDataSQL.quoted(table))") { s in
+                rows.add(sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1))
+            }
         }
         guard rows != pairs else { return }
         let which = rows.count == pairs.count ? "as many links but not the same ones" : "\(pairs.count) links against \(rows.count)"

@@ -36,6 +36,8 @@ extension CoreDataRowWriter {
         // more than the values it holds.
         var relationships = [RelationshipValue](repeating: .toOne(nil), count: toMany.count)
         var derived = [Int64?](repeating: nil, count: sources.count)
+        // The entity columns some row went in with NULL although its to-one has a key, noted for the load once.
+        var leftNull = [Bool](repeating: false, count: sources.count)
         // The entity numbers this load keeps of each to-one's destination hierarchy, looked up once for the page:
         // nothing is added to them while its rows go in (its own keys are added when it is done).
         let loadedEntities: [CoreDataLoadedEntities.Numbers?] = sources.map { source in
@@ -90,6 +92,7 @@ extension CoreDataRowWriter {
                     // Nil when not stored yet: filled when the load finishes (`fillEntityColumns`).
                     derived[c] = try loadedEntities[c]?.number(key: key)
                         ?? entityNumber(root: root, key: key, inSave: [:])
+                    if derived[c] == nil { leftNull[c] = true }
                 case .toOneOrder(let k):
                     guard Self.toOne(relationships, k) != nil, case .toOne = links[k] else {
                         derived[c] = nil
@@ -142,6 +145,7 @@ extension CoreDataRowWriter {
                 }
             }
         }
+        for c in sources.indices where leftNull[c] { pending.leftNull(table: table, column: columns[c].name) }
         // Once for the page (its hierarchy's maker looked up once), in its transaction like its rows.
         try globalIDs?.inserted(page.globalIDs, primaryKeys: keys, root: p.root, db, isBulkLoad: true)
         guard let highest = keys.max() else { return }

@@ -95,12 +95,27 @@ struct CoreDataPendingLinks {
     /// In a bulk load: the column of each join table whose side writes its rows, and the other side's pairs.
     var joinWriters: [String: String] = [:]
     var deferredJoins: [String: CoreDataDeferredJoin] = [:]
+    /// In a bulk load: the rows the writing side of each join table inserted, as (the other side's key, the writer's
+    /// key), known to be all the table holds unless the table is in ``rewrittenJoins``. A table starts the load
+    /// empty, so these are what a deferred side is checked against without reading the table back.
+    var writtenJoins: [String: PairSetChecksum] = [:]
+    /// In a bulk load: the join tables whose rows something other than their writing side's inserts changed (a
+    /// pair given twice, an update or a delete, an ordered writer): checked by reading the table back.
+    var rewrittenJoins: Set<String> = []
     /// In a bulk load: the waiting positions beyond ``positionLimit``, in a temporary table.
     var spilled = CoreDataSpilledPositions()
     /// In a bulk load: the entity numbers of rows that entity columns may point at.
     var loadedEntities = CoreDataLoadedEntities()
     /// In a bulk load: the waiting positions kept by member key, before the map and the temporary table.
     var waiting = CoreDataWaitingPositions()
+    /// In a bulk load: the entity columns (`table.column`) a row went in with NULL although its to-one has a key,
+    /// for ``CoreDataRowWriter/fillEntityColumns(only:)``; `nil` once an update may have left any such NULL.
+    var entityColumnsLeftNull: Set<String>? = []
+
+    /// Notes that a row of `table` went in with NULL in its entity column `column` although its to-one has a key.
+    mutating func leftNull(table: String, column: String) {
+        entityColumnsLeftNull?.insert(table + "." + column)
+    }
 }
 
 /// Writes one save into a Core Data store's tables, inside the caller's transaction, touching only the rows the
@@ -188,6 +203,12 @@ struct CoreDataRowWriter {
         if !pending.loadedEntities.isEmpty, !changes.updated.isEmpty || !changes.deleted.isEmpty {
             pending.loadedEntities.removeAll()
         }
+        // An update may leave an entity column NULL: the load fills every one when it finishes.
+        if isBulkLoad, !changes.updated.isEmpty { pending.entityColumnsLeftNull = nil }
+        if isBulkLoad, !changes.deleted.isEmpty {
+            // A delete removes join rows the writing sides' checksums still hold.
+            for columns in plan.joinColumns.values { for c in columns { pending.rewrittenJoins.insert(c.table) } }
+        }
         for key in changes.deleted { try delete(key, entityPlan(key.entity)) }
         // One value array for every row: emptied, not freed, between them.
         var values: [SQLiteValue] = []
@@ -270,6 +291,7 @@ struct CoreDataRowWriter {
                 } else if isBulkLoad {
                     // Not stored yet: filled when the load finishes (`fillEntityColumns`).
                     values.append(.null)
+                    pending.leftNull(table: table, column: column)
                 } else {
                     values.append(.null)
                     pending.entityColumns[.init(root: root, primaryKey: k), default: []].append((table, column, r.primaryKey))
@@ -425,6 +447,7 @@ struct CoreDataRowWriter {
         case .join(let link):
             var current: Set<Int64> = []
             if !isInsert {
+                if isBulkLoad { pending.rewrittenJoins.insert(link.table) }
                 try db.query("SELECT \(q(link.theirs)) FROM \(q(link.table)) WHERE \(q(link.mine)) = ?", [.integer(owner)]) { s in
                     current.insert(sqlite3_column_int64(s, 0))
                 }
@@ -454,7 +477,7 @@ struct CoreDataRowWriter {
             let sql = isBulkLoad ? link.bulkUpsertSQL : link.upsertSQL
             let (hasMyOrder, bindsTheirOrder) = (link.myOrder != nil, link.theirOrder != nil && !isBulkLoad)
             let statement = try (isBulkLoad ? joinStatement : nil) ?? db.statement(sql)
-            try refusingDuplicates(table: link.table, pk: owner) { () throws(StoreError) in
+            let inserted = try refusingDuplicates(table: link.table, pk: owner) { () throws(StoreError) in
                 try db.run(statement, sql: sql, rows: members.count) { j, bind in
                     bind(1, owner)
                     bind(2, members[j])
@@ -462,19 +485,37 @@ struct CoreDataRowWriter {
                     if bindsTheirOrder { bind(hasMyOrder ? 4 : 3, members[j]) }
                 }
             }
+            if isBulkLoad {
+                // Each unordered pair either went in as a new row or met one there already (and did nothing); only
+                // when every one went in are the table's rows still exactly the pairs counted.
+                if isInsert, !hasMyOrder, inserted == members.count,
+                    pending.rewrittenJoins.isEmpty || !pending.rewrittenJoins.contains(link.table)
+                {
+                    Self.add(members, owner, to: &pending.writtenJoins[link.table, default: PairSetChecksum()])
+                } else {
+                    pending.rewrittenJoins.insert(link.table)
+                }
+            }
         }
+    }
+
+    /// Adds the pairs (member, owner) to `pairs` (one lookup of the table's checksum for the list, not one a pair).
+    private static func add(_ members: [Int64], _ owner: Int64, to pairs: inout PairSetChecksum) {
+        for m in members { pairs.add(m, owner) }
     }
 
     /// Sets every to-one's entity column still NULL from its destination's row, in one statement per column: a
     /// bulk load leaves those NULL whose destination was not stored yet (one lookup by key is cheaper than the
-    /// row's second write, so a destination already stored is looked up as the row is inserted).
-    func fillEntityColumns() throws {
+    /// row's second write, so a destination already stored is looked up as the row is inserted). `only`, when
+    /// given, names the columns (`table.column`) the load left NULL: each statement scans its whole table, so the
+    /// others are not visited.
+    func fillEntityColumns(only: Set<String>? = nil) throws {
         let q = CoreDataSQL.quoted
         var done: Set<String> = []
         for p in plan.entities.values {
             for link in p.links {
                 guard case .toOne(let fk, let ent?, _, let root) = link, let destination = plan.tables[root]?.name,
-                    done.insert(p.table.name + "." + ent).inserted
+                    done.insert(p.table.name + "." + ent).inserted, only?.contains(p.table.name + "." + ent) ?? true
                 else { continue }
                 try db.run("UPDATE \(q(p.table.name)) SET \(q(ent)) = (SELECT d.Z_ENT FROM \(q(destination)) AS d "
                     + "WHERE d.Z_PK = \(q(p.table.name)).\(q(fk))) WHERE \(q(fk)) IS NOT NULL AND \(q(ent)) IS NULL")

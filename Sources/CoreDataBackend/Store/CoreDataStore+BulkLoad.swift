@@ -48,15 +48,14 @@ extension CoreDataStore: BulkLoadingStore {
                 try transaction { c, w in
                     try finishSpilledPositions(c)
                     // Before the indexes, so that they are built from the final rows.
-                    try rowWriter(c, w).fillEntityColumns()
+                    try rowWriter(c, w).fillEntityColumns(only: takeEntityColumnsLeftNull())
                     try globalIDs.finishBulkLoad(c)
                     for sql in statements { try w.db.execute(sql) }
                 }
                 // After the indexes, so that a failed check leaves a store with all of them.
-                let joins = pendingJoins()
-                for join in joins.values.sorted(by: { $0.table < $1.table }) {
+                for (join, written) in pendingJoins() {
                     guard let c = try? requireWriter().0 else { break }
-                    try join.verify(c)
+                    try join.verify(c, written: written)
                 }
             } catch let error as StoreError {
                 guard case .io(_, _, let reason) = error, reason.contains("UNIQUE constraint failed") else { throw error }

@@ -41,6 +41,8 @@ final class CoreDataStore: PersistentStore, PageScanningStore, PageInsertingStor
     private var connection: CoreDataConnection?
     private let writer: Writer?
     private var pending = CoreDataPendingLinks()
+    /// See ``finishesBulkLoadInFull``.
+    private var finishesInFull = false
     private var dataVersion: Int64 = 0
     /// The `CREATE INDEX` statements a bulk load dropped, to run when it finishes (see `CoreDataStore+BulkLoad`).
     var deferredIndexes: [String]?
@@ -397,13 +399,33 @@ final class CoreDataStore: PersistentStore, PageScanningStore, PageInsertingStor
         pending.loadedEntities.removeAll()
     }
 
-    /// The many-to-many sides a bulk load deferred, taken (the caller holds the lock).
-    func pendingJoins() -> [String: CoreDataDeferredJoin] {
+    /// The entity columns a bulk load left NULL (`nil`: any may be), taken (the caller holds the lock).
+    func takeEntityColumnsLeftNull() -> Set<String>? {
+        defer { pending.entityColumnsLeftNull = [] }
+        return finishesInFull ? nil : pending.entityColumnsLeftNull
+    }
+
+    /// The many-to-many sides a bulk load deferred, each with what its table holds when the writing side's inserts
+    /// are all it holds (`nil`: read the table), taken (the caller holds the lock).
+    func pendingJoins() -> [(join: CoreDataDeferredJoin, written: PairSetChecksum?)] {
         defer {
             pending.deferredJoins = [:]
             pending.joinWriters = [:]
+            pending.writtenJoins = [:]
+            pending.rewrittenJoins = []
         }
-        return pending.deferredJoins
+        return pending.deferredJoins.values.sorted { $0.table < $1.table }.map { join in
+            let known = !finishesInFull && !pending.rewrittenJoins.contains(join.table)
+            return (join, known ? pending.writtenJoins[join.table] ?? PairSetChecksum() : nil)
+        }
+    }
+
+    /// Whether a bulk load finishes the general way: its deferred many-to-many sides checked against their tables
+    /// read back rather than against the pairs it wrote, and every entity column's NULLs filled rather than only
+    /// those of the columns it left NULL (tests compare the two).
+    var finishesBulkLoadInFull: Bool {
+        get { lock.withLock { finishesInFull } }
+        set { lock.withLock { finishesInFull = newValue } }
     }
 
     // MARK: Metadata

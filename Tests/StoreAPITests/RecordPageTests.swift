@@ -59,6 +59,45 @@ import Testing
         #expect(back[0].attributes[5] == .string("a\u{0}ü🚀") && back[0].relationships == [.toOne(nil), .toMany([3, 2])])
     }
 
+    /// Reading links into a reused slot gives what ``RecordPage/LinkReader/next()`` gives, whatever the slot held
+    /// before (a list longer or shorter than the next, a to-one, nothing), and refuses what it refuses.
+    @Test func linksReadIntoAReusedSlotAreTheLinksRead() {
+        let values: [RelationshipValue] = [.toMany([5, 6, 7]), .toOne(4), .toMany([]), .toOne(nil), .toMany([9]),
+                                           .toMany([-1, .max, .min, 0]), .toOne(.min), .toMany([3, 3])]
+        var page = RecordPage(entity: "Link")
+        for (i, _) in values.enumerated() {
+            // Each record's values rotated, so that every slot meets every kind of value after every other.
+            let rotated = Array(values[i...] + values[..<i])
+            page.append(Record(entity: "Link", primaryKey: Int64(i + 1), globalID: UUID(), attributes: [],
+                               relationships: rotated))
+        }
+        var slots = [RelationshipValue](repeating: .toOne(nil), count: values.count)
+        for i in 0..<page.count {
+            page.withEncodedRecord(at: i) { _, links in
+                var plain = RecordPage.LinkReader(links), reused = RecordPage.LinkReader(links)
+                for k in slots.indices {
+                    let expected = plain.next()
+                    let read = reused.next(into: &slots[k])
+                    #expect(read)
+                    #expect(slots[k] == expected, "record \(i + 1), value \(k)")
+                }
+                #expect(plain.isAtEnd && reused.isAtEnd)
+                var end = RelationshipValue.toMany([1])
+                let readPastEnd = reused.next(into: &end), plainPastEnd = plain.next()
+                #expect(!readPastEnd && plainPastEnd == nil)
+            }
+        }
+        // Cut short inside a list, or an unknown kind: refused.
+        for bytes: [UInt8] in [[2, 3, 2, 4], [7], [1]] {
+            var slot = RelationshipValue.toMany([8, 9])
+            bytes.withUnsafeBytes { raw in
+                var plain = RecordPage.LinkReader(raw), reused = RecordPage.LinkReader(raw)
+                let plainRead = plain.next(), read = reused.next(into: &slot)
+                #expect(plainRead == nil && !read)
+            }
+        }
+    }
+
     @Test func pagesThatDoNotFitTheirEntityAreRefused() throws {
         let schema = try Self.schema()
         let thing = try schema.requireEntity("Thing")

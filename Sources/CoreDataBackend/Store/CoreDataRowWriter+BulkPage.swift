@@ -68,10 +68,10 @@ extension CoreDataRowWriter {
             let malformed: String? = page.withEncodedRecord(at: i) { _, encoded in
                 var reader = RecordPage.LinkReader(encoded)
                 for (k, isToMany) in toMany.enumerated() {
-                    guard let v = reader.next(), v.isToMany == isToMany else {
+                    // Into the slot's own list: a new list per record and value cost more than its keys.
+                    guard reader.next(into: &relationships[k]), relationships[k].isToMany == isToMany else {
                         return "the value of \(entity.name).\(entity.relationships[k].name)"
                     }
-                    relationships[k] = v
                 }
                 return reader.isAtEnd ? nil : "the relationship values"
             }

@@ -187,6 +187,36 @@ struct PageByteReader {
         default: return nil
         }
     }
+
+    /// ``relationship()`` into `value`, whose to-many array (when it holds one) takes the keys in the storage it
+    /// has; `false`, leaving `value` a to-one, when the value is malformed.
+    @usableFromInline mutating func relationship(into value: inout RelationshipValue) -> Bool {
+        var keys: [Int64] = []
+        if case .toMany(let held) = value {
+            keys = held
+            // The only reference now: emptied in place, not copied.
+            value = .toOne(nil)
+            keys.removeAll(keepingCapacity: true)
+        }
+        value = .toOne(nil)
+        switch byte() {
+        case 0: return true
+        case 1:
+            guard let k = signed() else { return false }
+            value = .toOne(k)
+            return true
+        case 2:
+            guard let n = varint(), n <= UInt64(remaining) else { return false }
+            keys.reserveCapacity(Int(n))
+            for _ in 0..<n {
+                guard let k = signed() else { return false }
+                keys.append(k)
+            }
+            value = .toMany(keys)
+            return true
+        default: return false
+        }
+    }
 }
 
 extension RecordPage {
@@ -254,6 +284,11 @@ extension RecordPage {
 
         /// The next relationship value, or `nil` at the end or when it is malformed.
         public mutating func next() -> RelationshipValue? { reader.relationship() }
+
+        /// Reads the next relationship value into `value`, the same value ``next()`` returns, reusing the storage
+        /// of the to-many list `value` holds (a reader of many records' links need not allocate a list per record);
+        /// `false` at the end or when the value is malformed.
+        public mutating func next(into value: inout RelationshipValue) -> Bool { reader.relationship(into: &value) }
 
         /// Skips the next relationship value; `false` at the end or when it is malformed.
         @inlinable

@@ -41,6 +41,29 @@ import Testing
         }
     }
 
+    /// Every byte in every part of a URI, against the characters RFC 3986 allows there unescaped (spelled out here
+    /// apart from the checker's own table).
+    @Test func everyByteInEveryPartIsJudgedByTheRules() {
+        let alphanumerics = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789".utf8)
+        let scheme = alphanumerics.union("+-.".utf8)
+        let host = alphanumerics.union("-.".utf8).union("/?#".utf8)  // the last three end the host
+        let path = alphanumerics.union("-._~!$&'()*+,;=:@/?#".utf8)
+        let parts: [(before: String, after: String, allowed: Set<UInt8>)] = [
+            ("h", "ttp://x/", scheme), ("http://h", "x/", host), ("http://h/a", "z", path), ("http://h/a?q=", "z", path),
+            ("http://h/a#", "z", path.subtracting([UInt8(ascii: "#")])),
+        ]
+        for (before, after, allowed) in parts {
+            for b in 0...255 {
+                let bytes = Array(before.utf8) + [UInt8(b)] + Array(after.utf8)
+                let plain = bytes.withUnsafeBytes { PlainURIText.isPlain($0) }
+                #expect(plain == allowed.contains(UInt8(b)), "byte \(b) in \(before)_\(after)")
+                if plain, let text = String(validating: bytes, as: UTF8.self) {
+                    #expect(URL(string: text)?.absoluteString == text, "\(text)")
+                }
+            }
+        }
+    }
+
     @Test func randomTextsNeverFoolIt() {
         var generator = SeededGenerator(seed: 0x0081)
         let alphabet = Array(" !\"#$%&'()*+,-./0123456789:;<=>?@ABCXYZ[\\]^_`abcxyz{|}~\u{7F}é".unicodeScalars)

@@ -24,6 +24,15 @@ struct CoreDataPendingLinks {
         func hash(into hasher: inout Hasher) { hasher.combine(primaryKey) }
     }
 
+    /// A join table, by name (a bulk load looks its side and pairs up for every record that lists members).
+    struct JoinTable: Hashable {
+        var name: String
+
+        init(_ name: String) { self.name = name }
+
+        func hash(into hasher: inout Hasher) { hasher.combine(name.utf8.count) }
+    }
+
     /// A table's column.
     struct Column: Hashable {
         var table: String
@@ -93,12 +102,12 @@ struct CoreDataPendingLinks {
     /// The highest `Z_PK` stored in each table, as far as this store knows (a key above it has no row yet).
     var highestKey: [String: Int64] = [:]
     /// In a bulk load: the column of each join table whose side writes its rows, and the other side's pairs.
-    var joinWriters: [String: String] = [:]
-    var deferredJoins: [String: CoreDataDeferredJoin] = [:]
+    var joinWriters: [JoinTable: String] = [:]
+    var deferredJoins: [JoinTable: CoreDataDeferredJoin] = [:]
     /// In a bulk load: the rows the writing side of each join table inserted, as (the other side's key, the writer's
     /// key), known to be all the table holds unless the table is in ``rewrittenJoins``. A table starts the load
     /// empty, so these are what a deferred side is checked against without reading the table back.
-    var writtenJoins: [String: PairSetChecksum] = [:]
+    var writtenJoins: [JoinTable: PairSetChecksum] = [:]
     /// In a bulk load: the join tables whose rows something other than their writing side's inserts changed (a
     /// pair given twice, an update or a delete, an ordered writer): checked by reading the table back.
     var rewrittenJoins: Set<String> = []
@@ -461,14 +470,15 @@ struct CoreDataRowWriter {
                 // bulk load meets); the other, unordered, only adds its pairs to a checksum that must match the
                 // table when the load finishes.
                 let writer: String
-                if let known = pending.joinWriters[link.table] {
+                let joinTable = CoreDataPendingLinks.JoinTable(link.table)
+                if let known = pending.joinWriters[joinTable] {
                     writer = known
                 } else {
                     writer = plan.bulkJoinWriters[link.table] ?? link.mine
-                    pending.joinWriters[link.table] = writer
+                    pending.joinWriters[joinTable] = writer
                 }
                 if writer != link.mine {
-                    pending.deferredJoins[link.table, default: CoreDataDeferredJoin(
+                    pending.deferredJoins[joinTable, default: CoreDataDeferredJoin(
                         table: link.table, column: link.mine, other: link.theirs, entity: p.entity.name,
                         relationship: p.entity.relationships[i].name)].add(mine: owner, theirs: members)
                     return
@@ -491,7 +501,7 @@ struct CoreDataRowWriter {
                 if isInsert, !hasMyOrder, inserted == members.count,
                     pending.rewrittenJoins.isEmpty || !pending.rewrittenJoins.contains(link.table)
                 {
-                    Self.add(members, owner, to: &pending.writtenJoins[link.table, default: PairSetChecksum()])
+                    Self.add(members, owner, to: &pending.writtenJoins[.init(link.table), default: PairSetChecksum()])
                 } else {
                     pending.rewrittenJoins.insert(link.table)
                 }

@@ -416,7 +416,7 @@ final class CoreDataStore: PersistentStore, PageScanningStore, PageInsertingStor
         }
         return pending.deferredJoins.values.sorted { $0.table < $1.table }.map { join in
             let known = !finishesInFull && !pending.rewrittenJoins.contains(join.table)
-            return (join, known ? pending.writtenJoins[join.table] ?? PairSetChecksum() : nil)
+            return (join, known ? pending.writtenJoins[.init(join.table)] ?? PairSetChecksum() : nil)
         }
     }
 

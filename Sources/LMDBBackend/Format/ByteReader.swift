@@ -38,12 +38,16 @@ struct ByteReader {
         return Int64(bitPattern: (raw >> 1) ^ (0 &- (raw & 1)))
     }
 
-    mutating func raw(_ count: Int) throws -> UnsafeRawBufferPointer {
-        guard count >= 0, count <= buffer.count - offset else {
-            throw Malformed(reason: "a \(count)-byte field at byte \(offset) runs past the end (\(buffer.count) bytes)")
-        }
+    // Inlined, like `byte()`: a record's fields are read by the thousand, and the call cost more than the check.
+    @inline(__always) mutating func raw(_ count: Int) throws -> UnsafeRawBufferPointer {
+        guard count >= 0, count <= buffer.count - offset else { throw Self.pastTheEnd(count, at: offset, of: buffer.count) }
         defer { offset += count }
         return UnsafeRawBufferPointer(rebasing: buffer[offset..<(offset + count)])
+    }
+
+    /// The error of a field running past the end, made out of line (only a damaged record gets here).
+    @inline(never) static func pastTheEnd(_ count: some BinaryInteger, at offset: Int, of total: Int) -> Malformed {
+        Malformed(reason: "a \(count)-byte field at byte \(offset) runs past the end (\(total) bytes)")
     }
 
     mutating func fixed64() throws -> UInt64 {
@@ -67,11 +71,9 @@ struct ByteReader {
         return UUID(uuid: t)
     }
 
-    mutating func lengthPrefixed() throws -> UnsafeRawBufferPointer {
+    @inline(__always) mutating func lengthPrefixed() throws -> UnsafeRawBufferPointer {
         let n = try varint()
-        guard n <= UInt64(buffer.count - offset) else {
-            throw Malformed(reason: "a \(n)-byte field at byte \(offset) runs past the end (\(buffer.count) bytes)")
-        }
+        guard n <= UInt64(buffer.count - offset) else { throw Self.pastTheEnd(n, at: offset, of: buffer.count) }
         return try raw(Int(n))
     }
 

@@ -238,6 +238,8 @@ struct SyncStateLogTests {
             }
             if n % 7 == 0 { state.tombstones[id] = stamp(99) }
         }
+        // A record whose lines outgrow the room the writer made for the frame at the start.
+        state.clocks[UUID()] = [String(repeating: "long\t\\", count: 4_000): stamp(7), "after": stamp(8)]
         for (n, key) in odd.enumerated() {
             let member = SyncState.member(ids[n], "tags→\(key)")
             if n % 2 == 0 { state.removed.insert(member) }

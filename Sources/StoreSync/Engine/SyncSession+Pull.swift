@@ -183,12 +183,17 @@ extension SyncSession {
         if isNew { order.append(c.id) }
         // Changed in place: a copy taken out of the dictionary would copy its maps on the first change.
         func won(_ body: (inout Winner) -> Void) { body(&winners[c.id, default: Winner(entity: c.entity)]) }
+        // One pass over the values: the latest stamp, and whether every value is stamped.
+        var allStamped = true
         if !c.values.isEmpty {
             var latest = state.clock
-            for (_, v) in c.values where v.clock > latest { latest = v.clock }
+            for (_, v) in c.values {
+                if v.clock > latest { latest = v.clock }
+                if !(v.clock > .zero) { allStamped = false }
+            }
             state.clock = state.clock.receiving(latest)
         }
-        if isNew, !known, !c.values.isEmpty, c.values.values.allSatisfy({ $0.clock > .zero }) {
+        if isNew, !known, !c.values.isEmpty, allStamped {
             // A record this store knows no value of (every record of a first pull): every value wins, and the
             // change's maps are taken whole instead of entry by entry (its keys not hashed again).
             state.clocks[id] = c.values.mapValues(\.clock)
@@ -307,14 +312,13 @@ extension SyncSession {
             let shape = shapes.shapes[w.entity]
             if let shape {
                 values = Array(repeating: nil, count: shape.entity.attributes.count)
-                for i in shape.attributes {
-                    let a = shape.entity.attributes[i]
+                for a in shape.attributeSlots {
                     guard let v = w.values[a.name] else { continue }
                     guard let value = SyncedSchema.value(of: v.text, type: a.type) else {
                         report.ignoredChanges += 1
                         continue
                     }
-                    values[i] = value
+                    values[a.index] = value
                 }
             }
             if !values.isEmpty, w.members.isEmpty, shape?.insertsWithoutObject == true {
@@ -415,16 +419,14 @@ extension SyncSession {
                 shape = shapes.shapes[entity]
             }
             guard let shape else { continue }
-            let attributes = shape.entity.attributes
-            var values = [StoreValue?](repeating: nil, count: attributes.count)
-            for i in shape.attributes {
-                let a = attributes[i]
+            var values = [StoreValue?](repeating: nil, count: shape.entity.attributes.count)
+            for a in shape.attributeSlots {
                 guard let v = c.values[a.name] else { continue }
                 guard let value = SyncedSchema.value(of: v.text, type: a.type) else {
                     report.ignoredChanges += 1
                     continue
                 }
-                values[i] = value
+                values[a.index] = value
             }
             rows.append(values)
             ids.append(c.id)

@@ -25,6 +25,16 @@ struct SyncedSchema {
         /// inserted without an object: the entity has no relationship and no uniqueness constraint (deduplication
         /// looks at objects), and no relationship of the schema can point to it (a link is set on an object).
         let insertsWithoutObject: Bool
+        /// The synced attributes' positions, names and types, in the order of ``attributes``: a pull reads them per
+        /// record, and reading them from the entity copied each attribute's description every time.
+        let attributeSlots: [AttributeSlot]
+
+        /// One synced attribute: its position in ``Entity/attributes``, its name and its type.
+        struct AttributeSlot: Sendable {
+            let index: Int
+            let name: String
+            let type: AttributeType
+        }
 
         init(entity: Entity, attributes: [Int], relationships: [Int], orderHints: [Int], destinationRoots: [String],
              insertsWithoutObject: Bool) {
@@ -34,6 +44,9 @@ struct SyncedSchema {
             self.orderHints = orderHints
             self.destinationRoots = destinationRoots
             self.insertsWithoutObject = insertsWithoutObject
+            attributeSlots = attributes.map {
+                AttributeSlot(index: $0, name: entity.attributes[$0].name, type: entity.attributes[$0].type)
+            }
         }
 
         func owns(_ key: String) -> Bool {

@@ -283,64 +283,81 @@ private struct RecordMaps {
         return frame.bytes()
     }
 
-    /// A frame body being written, byte by byte into one buffer: a first push or pull writes a line per synced
-    /// value. Each stamp is written once, in a table before the lines that name it by number: the values of one push
-    /// share one stamp.
-    private struct Frame {
-        private var out: [UInt8] = []
+    /// A frame body being written: a first push or pull writes a line per synced value, each record's lines through
+    /// a pointer into room made for them at once (``ByteWriter``). Each stamp is written once, in a table before the
+    /// lines that name it by number: the values of one push share one stamp.
+    private struct Frame: ~Copyable {
+        private var out: ByteWriter
         private var table = StampTable()
 
-        init(capacity records: Int) { out.reserveCapacity(records * 80) }
+        init(capacity records: Int) { out = ByteWriter(capacity: records * 80) }
 
         /// A record's lines: `G`, then its tombstone, clocks and order hints.
         mutating func record(_ id: UUID, tombstone: HybridLogicalClock?, clocks: [String: HybridLogicalClock]?,
                              hints: [String: String]?) {
-            out.append(UInt8(ascii: "G"))
-            out.append(9)
-            TextBytes.append(id, to: &out)
-            out.append(10)
+            // Each line's room: its kind, tabs and newline, its escaped texts, and a stamp number.
+            var room = ByteWriter.uuidRoom + 3
+            if tombstone != nil { room += 3 + ByteWriter.decimalRoom }
+            if let clocks {
+                for key in clocks.keys { room += 4 + ByteWriter.escapedRoom(key) + ByteWriter.decimalRoom }
+            }
+            if let hints {
+                for (key, hint) in hints { room += 4 + ByteWriter.escapedRoom(key) + ByteWriter.escapedRoom(hint) }
+            }
+            var p = out.room(room)
+            func put(_ b: UInt8) {
+                p[0] = b
+                p += 1
+            }
+            put(UInt8(ascii: "G"))
+            put(9)
+            p = ByteWriter.uuid(id, at: p)
+            put(10)
             if let tombstone {
-                out.append(UInt8(ascii: "T"))
-                stamp(tombstone)
-                out.append(10)
+                put(UInt8(ascii: "T"))
+                put(9)
+                p = ByteWriter.decimal(table.number(tombstone), at: p)
+                put(10)
             }
             if let clocks {
                 for (key, stamp) in clocks {
-                    out.append(UInt8(ascii: "C"))
-                    field(key)
-                    self.stamp(stamp)
-                    out.append(10)
+                    put(UInt8(ascii: "C"))
+                    put(9)
+                    p = ByteWriter.escape(key, at: p)
+                    put(9)
+                    p = ByteWriter.decimal(table.number(stamp), at: p)
+                    put(10)
                 }
             }
             if let hints {
                 for (key, hint) in hints {
-                    out.append(UInt8(ascii: "O"))
-                    field(key)
-                    field(hint)
-                    out.append(10)
+                    put(UInt8(ascii: "O"))
+                    put(9)
+                    p = ByteWriter.escape(key, at: p)
+                    put(9)
+                    p = ByteWriter.escape(hint, at: p)
+                    put(10)
                 }
             }
+            out.commit(upTo: p)
         }
 
         /// A membership's line: its cover (if any) and whether it is removed.
         mutating func member(_ member: String, of state: SyncState) {
-            out.append(UInt8(ascii: "M"))
-            field(member)
-            out.append(9)
-            if let cover = state.covers?[member] { TextBytes.append(table.number(cover), to: &out) }
-            out.append(9)
-            out.append(state.removed.contains(member) ? UInt8(ascii: "1") : UInt8(ascii: "0"))
-            out.append(10)
-        }
-
-        private mutating func field(_ text: String) {
-            out.append(9)
-            RecordMaps.escape(text, into: &out)
-        }
-
-        private mutating func stamp(_ stamp: HybridLogicalClock) {
-            out.append(9)
-            TextBytes.append(table.number(stamp), to: &out)
+            var p = out.room(6 + ByteWriter.escapedRoom(member) + ByteWriter.decimalRoom)
+            func put(_ b: UInt8) {
+                p[0] = b
+                p += 1
+            }
+            put(UInt8(ascii: "M"))
+            put(9)
+            p = ByteWriter.escape(member, at: p)
+            put(9)
+            if let cover = state.covers?[member] { p = ByteWriter.decimal(table.number(cover), at: p) }
+            put(9)
+            put(state.removed.contains(member) ? UInt8(ascii: "1") : UInt8(ascii: "0"))
+            put(10)
+            out.commit(upTo: p)
         }
 
         /// The body: the stamp table, then the lines.
@@ -353,27 +370,8 @@ private struct RecordMaps {
                 TextBytes.append(stamp, to: &frame)
                 frame.append(10)
             }
-            frame += out
+            frame.append(contentsOf: out.bytes)
             return frame
-        }
-    }
-
-    /// Backslash, tab and newline escaped with a backslash, byte by byte.
-    fileprivate static func escape(_ s: String, into out: inout [UInt8]) {
-        // Names and IDs hold none of those: their bytes go in one copy.
-        let copied = s.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
-            guard !bytes.contains(where: { $0 == UInt8(ascii: "\\") || $0 == 9 || $0 == 10 }) else { return false }
-            out.append(contentsOf: bytes)
-            return true
-        }
-        if copied == true { return }
-        for b in s.utf8 {
-            switch b {
-            case UInt8(ascii: "\\"): out += [b, b]
-            case 9: out += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
-            case 10: out += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
-            default: out.append(b)
-            }
         }
     }
 

@@ -123,6 +123,11 @@ import Testing
         let top = (singleKeys.max() ?? 0) + 10_000
         try a.save(StoreChanges(inserted: [schema.record("Book", top)]))
         #expect(try a.allocatePrimaryKeys(root: "Book", count: 1) > top)
+        // Several records of one save, in any key order, inside the block this connection reserved: the next key
+        // is above the highest of them, not above the last one saved.
+        let reserved = try a.allocatePrimaryKeys(root: "Book", count: 1)
+        try a.save(StoreChanges(inserted: [40, 3, 20].map { schema.record("Book", reserved + $0) }))
+        #expect(try a.allocatePrimaryKeys(root: "Book", count: 1) == reserved + 41)
         let c = try SQLiteStoreBackend().open(at: url, options: StoreOptions(), creating: nil)
         defer { try? c.close() }
         #expect(try c.allocatePrimaryKeys(root: "Book", count: 5) > top)

@@ -409,6 +409,7 @@ final class SQLitePersistentStore: PersistentStore, PageScanningStore, PageInser
             guard !changes.isEmpty else { return }
             var newMetadata: (StoreMetadata, Data)?
             var links = s.deferredLinks
+            var inserted: [String: Int64] = [:]
             try c.transaction(write: true) {
                 if let m = changes.metadata {
                     try checkLayoutCompatible(m, url: fileURL, current: layout)
@@ -422,13 +423,13 @@ final class SQLitePersistentStore: PersistentStore, PageScanningStore, PageInser
                     deferredLinks: s.deferredLinks)
                 try writer.apply(changes)
                 links = writer.deferredLinks
+                inserted = writer.highestInserted
             }
             // Only a committed save's links count.
             if s.deferredIndexes != nil { s.deferredLinks = links }
-            for r in changes.inserted {
-                guard let root = layout.entities[r.entity]?.root else { continue }
-                Self.keepAbove(CollectionOfOne(r.primaryKey), root: root, &s)
-            }
+            // Only the largest inserted key of each hierarchy decides where its reserved block starts again: a
+            // save of many records is not gone over once more, record by record.
+            for (root, key) in inserted { Self.keepAbove(CollectionOfOne(key), root: root, &s) }
             if let (m, json) = newMetadata {
                 s.metadata = m
                 s.metadataJSON = json

@@ -22,6 +22,9 @@ struct SQLiteSaveWriter {
     let storeUUID: UUID
 
     private var maxInserted: [String: Int64] = [:]
+    /// The highest key this writer inserted into each hierarchy, kept after ``moveKeyAllocators()`` used it: once
+    /// the save commits, the store's reserved key blocks start again above it.
+    private(set) var highestInserted: [String: Int64] = [:]
     /// The highest key inserted into the root written last, folded into `maxInserted` when the root changes: saves
     /// insert runs of one entity, and this keeps two dictionary updates per record out of them.
     private var runMaximum: (root: String, key: Int64)?
@@ -80,6 +83,7 @@ struct SQLiteSaveWriter {
     mutating func moveKeyAllocators() throws {
         flushRunMaximum()
         for (root, highest) in maxInserted {
+            highestInserted[root] = max(highestInserted[root] ?? highest, highest)
             // A record at the very top of the key space leaves nothing to allocate: the next allocation says so.
             let next = highest == .max ? highest : highest + 1
             try connection.withStatement("UPDATE \(SQLiteLayout.quote(SQLiteLayout.keysTable)) SET next = ? WHERE root = ? AND next <= ?") { s in

@@ -38,6 +38,20 @@ struct ChangeFileTests {
         #expect(ChangeBatch.decode(damaged("\nD\t", "\nD\t9")) == nil, "a stamp number out of the table")
         #expect(ChangeBatch.decode(damaged("\nE\n", "\nX\n")) == nil, "an unknown line")
         #expect(ChangeBatch.decode(data + Data("R\t\n".utf8)) == nil, "lines after the end")
+        // A global ID is read only in the upper-case form peers write.
+        let id = batch.changes[1].id.uuidString
+        let wrongIDs: [(String, String)] = [
+            (id.lowercased(), "lower-case hex digits"), ("G" + String(id.dropFirst()), "a letter beyond F"),
+            (String(id.prefix(8)) + "0" + String(id.dropFirst(9)), "a dash missing"),
+            ("/" + String(id.dropFirst()), "a byte below 0"),
+        ]
+        for (wrong, why) in wrongIDs where wrong != id {
+            #expect(ChangeBatch.decode(damaged(id, wrong)) == nil, "\(why)")
+        }
+        // Every digit reads to its value.
+        let digits = UUID(uuid: (0x01, 0x23, 0x45, 0x67, 0x89, 0xAB, 0xCD, 0xEF, 0xFE, 0xDC, 0xBA, 0x98, 0x76, 0x54, 0x32, 0x10))
+        let all = ChangeBatch(peer: digits, sequence: 1, changes: [RecordChange(entity: "Tag", id: digits)])
+        #expect(ChangeBatch.decode(all.encoded()) == all)
     }
 
     @Test func format1FilesOfEarlierPeersStillRead() throws {

@@ -172,27 +172,36 @@ private struct Fields {
         let r = ranges[i]
         guard r.count == 36 else { return nil }
         var u: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        let ok = withUnsafeMutableBytes(of: &u) { out -> Bool in
-            var j = r.lowerBound
-            for n in 0..<16 {
-                if n == 4 || n == 6 || n == 8 || n == 10 {
-                    guard bytes[j] == UInt8(ascii: "-") else { return false }
-                    j += 1
+        let ok = Self.hexValues.withUnsafeBufferPointer { hex in
+            withUnsafeMutableBytes(of: &u) { out -> Bool in
+                var j = r.lowerBound
+                // Any byte that is not a digit has a value with high bits set: one check at the end, not a branch
+                // per digit.
+                var notHex: UInt8 = 0
+                for n in 0..<16 {
+                    if n == 4 || n == 6 || n == 8 || n == 10 {
+                        guard bytes[j] == UInt8(ascii: "-") else { return false }
+                        j += 1
+                    }
+                    let hi = hex[Int(bytes[j])], lo = hex[Int(bytes[j + 1])]
+                    notHex |= hi | lo
+                    out[n] = hi << 4 | lo
+                    j += 2
                 }
-                guard let hi = Self.hex(bytes[j]), let lo = Self.hex(bytes[j + 1]) else { return false }
-                out[n] = hi << 4 | lo
-                j += 2
+                return notHex & 0xF0 == 0
             }
-            return true
         }
         return ok ? UUID(uuid: u) : nil
     }
 
-    private static func hex(_ b: UInt8) -> UInt8? {
-        switch b {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): b - UInt8(ascii: "0")
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): b - UInt8(ascii: "A") + 10
-        default: nil
+    /// Each byte's value as an upper-case hex digit, 0xFF for every other byte. Looked up, not compared: the digits
+    /// of random IDs are numbers or letters at random, and a branch on which was mispredicted about every other
+    /// digit.
+    private static let hexValues: [UInt8] = (0...255).map { (b: Int) -> UInt8 in
+        switch UInt8(b) {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt8(b) - UInt8(ascii: "0")
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): UInt8(b) - UInt8(ascii: "A") + 10
+        default: 0xFF
         }
     }
 

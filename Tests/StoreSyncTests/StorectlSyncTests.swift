@@ -82,6 +82,12 @@ struct StorectlSyncTests {
         let pending = try json(try run(["sync", "a.sqlite", "--status", "--json"], in: dir))
         #expect(pending["pendingTransactions"] as? Int == 1)
 
+        // A new, empty peer pulls every record; its report groups thousands, as every other storectl count does.
+        try run(["create", "c.lmdb", "--model", model, "--quiet"], in: dir)
+        let fresh = try run(["sync", "c.lmdb", "--remote", remote, "--container", "library"], in: dir)
+        let report = fresh.stdout + fresh.stderr
+        #expect(report.contains(try Regex(#"pulled [0-9]+ files?: [0-9],[0-9]{3} inserted, 0 updated, 0 deleted"#)), "\(report)")
+
         // Destroy removes the sync log and lock with the store, and says so.
         let destroyed = try run(["destroy", "b.lmdb"], in: dir)
         #expect(destroyed.stderr.contains("b.lmdb.storesync") && destroyed.stderr.contains("b.lmdb.storesync.lock"),

@@ -159,8 +159,8 @@ struct SyncCommand: ParsableCommand {
     static func text(_ r: SyncReport, url: URL) -> String {
         var line = "\(url.displayName): \(r.attached ? "attached to" : "synced with") \(r.remote): pushed "
             + "\(Console.count(r.pushedRecords, "record change")) in \(Console.count(r.pushedFiles, "file")); pulled "
-            + "\(Console.count(r.pulledFiles, "file")): \(r.insertedRecords) inserted, "
-            + "\(r.updatedRecords) updated, \(r.deletedRecords) deleted"
+            + "\(Console.count(r.pulledFiles, "file")): \(Console.count(r.insertedRecords)) inserted, "
+            + "\(Console.count(r.updatedRecords)) updated, \(Console.count(r.deletedRecords)) deleted"
         if r.mergedDuplicates > 0 { line += ", \(Console.count(r.mergedDuplicates, "duplicate")) merged" }
         if r.ignoredFiles > 0 { line += "; \(Console.count(r.ignoredFiles, "foreign file")) ignored" }
         if r.becameNewPeer { line += "; the store is a copy and became a new peer" }

@@ -138,6 +138,21 @@ struct StorectlWorkflowTests {
         #expect(schemaOfStore.stdout == json.stdout)
     }
 
+    @Test("info counts one record in the singular, in the plural's column")
+    func infoCountsOneRecordInTheSingular() throws {
+        let dir = try TemporaryDirectory("storectl-tests")
+        defer { dir.remove() }
+        #expect(try Storectl.run(["create", "one.sqlite", "--model", PackagePaths.libraryModel.path], in: dir).status == 0)
+        let line = try dir.write(#"{"entity":"Tag","attributes":{"name":"only"}}"#, to: "one.ndjson")
+        #expect(try Storectl.run(["import", "one.sqlite", line.path], in: dir).status == 0)
+        let text = try Storectl.run(["info", "one.sqlite"], in: dir).stdout
+        let tag = try #require(text.split(separator: "\n").first { $0.hasPrefix("  Tag ") }, "\(text)")
+        let author = try #require(text.split(separator: "\n").first { $0.hasPrefix("  Author ") }, "\(text)")
+        #expect(tag.contains(" 1 record   1 attribute,") && author.contains(" 0 records  5 attributes,"), "\(text)")
+        func column(_ line: Substring) -> Int? { line.range(of: "attribute").map { line.distance(from: line.startIndex, to: $0.lowerBound) } }
+        #expect(column(tag) != nil && column(tag) == column(author), "\(text)")
+    }
+
     @Test("diff names the records and values that differ")
     func diffReportsDifferences() throws {
         let dir = try TemporaryDirectory("storectl-tests")

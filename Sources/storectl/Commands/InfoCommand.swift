@@ -100,7 +100,7 @@ struct InfoCommand: ParsableCommand {
     static func describe(_ source: CoreDataModelSource) -> String {
         switch source {
         case .modelCache: return "the store's model cache (Z_MODELCACHE)"
-        case .embeddedSchema: return "the schema this framework kept in the store's metadata when it created it"
+        case .embeddedSchema: return "the schema this framework keeps in the store's metadata (it created or upgraded the store)"
         case .appModel(let url): return "\(url.displayName) (its version hashes are the store's)"
         case .inferred(let differing):
             let warning = differing.isEmpty ? "" : "; warning: version hashes differ for \(differing.joined(separator: ", "))"
@@ -126,7 +126,8 @@ struct InfoCommand: ParsableCommand {
         let width = r.entities.map(\.name.count).max() ?? 0
         for e in r.entities {
             var line = "  " + e.name.padding(toLength: width, withPad: " ", startingAt: 0)
-            line += "  " + Console.count(e.records).leftPadded(to: 10) + " records"
+            // "record " keeps the next column where "records" puts it.
+            line += "  " + Console.count(e.records).leftPadded(to: 10) + (e.records == 1 ? " record " : " records")
             line += "  \(Console.count(e.attributes, "attribute")), \(Console.count(e.relationships, "relationship"))"
             if e.abstract { line += ", abstract" }
             if let p = e.parent { line += ", inherits from \(p)" }

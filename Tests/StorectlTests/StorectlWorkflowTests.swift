@@ -190,6 +190,27 @@ struct StorectlWorkflowTests {
         #expect(parsed.differing.first?.record.globalID == book.globalID)
     }
 
+    /// Two schemas with the same version hashes can still differ (a class name, user info): diff names the entities.
+    /// (An upgraded Core Data store beside the one Core Data wrote for the same model is such a pair.)
+    @Test("diff names the entities whose definitions differ beside equal version hashes")
+    func diffNamesEntitiesThatDifferBesideTheirHashes() throws {
+        let dir = try TemporaryDirectory("storectl-tests")
+        defer { dir.remove() }
+        #expect(try Storectl.run(["create", "a.sqlite", "--model", PackagePaths.libraryModel.path], in: dir).status == 0)
+        let schema = try Storectl.run(["schema", "a.sqlite", "--json"], in: dir)
+        var json = try #require(try JSONSerialization.jsonObject(with: Data(schema.stdout.utf8)) as? [String: Any])
+        var entities = try #require(json["entities"] as? [[String: Any]])
+        let tag = try #require(entities.firstIndex { $0["name"] as? String == "Tag" })
+        entities[tag]["className"] = "LabelObject"
+        json["entities"] = entities
+        try JSONSerialization.data(withJSONObject: json).write(to: dir.path("renamed-class.json"))
+        #expect(try Storectl.run(["create", "b.sqlite", "--model", "renamed-class.json"], in: dir).status == 0)
+        let diff = try Storectl.run(["diff", "a.sqlite", "b.sqlite"], in: dir)
+        #expect(diff.status == 1)
+        #expect(diff.stdout.contains("schema: entities differ in what version hashes leave out (class names, user info, "
+                                     + "default values, indexes…): Tag\n"), "\(diff.stdout)")
+    }
+
     @Test("copy, replace, relocate and destroy move whole stores and nothing else")
     func fileOperations() throws {
         let dir = try TemporaryDirectory("storectl-tests")

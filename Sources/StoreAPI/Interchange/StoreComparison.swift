@@ -238,8 +238,11 @@ public struct StoreComparison {
             let hashesA = a.schema.versionHashes
             let hashesB = b.schema.versionHashes
             let entities = Set(hashesA.keys).union(hashesB.keys).filter { hashesA[$0] != hashesB[$0] }.sorted()
-            out.append(entities.isEmpty ? "schema: the definitions differ (same version hashes)"
-                       : "schema: entities differ: \(entities.joined(separator: ", "))")
+            if !entities.isEmpty {
+                out.append("schema: entities differ: \(entities.joined(separator: ", "))")
+            } else {
+                out.append("schema: " + Self.differenceBesideVersionHashes(a.schema, b.schema))
+            }
         }
         if a.configuration != b.configuration {
             out.append("configuration: \(a.configuration ?? "none") in A, \(b.configuration ?? "none") in B")
@@ -251,6 +254,21 @@ public struct StoreComparison {
             out.append("sync options: \(a.syncOptions.map { "\($0)" } ?? "none") in A, \(b.syncOptions.map { "\($0)" } ?? "none") in B")
         }
         return out
+    }
+
+    /// What differs between two schemas whose version hashes agree, in words: the entities whose definitions differ
+    /// in what a version hash leaves out (Core Data's rule: class names, user info, default values, indexes…), else
+    /// the configurations or the order of the definitions.
+    static func differenceBesideVersionHashes(_ a: Schema, _ b: Schema) -> String {
+        var names = a.definitions.map(\.name)
+        for d in b.definitions where !names.contains(d.name) { names.append(d.name) }
+        let differing = names.filter { a.entity(named: $0)?.definition != b.entity(named: $0)?.definition }.sorted()
+        if !differing.isEmpty {
+            return "entities differ in what version hashes leave out (class names, user info, default values, "
+                + "indexes…): \(differing.joined(separator: ", "))"
+        }
+        if a.configurations != b.configurations { return "the configurations differ (same version hashes)" }
+        return "the entities are defined in another order (same version hashes)"
     }
 
     static func describe(_ v: MetadataValue) -> String {

@@ -89,6 +89,43 @@ struct SyncBulkPullTests {
         #expect(try b.differences(from: a).isIdentical)
     }
 
+    /// One pull reads a new note, a change of a note it knows (which makes it list the new notes so far), another
+    /// new note, and a change of that one: the last note is found among the new ones and inserted once, with its
+    /// later text.
+    @Test(arguments: SyncFixtures.remoteKinds)
+    func aNoteNewToAPullAndChangedLaterInItIsInsertedOnce(kind: RemoteKind) async throws {
+        let dir = try TemporaryDirectory()
+        let remote = try kind.make(container: "bulk-new-then-changed")
+        let schema = SyncUnlinkedRecordsTests.schema
+        let a = try Replica(dir.url.appendingPathComponent("a.sqlite"), type: "sqlite", remote: remote, schema: schema)
+        let b = try Replica(dir.url.appendingPathComponent("b.sqlite"), type: "sqlite", remote: remote, schema: schema)
+        let known = try a.insert("Note", ["text": "known"])
+        try await a.sync()
+        try await b.sync()
+        let ca = a.context()
+        let first = try ca.insert("Note", ["text": "first"]).globalID
+        try ca.save()
+        try await a.sync()
+        try #require(try notes(a, in: ca)[known]).setValue(.string("known, changed"), forKey: "text")
+        try ca.save()
+        try await a.sync()
+        let late = try ca.insert("Note", ["text": "late"]).globalID
+        try ca.save()
+        try await a.sync()
+        try #require(try notes(a, in: ca)[late]).setValue(.string("late, changed"), forKey: "text")
+        try ca.save()
+        try await a.sync()
+
+        let pulled = try await b.sync()
+        #expect(pulled.insertedRecords == 2)
+        let got = try notes(b)
+        #expect(got.count == 3)
+        #expect(got[first]?[0] == .string("first"))
+        #expect(got[known]?[0] == .string("known, changed"))
+        #expect(got[late]?[0] == .string("late, changed"))
+        #expect(try b.differences(from: a).isIdentical)
+    }
+
     @Test(arguments: SyncFixtures.remoteKinds)
     func pullIntoAStoreHoldingSomeOfTheRecordsDuplicatesNone(kind: RemoteKind) async throws {
         let dir = try TemporaryDirectory()

@@ -15,21 +15,24 @@ extension SyncSession {
     struct FreshRecords {
         var changes: [RecordChange] = []
         /// Positions in ``changes`` by global ID; built only when a later change of the pull names a known record
-        /// (which may be one of these), not per record.
-        var positions: [UUID: Int]?
+        /// (which may be one of these), not per record, and then extended with the records added since.
+        var positions: [UUID: Int] = [:]
+        /// How many of ``changes`` ``positions`` lists.
+        var listed = 0
         /// Positions of records that a later change of the pull took out to the winner maps.
         var taken: Set<Int> = []
 
         /// Takes the record out, when it is one of these.
         mutating func take(_ id: UUID) -> RecordChange? {
             guard !changes.isEmpty else { return nil }
-            if positions == nil {
-                var found: [UUID: Int] = [:]
-                found.reserveCapacity(changes.count)
-                for (i, c) in changes.enumerated() { found[c.id] = i }
-                positions = found
+            if listed < changes.count {
+                // Records added after the positions were last listed are listed too: a record new to this pull
+                // and changed again by a later file of it must be found here, or it would be inserted twice.
+                positions.reserveCapacity(changes.count)
+                for i in listed..<changes.count { positions[changes[i].id] = i }
+                listed = changes.count
             }
-            guard let i = positions?[id], !taken.contains(i) else { return nil }
+            guard let i = positions[id], !taken.contains(i) else { return nil }
             taken.insert(i)
             return changes[i]
         }

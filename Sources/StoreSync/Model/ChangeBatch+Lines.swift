@@ -66,8 +66,9 @@ extension ChangeBatch {
                 guard let id = f.uuid(1), let entity = name(f.int(2)) else { return nil }
                 // Room for as many values as the record before had: records of one file mostly have the same keys,
                 // and a map grown value by value is made several times over.
-                var values: [String: StampedValue] = [:]
-                if let c = current { values.reserveCapacity(changes[c].values.count) }
+                // Made at its size, not reserved after: reserving room in an empty map goes through the standard
+                // library's unspecialized code, which looks the map's type up at run time per record.
+                let values = [String: StampedValue](minimumCapacity: current.map { changes[$0].values.count } ?? 0)
                 changes.append(RecordChange(entity: entity, id: id, values: values))
                 current = changes.count - 1
             case (UInt8(ascii: "D"), 2):

@@ -32,7 +32,10 @@ final class RecordIndex: Sendable {
         let transactions = try session.store.history(after: token)
         guard let last = transactions.last?.token else { return }
         let storeID = session.loaded.identifier
+        // A pull's own save lists every record it inserted: room for them is made once, not by regrowing the map.
+        let inserts = transactions.reduce(0) { $0 + $1.changes.count }
         contents.withLock { c in
+            c.objects.reserveCapacity(c.objects.count + inserts)
             for t in transactions {
                 for change in t.changes {
                     switch change.kind {

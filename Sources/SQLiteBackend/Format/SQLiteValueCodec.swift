@@ -16,7 +16,8 @@ import Foundation
 enum SQLiteValueCodec {
     /// Binds `value` for an attribute of `type` at parameter `index`.
     static func bind(
-        _ value: StoreValue, type: AttributeType, to s: Statement, at index: Int32, entity: String, property: String
+        _ value: StoreValue, type: AttributeType, to s: Statement, at index: Int32, entity: String,
+        property: @autoclosure () -> String
     ) throws {
         switch (type, value) {
         case (_, .null): s.bindNull(index)
@@ -42,7 +43,7 @@ enum SQLiteValueCodec {
             try withUnsafeBytes(of: &u) { try s.bind(index, bytes: $0) }
         default:
             throw StoreError.typeMismatch(
-                entity: entity, property: property, expected: type, got: value.type?.rawValue ?? "nil")
+                entity: entity, property: property(), expected: type, got: value.type?.rawValue ?? "nil")
         }
     }
 

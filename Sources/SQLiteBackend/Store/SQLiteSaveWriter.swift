@@ -223,8 +223,12 @@ struct SQLiteSaveWriter {
             var gid = r.globalID.uuid
             try withUnsafeBytes(of: &gid) { try s.bind(i + 1, bytes: $0) }
             i += 2
-            for (k, a) in entity.attributes.enumerated() {
-                try SQLiteValueCodec.bind(r.attributes[k], type: a.type, to: s, at: i, entity: entity.name, property: a.name)
+            // Each attribute's type from the layout, its name only for an error: no attribute description is
+            // copied per record.
+            let reads = el.attributeReads
+            for k in reads.indices {
+                try SQLiteValueCodec.bind(r.attributes[k], type: reads[k].type, to: s, at: i, entity: entity.name,
+                                          property: entity.attributes[k].name)
                 i += 1
             }
             for (k, storage) in el.relationships.enumerated() {

@@ -177,10 +177,11 @@ extension StoreContext {
 
     /// Checks that a record has every required value and that its to-many relationships respect their counts.
     func validate(_ record: Record, of entity: Entity, id: @autoclosure () -> ObjectID) throws {
-        for (i, a) in entity.attributes.enumerated() where !a.isOptional && record.attributes[i].isNull {
-            throw StoreError.missingValue(entity: entity.name, property: a.name, object: id())
+        for i in entity.requiredAttributes where record.attributes[i].isNull {
+            throw StoreError.missingValue(entity: entity.name, property: entity.attributes[i].name, object: id())
         }
-        for (i, r) in entity.relationships.enumerated() {
+        for i in entity.checkedRelationships {
+            let r = entity.relationships[i]
             let n = record.relationships[i].keys.count
             if n == 0 {
                 if !r.isOptional {

@@ -40,6 +40,12 @@ public final class Entity: Sendable, CustomStringConvertible {
     /// (``attributeValues(_:)``).
     let blankAttributes: [StoreValue]
     let blankRelationships: [RelationshipValue]
+    /// Positions of the attributes a saved record must have a value for: found once here, so that a save checking
+    /// every record does not copy each attribute's description per record.
+    let requiredAttributes: [Int]
+    /// Positions of the relationships a save checks per record: the required ones and the to-manys (whose counts
+    /// are checked). An optional to-one passes whatever it holds.
+    let checkedRelationships: [Int]
     private let relationshipIndex: [String: Int]
 
     init(
@@ -67,6 +73,8 @@ public final class Entity: Sendable, CustomStringConvertible {
         relationshipIndex = ri
         blankAttributes = attributes.map { $0.defaultValue ?? .null }
         blankRelationships = relationships.map { $0.isToMany ? .toMany([]) : .toOne(nil) }
+        requiredAttributes = attributes.indices.filter { !attributes[$0].isOptional }
+        checkedRelationships = relationships.indices.filter { !relationships[$0].isOptional || relationships[$0].isToMany }
     }
 
     /// The position of a stored attribute in ``attributes`` (and in ``Record/attributes``).

@@ -214,6 +214,38 @@ struct SyncStateLogTests {
         return table.stamps.flatMap { Array("K\t\($0.description)\n".utf8) } + out
     }
 
+    /// Records sharing one clock map (as a pull's new records do), records whose maps are equal but made apart, and
+    /// records with maps of their own, interleaved: the snapshot is the previous encoder's bytes and reads back to
+    /// the same state.
+    @Test func recordsSharingAClockMapAreWrittenAsTheirOwnMapsWould() throws {
+        let dir = try TemporaryDirectory("sync-log-shared")
+        let url = dir.path("x.storesync")
+        let peer = UUID()
+        var state = SyncState(peer: peer, location: "here", storeUUID: UUID())
+        func stamp(_ wall: Int64) -> HybridLogicalClock { HybridLogicalClock(wall: wall, counter: 0, peer: peer) }
+        let shared = ["name": stamp(5), "count": stamp(5), "score\t": stamp(5)]
+        for n in 0..<300 {
+            let id = UUID()
+            switch n % 4 {
+            case 0, 1: state.clocks[id] = shared
+            case 2:
+                var apart: [String: HybridLogicalClock] = [:]
+                for key in ["score\t", "count", "name"] { apart[key] = stamp(5) }
+                state.clocks[id] = apart
+            default: state.clocks[id] = ["name": stamp(Int64(n)), "count": stamp(5)]
+            }
+            if n % 9 == 0 { state.tombstones[id] = stamp(99) }
+        }
+        let log = UUID()
+        _ = try RecordStateLog.writeSnapshot(at: url, id: log, revision: 1, state: state)
+        let expected = Self.previousSnapshotBody(state)
+        let written = try [UInt8](Data(contentsOf: url))
+        #expect(written.count > expected.count && Array(written.suffix(expected.count)) == expected)
+        var read = SyncState(peer: peer, location: "here", storeUUID: state.storeUUID)
+        #expect(RecordStateLog.read(at: url, id: log, revision: 1, into: &read) != nil)
+        #expect(read.clocks == state.clocks && read.tombstones == state.tombstones)
+    }
+
     /// Snapshots and deltas are written byte for byte as earlier versions wrote them, odd keys and texts included,
     /// so logs of either version read in the other; and they read back to the same state.
     @Test func framesAreThePreviousEncodersBytes() throws {

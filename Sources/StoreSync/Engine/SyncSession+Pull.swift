@@ -137,13 +137,27 @@ extension SyncSession {
         try index.refresh(self)
         let indexed = index.objects
         var last: (entity: String, shape: SyncedSchema.Shape?)?
+        // Fresh records are merged on the maps taken out of the state for a run of them (see FreshRun); any other
+        // change goes the general way, with the maps back in the state.
+        var run: FreshRun?
         for batch in batches {
             for c in batch.changes {
                 // Runs of records of one entity: the name is compared, not hashed, per record.
                 if last?.entity != c.entity { last = (c.entity, shapes.shapes[c.entity]) }
+                if let shape = last?.shape, shape.insertsWithoutObject {
+                    var taken = run.take() ?? FreshRun(taking: self)
+                    if taken.add(c, shape: shape, winners: winners, indexed: indexed, fresh: &fresh) {
+                        run = taken
+                        continue
+                    }
+                    taken.putBack(into: self)
+                } else if let taken = run.take() {
+                    taken.putBack(into: self)
+                }
                 merge(c, shape: last?.shape, into: &winners, order: &order, fresh: &fresh, indexed: indexed)
             }
         }
+        if let taken = run.take() { taken.putBack(into: self) }
         logStep("pull: merge")
         guard !winners.isEmpty || fresh.changes.count > fresh.taken.count || needsCleanup else { return }
         try applyWinners(winners, order: order, fresh: fresh)

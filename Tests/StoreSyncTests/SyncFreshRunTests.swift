@@ -1,0 +1,136 @@
+import Foundation
+import Logging
+import StoreAPI
+@testable import StoreSync
+import StoreTestSupport
+import Testing
+
+/// A pull's records that cannot conflict with anything are merged by a fast path (``SyncSession/FreshRun``); every
+/// other change goes the general way. The same pull applied to a store whose notes take the fast path and to one
+/// whose notes cannot (another entity links to them) must leave the same records and the same sync state, whatever
+/// mix of fresh records and changes that make the fast path step aside it holds.
+@Suite("Sync of fresh records")
+struct SyncFreshRunTests {
+    /// The unlinked-records schema plus `Pin`, whose to-one links to `Note`: notes then cannot be inserted without
+    /// objects, and every note goes the general way.
+    static let linkedNotes: Schema = {
+        do {
+            return try Schema(entities: SyncUnlinkedRecordsTests.schema.entities.map(\.definition) + [
+                EntityDescription(name: "Pin", attributes: [AttributeDescription(name: "label", type: .string)],
+                                  relationships: [RelationshipDescription(name: "note", destination: "Note")]),
+            ])
+        } catch {
+            preconditionFailure("the linked-notes schema is invalid: \(error)")
+        }
+    }()
+
+    private struct Outcome: Equatable {
+        var clocks: [UUID: [String: HybridLogicalClock]]
+        var clock: HybridLogicalClock
+        var tombstones: [UUID: HybridLogicalClock]
+        var touched: Set<UUID>
+        var inserted: Int
+        var updated: Int
+        var ignored: Int
+        var notes: [UUID: [StoreValue]]
+    }
+
+    private static func stamp(_ wall: Int64, _ peer: UUID) -> HybridLogicalClock {
+        HybridLogicalClock(wall: wall, counter: 0, peer: peer)
+    }
+
+    private static func note(_ id: UUID, _ values: [String: (String, HybridLogicalClock)]) -> RecordChange {
+        RecordChange(entity: "Note", id: id, values: values.mapValues { StampedValue(clock: $0.1, text: $0.0) })
+    }
+
+    /// Applies `batches` to a new store of `schema` holding the note `known` (its text stamped `old` in the state)
+    /// and knowing `buried` deleted; what it leaves.
+    private func apply(_ batches: [ChangeBatch], schema: Schema, peer: UUID, known: UUID, buried: UUID,
+                       old: HybridLogicalClock, in dir: TemporaryDirectory, name: String) throws -> Outcome {
+        let r = try Replica(dir.url.appendingPathComponent("\(name).sqlite"), type: "sqlite", remote: InMemoryRemote(),
+                            schema: schema)
+        let c = r.context()
+        _ = try c.insert("Note", ["text": .string("known")], globalID: known)
+        try c.save()
+        var state = SyncState(peer: peer, location: "test", storeUUID: r.loaded.store.metadata.storeUUID)
+        state.clocks[known] = ["text": old]
+        state.tombstones[buried] = old
+        let session = SyncSession(loaded: r.loaded, coordinator: r.coordinator, remote: r.remote,
+                                  calls: RemoteTimeout(seconds: 10, remoteName: "test"), logger: Logger(label: "test"),
+                                  state: state, report: SyncReport(peer: peer, remote: "test"), index: RecordIndex())
+        try session.apply(batches)
+        var notes: [UUID: [StoreValue]] = [:]
+        let reading = r.context()
+        for o in try reading.fetch(FetchRequest(entity: "Note")) {
+            notes[o.globalID] = [try o.value(forKey: "text"), try o.value(forKey: "rank"), try o.value(forKey: "weight")]
+        }
+        return Outcome(clocks: session.state.clocks, clock: session.state.clock, tombstones: session.state.tombstones,
+                       touched: session.touchedIDs, inserted: session.report.insertedRecords,
+                       updated: session.report.updatedRecords, ignored: session.report.ignoredChanges, notes: notes)
+    }
+
+    @Test func freshRecordsMergeAsTheGeneralPathMergesThem() throws {
+        let dir = try TemporaryDirectory("sync-fresh-run")
+        let fast = SyncedSchema(schema: SyncUnlinkedRecordsTests.schema, entityNames: ["Note"])
+        let general = SyncedSchema(schema: Self.linkedNotes, entityNames: ["Note", "Pin"])
+        try #require(fast.shapes["Note"]?.insertsWithoutObject == true, "notes take the fast path here")
+        try #require(general.shapes["Note"]?.insertsWithoutObject == false, "and the general way there")
+
+        let peer = UUID(), other = UUID()
+        let (s1, s2, s3, s4) = (Self.stamp(1_000, other), Self.stamp(2_000, other), Self.stamp(3_000, other),
+                                Self.stamp(4_000, other))
+        let known = UUID(), buried = UUID()
+        let ids = (0..<8).map { _ in UUID() }
+        let full = { (i: Int, s: HybridLogicalClock) in
+            Self.note(ids[i], ["text": ("[\"note \(i)\"]", s), "rank": ("[\(i)]", s), "weight": ("[\(i).5]", s)])
+        }
+        let first = ChangeBatch(peer: other, sequence: 1, changes: [
+            full(0, s2),
+            full(1, s2),
+            // The same keys with another stamp, then another set of keys: the clock map of the records before is
+            // not theirs.
+            full(3, s3),
+            Self.note(ids[2], ["text": ("[\"only text\"]", s3)]),
+            // A record the store knows: merged the general way; the records after it are fresh again.
+            Self.note(known, ["text": ("[\"known, changed\"]", s2)]),
+            full(4, s2),
+            // An unstamped value: the general way.
+            Self.note(ids[5], ["text": ("[\"unstamped\"]", .zero), "rank": ("[5]", s2)]),
+            // Deleted before: never comes back.
+            Self.note(buried, ["text": ("[\"buried\"]", s2)]),
+            // No values at all: the general way.
+            RecordChange(entity: "Note", id: ids[6]),
+            // An escaped text and a null, read through the general parser.
+            Self.note(ids[7], ["text": ("[\"tab\\there\"]", s2), "rank": ("[null]", s2)]),
+        ])
+        let second = ChangeBatch(peer: other, sequence: 2, changes: [
+            // New in the first file, changed by this one: one record, with the later text.
+            Self.note(ids[0], ["text": ("[\"note 0, later\"]", s3)]),
+            // An earlier stamp than the one it has: changes nothing.
+            Self.note(ids[1], ["rank": ("[-1]", s1)]),
+            RecordChange(entity: "Note", id: ids[3], deleted: s4),
+        ])
+        let third = ChangeBatch(peer: other, sequence: 3, changes: [
+            // Added to the fresh records after a known record made the pull list them: still found.
+            Self.note(ids[4], ["rank": ("[44]", s4)]),
+        ])
+        let batches = [first, second, third]
+        let a = try apply(batches, schema: SyncUnlinkedRecordsTests.schema, peer: peer, known: known, buried: buried,
+                          old: s1, in: dir, name: "fast")
+        let b = try apply(batches, schema: Self.linkedNotes, peer: peer, known: known, buried: buried, old: s1,
+                          in: dir, name: "general")
+        #expect(a == b)
+        #expect(a.notes[ids[0]]?[0] == .string("note 0, later"))
+        #expect(a.notes[ids[1]]?[1] == .integer64(1))
+        #expect(a.notes[ids[2]] == [.string("only text"), .null, .null])
+        #expect(a.notes[ids[3]] == nil && a.tombstones[ids[3]] == s4)
+        #expect(a.notes[ids[4]]?[1] == .integer64(44))
+        #expect(a.notes[known]?[0] == .string("known, changed"))
+        #expect(a.notes[buried] == nil)
+        #expect(a.notes[ids[7]]?[0] == .string("tab\there"))
+        #expect(a.notes.count == 8, "known, and every new note but the deleted one")
+        #expect(a.clocks[ids[0]] == ["text": s3, "rank": s2, "weight": s2])
+        #expect(a.clocks[ids[1]] == ["text": s2, "rank": s2, "weight": s2])
+        #expect(a.clock.wall >= s4.wall && a.clock.peer == peer)
+    }
+}

@@ -65,8 +65,21 @@ struct SQLiteSaveWriter {
                 try requireRow(r)
             }
         }
-        for r in changes.inserted { try write(r, insert: true) }
+        // Many records into an empty table: its indexes are built after the inserts (see deferIndexes).
+        let deferred = try deferIndexes(inserting: changes.inserted)
+        for (i, r) in changes.inserted.enumerated() {
+            do {
+                try write(r, insert: true)
+            } catch {
+                // With the indexes in place, an earlier record's repeated global ID would have failed first.
+                if let duplicate = try duplicateGlobalIDError(in: changes.inserted[..<i], tables: deferred.tables) {
+                    throw duplicate
+                }
+                throw error
+            }
+        }
         flushRunMaximum()
+        try restoreIndexes(deferred, inserted: changes.inserted)
         for (i, r) in changes.updated.enumerated() {
             try writeRelationships(r, only: changes.changedProperties(ofUpdated: i)?.relationships)
         }

@@ -15,6 +15,21 @@ struct StoreDigestTests {
         #expect(StoreDigest.sha256(Array(message.utf8)).count == 32)
     }
 
+    /// Lengths on either side of the block boundaries, where the padding takes a second block or the message
+    /// fills one exactly (expected digests from an independent implementation, Python's hashlib).
+    @Test("SHA-256 around block boundaries", arguments: [
+        (55, "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318"),
+        (56, "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a"),
+        (63, "7d3e74a05d7db15bce4ad9ec0658ea98e3f06eeecf16b4c6fff2da457ddc2f34"),
+        (64, "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb"),
+        (65, "635361c48bb9eab14198e76ea8ab7f1a41685d6ad62aa9146d301d4f17eb0ae0"),
+        (119, "31eba51c313a5c08226adf18d4a359cfdfd8d2e816b13f4af952f7ea6584dcfb"),
+        (120, "2f3d335432c70b580af0e8e1b3674a7c020d683aa5f73aaaedfdc55af904c21c"),
+    ])
+    func blockBoundaries(_ count: Int, _ hex: String) {
+        #expect(StoreDigest.sha256Hex([UInt8](repeating: UInt8(ascii: "a"), count: count)) == hex)
+    }
+
     /// SHA-1 shares the padding with SHA-256; XML stores read from Core Data derive their global IDs from it.
     @Test("FIPS 180-4 SHA-1 test vectors", arguments: [
         ("", "da39a3ee5e6b4b0d3255bfef95601890afd80709"),

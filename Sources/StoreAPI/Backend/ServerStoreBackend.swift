@@ -27,7 +27,7 @@ extension BackendRegistry {
     public func serverBackend(for url: URL) -> (any ServerStoreBackend)? {
         guard !url.isFileURL else { return nil }
         for id in typeIdentifiers {
-            if let b = try? backend(for: id) as? any ServerStoreBackend, b.handles(url) { return b }
+            if let b = (try? backend(for: id))?.asServerStoreBackend, b.handles(url) { return b }
         }
         return nil
     }
@@ -36,5 +36,5 @@ extension BackendRegistry {
 extension StoreBackend {
     /// Whether this backend's stores are files: persistent, and not on a server (``ServerStoreBackend``).
     /// Operations look at the file system only for these.
-    var keepsFiles: Bool { capabilities.contains(.persistent) && !(self is any ServerStoreBackend) }
+    var keepsFiles: Bool { capabilities.contains(.persistent) && asServerStoreBackend == nil }
 }

@@ -15,6 +15,15 @@ import Foundation
 ///
 /// See <doc:WritingABackend> for a walk-through, and run `StoreConformance` against your backend.
 public protocol StoreBackend: Sendable {
+    /// This backend as an ``AtomicStoreBackend``, or `nil` when it is not one. Answered by the protocols'
+    /// extensions (`self` for an atomic backend); a backend does not implement it. Store operations ask this
+    /// instead of casting: a process's first cast of a type to a protocol searches every conformance it has, and
+    /// most such casts on an operation's path fail.
+    var asAtomicStoreBackend: (any AtomicStoreBackend)? { get }
+
+    /// This backend as a ``ServerStoreBackend``, or `nil` (see ``asAtomicStoreBackend``).
+    var asServerStoreBackend: (any ServerStoreBackend)? { get }
+
     /// The identifier stores of this type are registered and described under (`sqlite`, `lmdb`, `xml`, `memory`).
     var typeIdentifier: String { get }
     /// File-name extensions that suggest this type for a path that does not exist yet (`["sqlite", "db"]`).

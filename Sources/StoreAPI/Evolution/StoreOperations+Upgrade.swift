@@ -77,7 +77,7 @@ extension StoreOperations {
             }
             let batchSize = max(1, options.batchSize)
             _ = try stageAndPlace(at: url, backend: backend, replacing: true, force: options.force) { staged in
-                if let atomic = backend as? any AtomicStoreBackend, backend.capabilities.contains(.persistent) {
+                if let atomic = backend.asAtomicStoreBackend, backend.capabilities.contains(.persistent) {
                     // Records a step reads besides its own come from the store loaded once, if a step asks.
                     let lookup = MigrationSourceLookup(opening: {
                         try backend.open(at: url, options: StoreOptions(isReadOnly: true, createIfMissing: false), creating: nil)
@@ -135,7 +135,7 @@ extension StoreOperations {
     static func write(_ view: any PersistentStore, as backend: any StoreBackend, to staged: URL, batchSize: Int,
                       progress: ProgressHandler?) throws {
         let transfer = StoreTransfer(batchSize: batchSize, progress: progress)
-        if let atomic = backend as? any AtomicStoreBackend {
+        if let atomic = backend.asAtomicStoreBackend {
             try transfer.write(view, metadata: view.metadata, as: atomic, to: staged)
             if backend.capabilities.contains(.persistent) { try AtomicFile.fsync(path: staged) }
             return

@@ -152,7 +152,7 @@ public struct StoreOperations: Sendable {
         let source: any PersistentStore = (source as? MemoryStore)?.detachedCopy() ?? source
         let metadata = options.adjusted(source.metadata, type: destinationBackend.typeIdentifier)
         let transfer = StoreTransfer(batchSize: options.batchSize, progress: options.progress)
-        if let atomicDestination = destinationBackend as? any AtomicStoreBackend {
+        if let atomicDestination = destinationBackend.asAtomicStoreBackend {
             try transfer.write(source, metadata: metadata, as: atomicDestination, to: staged)
             try AtomicFile.fsync(path: staged)
             return metadata
@@ -264,7 +264,7 @@ public struct StoreOperations: Sendable {
         let metadata = options.adjusted(try sourceBackend.readMetadata(at: source), type: destinationBackend.typeIdentifier)
         let readOnly = StoreOptions(isReadOnly: true, createIfMissing: false)
 
-        if let atomicDestination = destinationBackend as? any AtomicStoreBackend {
+        if let atomicDestination = destinationBackend.asAtomicStoreBackend {
             let from = try sourceBackend.open(at: source, options: readOnly, creating: nil)
             defer { try? from.close() }
             try transfer.write(from, metadata: metadata, as: atomicDestination, to: staged)
@@ -273,7 +273,7 @@ public struct StoreOperations: Sendable {
         }
         let to = try destinationBackend.open(at: staged, options: StoreOptions(), creating: metadata)
         do {
-            if let atomicSource = sourceBackend as? any AtomicStoreBackend {
+            if let atomicSource = sourceBackend.asAtomicStoreBackend {
                 try transfer.copy(streamingFrom: source, of: atomicSource, to: to)
             } else {
                 let from = try sourceBackend.open(at: source, options: readOnly, creating: nil)

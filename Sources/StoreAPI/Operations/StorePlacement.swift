@@ -14,12 +14,12 @@ enum StorePlacement {
     /// Where a new store for `destination` is built: a staging name beside it, or for a server store the
     /// backend's staging location.
     static func stagingLocation(for destination: URL, backend: any StoreBackend) throws -> URL {
-        if let server = backend as? any ServerStoreBackend { return try server.stagingLocation(for: destination) }
+        if let server = backend.asServerStoreBackend { return try server.stagingLocation(for: destination) }
         return AtomicFile.stagingURL(for: destination)
     }
 
     static func place(staged: URL, at destination: URL, backend: any StoreBackend, replacing existing: (any StoreBackend)?) throws {
-        if let server = backend as? any ServerStoreBackend {
+        if let server = backend.asServerStoreBackend {
             // No files: the server swaps the stores in one transaction.
             try server.placeStagedStore(staged, at: destination, replacingExisting: existing != nil)
             return
@@ -58,7 +58,7 @@ enum StorePlacement {
 
     /// Deletes whatever a failed operation staged.
     static func discard(staged: URL, backend: any StoreBackend) {
-        if let server = backend as? any ServerStoreBackend { return server.discardStagedStore(staged) }
+        if let server = backend.asServerStoreBackend { return server.discardStagedStore(staged) }
         for f in backend.ownedFiles(ofStoreAt: staged).reversed() { try? FileManager.default.removeItem(at: f) }
         StoreCompanionFiles.remove(beside: staged)
         if !backend.capabilities.contains(.persistent) { try? backend.destroyStore(at: staged) }

@@ -206,7 +206,10 @@ final class LMDBPersistentStore: PersistentStore, PageScanningStore, PageInserti
         try run {
             let layout = self.layout
             let e = try layout.schema.requireEntity(entity)
-            var page = RecordPage(entity: e.name, capacity: min(max(limit, 0), 4096))
+            // Room for the values sized by the entity's attribute count: a page started at the default size is
+            // copied each time it outgrows its buffer, several times over for a wide entity.
+            var page = RecordPage(entity: e.name, capacity: min(max(limit, 0), 4096),
+                                  bytesPerRecord: 16 * max(1, e.attributes.count))
             guard limit > 0, let id = layout.entityIDs[e.name] else { return page }
             return try env.read { txn in
                 try LMDBRecordReader(txn: txn, env: env, layout: layout, file: dataFile)

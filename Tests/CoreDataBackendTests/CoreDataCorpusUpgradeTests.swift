@@ -148,6 +148,30 @@ struct CoreDataCorpusUpgradeTests {
         #expect(try Self.registry.backend(for: type).checkIntegrity(at: url).isEmpty)
     }
 
+    /// jeffreybergier's Core Data kept each entity's class in its stores' model caches: a v(N) store upgraded here
+    /// to the v(N+1) model has the very schema Core Data's own v(N+1) store holds, and a comparison of the two finds
+    /// nothing but the store UUID apart in their metadata.
+    @Test("an upgraded Core Data store has the schema Core Data wrote for the same model",
+          arguments: steps.filter { $0.store.hasPrefix(jeff) })
+    func upgradedSchemaIsCoreDatas(_ step: Step) throws {
+        let stores = try #require(Self.stores), models = try #require(Self.models)
+        let nextStore = try #require(step.nextStore)
+        let dir = try TemporaryDirectory("corpus-upgrade-schema")
+        let url = dir.path("Example.sqlite")
+        try Self.operations.copyStore(from: stores.appendingPathComponent(step.store), sourceType: "coredata", to: url, type: "coredata")
+        try Self.operations.upgradeStore(at: url, to: try Schema(xcodeModelAt: models.appendingPathComponent(step.nextModel)))
+        let backend = try Self.registry.backend(for: "coredata")
+        let readOnly = StoreOptions(isReadOnly: true, createIfMissing: false)
+        let ours = try backend.open(at: url, options: readOnly, creating: nil)
+        defer { try? ours.close() }
+        let theirs = try backend.open(at: stores.appendingPathComponent(nextStore), options: readOnly, creating: nil)
+        defer { try? theirs.close() }
+        #expect(ours.metadata.schema == theirs.metadata.schema)
+        let differences = try StoreComparison(comparesHistory: false).compare(ours, theirs)
+        #expect(differences.metadata.count == 1 && differences.metadata.allSatisfy { $0.hasPrefix("store UUID: ") },
+                "\(differences.metadata)")
+    }
+
     @Test("a Core Data store is upgraded as a Core Data store, through the public backend protocol")
     func coreDataStoreUpgradesInPlace() throws {
         let stores = try #require(Self.stores), models = try #require(Self.models)

@@ -53,6 +53,11 @@ import Testing
         let decoded = try CoreDataModelCache.decode(encoded).schema()
         #expect(decoded == schema)
         #expect(decoded.coreDataVersionHashes.entityHashes == schema.coreDataVersionHashes.entityHashes)
+        // Each entity's class name as Core Data archived it: the entity's own name, another, or none at all.
+        func classNames(_ m: CoreDataModel) -> [String: String] {
+            Dictionary(m.entities.map { ($0.name, $0.className ?? "(none)") }, uniquingKeysWith: { a, _ in a })
+        }
+        #expect(classNames(try CoreDataModelCache.decode(encoded)) == classNames(model))
     }
 
     // MARK: Structure

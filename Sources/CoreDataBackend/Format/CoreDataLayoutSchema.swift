@@ -34,7 +34,7 @@ extension CoreDataModel {
                     userInfo: r.userInfo)
             }
             entities.append(Entity(
-                name: d.name, parent: d.parent, isAbstract: d.isAbstract, className: d.representedClassName ?? d.name,
+                name: d.name, parent: d.parent, isAbstract: d.isAbstract, className: d.representedClassName,
                 versionHashModifier: d.versionHashModifier, renamingIdentifier: d.renamingIdentifier,
                 userInfo: d.userInfo,
                 attributes: d.attributes.map { attribute($0, derived: false) }

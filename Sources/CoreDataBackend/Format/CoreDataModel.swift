@@ -20,7 +20,9 @@ import Foundation
         /// The parent entity's name, for sub-entities.
         public var parent: String?
         public var isAbstract: Bool
-        /// The class name the app uses (`NSClassNameForEntity`).
+        /// The class name the app uses (`NSClassNameForEntity`); `nil` where the model names none — Core Data
+        /// itself archives some entities with a class named like the entity and others with none, so the name is
+        /// carried as written rather than normalised.
         public var className: String?
         public var versionHashModifier: String?
         /// The entity's name before a rename (`NSRenamingIdentifier`); a migrated store's `Z_PRIMARYKEY` may still
@@ -203,7 +205,7 @@ import Foundation
                 name: e.name, parent: e.parent, isAbstract: e.isAbstract, attributes: attributes,
                 relationships: relationships, uniquenessConstraints: constraints, userInfo: e.userInfo,
                 versionHashModifier: e.versionHashModifier,
-                representedClassName: e.className == e.name ? nil : e.className, derivedAttributes: derived,
+                representedClassName: e.className, derivedAttributes: derived,
                 renamingIdentifier: Self.renaming(e.renamingIdentifier, of: e.name),
                 fetchIndexes: fetchIndexes))
         }

@@ -256,19 +256,56 @@ public struct StoreComparison {
         return out
     }
 
-    /// What differs between two schemas whose version hashes agree, in words: the entities whose definitions differ
-    /// in what a version hash leaves out (Core Data's rule: class names, user info, default values, indexes…), else
-    /// the configurations or the order of the definitions.
+    /// What differs between two schemas whose version hashes agree, in words: each entity whose definition differs
+    /// in what a version hash leaves out (Core Data's rule: class names, user info, default values, indexes…) with
+    /// what differs in it, else the configurations or the order of the definitions.
     static func differenceBesideVersionHashes(_ a: Schema, _ b: Schema) -> String {
         var names = a.definitions.map(\.name)
         for d in b.definitions where !names.contains(d.name) { names.append(d.name) }
-        let differing = names.filter { a.entity(named: $0)?.definition != b.entity(named: $0)?.definition }.sorted()
+        let differing = names.sorted().compactMap { name -> String? in
+            let x = a.entity(named: name)?.definition, y = b.entity(named: name)?.definition
+            guard x != y else { return nil }
+            guard let x, let y else { return "\(name) (only in \(x == nil ? "B" : "A"))" }
+            return "\(name) (\(Self.differences(x, y).joined(separator: "; ")))"
+        }
         if !differing.isEmpty {
-            return "entities differ in what version hashes leave out (class names, user info, default values, "
-                + "indexes…): \(differing.joined(separator: ", "))"
+            return "entities differ in what version hashes leave out: \(differing.joined(separator: ", "))"
         }
         if a.configurations != b.configurations { return "the configurations differ (same version hashes)" }
         return "the entities are defined in another order (same version hashes)"
+    }
+
+    /// The parts of two definitions of one entity that differ, each named.
+    static func differences(_ x: EntityDescription, _ y: EntityDescription) -> [String] {
+        func optional(_ v: String?) -> String { v ?? "none" }
+        var out: [String] = []
+        if x.representedClassName != y.representedClassName {
+            out.append("class name: \(optional(x.representedClassName)) in A, \(optional(y.representedClassName)) in B")
+        }
+        if x.parent != y.parent { out.append("parent: \(optional(x.parent)) in A, \(optional(y.parent)) in B") }
+        if x.isAbstract != y.isAbstract { out.append("abstract in \(x.isAbstract ? "A" : "B") only") }
+        if x.userInfo != y.userInfo { out.append("user info") }
+        if x.versionHashModifier != y.versionHashModifier { out.append("version hash modifier") }
+        if x.renamingIdentifier != y.renamingIdentifier { out.append("renaming identifier") }
+        out += Self.memberDifferences("attribute", x.attributes.map { ($0.name, $0) }, y.attributes.map { ($0.name, $0) })
+        out += Self.memberDifferences("relationship", x.relationships.map { ($0.name, $0) },
+                                      y.relationships.map { ($0.name, $0) })
+        out += Self.memberDifferences("derived attribute", x.derivedAttributes.map { ($0.name, $0) },
+                                      y.derivedAttributes.map { ($0.name, $0) })
+        if x.uniquenessConstraints != y.uniquenessConstraints { out.append("uniqueness constraints") }
+        if x.fetchIndexes != y.fetchIndexes { out.append("fetch indexes") }
+        return out.isEmpty ? ["definition"] : out
+    }
+
+    /// The named members (attributes, relationships) that differ between two lists, or their order when only that
+    /// differs.
+    static func memberDifferences<Member: Equatable>(_ kind: String, _ x: [(String, Member)], _ y: [(String, Member)]) -> [String] {
+        let byName = Dictionary(y, uniquingKeysWith: { first, _ in first })
+        let names = Set(x.map(\.0)).union(y.map(\.0))
+        let own = Dictionary(x, uniquingKeysWith: { first, _ in first })
+        let changed = names.filter { own[$0] != byName[$0] }.sorted()
+        if !changed.isEmpty { return changed.map { "\(kind) \($0)" } }
+        return x.map(\.0) == y.map(\.0) ? [] : ["\(kind) order"]
     }
 
     static func describe(_ v: MetadataValue) -> String {

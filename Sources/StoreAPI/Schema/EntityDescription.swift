@@ -183,7 +183,8 @@ public struct EntityDescription: Sendable, Hashable {
     public var userInfo: [String: String]
     /// Changes the version hash without changing the structure (Core Data's `versionHashModifier`).
     public var versionHashModifier: String?
-    /// The class name the app uses for the entity, when it differs from the entity name (kept, never used).
+    /// The class name the app uses for the entity (Xcode's *Class*, Core Data's `managedObjectClassName`), when the
+    /// model names one: kept as written, never used.
     public var representedClassName: String?
     /// Attributes Core Data computes from other properties (each with a ``AttributeDescription/derivation``).
     /// Records never hold them and ``Entity/attributes`` leaves them out; they are kept because Core Data's version

@@ -73,6 +73,6 @@ enum Transfers {
         try Backends.operations.copyStore(
             from: src, sourceType: sourceType, to: dst, type: destinationType,
             options: .init(replacingExisting: force, batchSize: batchSize, progress: bar.handler, allowFastCopy: allowFastCopy))
-        return bar.recordsDone > 0 ? ": \(Console.count(bar.recordsDone)) records" : ""
+        return bar.recordsDone > 0 ? ": \(Console.count(bar.recordsDone, "record"))" : ""
     }
 }

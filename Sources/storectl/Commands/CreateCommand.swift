@@ -86,7 +86,7 @@ struct CreateCommand: ParsableCommand {
             try Backends.operations.copyStore(from: staged, sourceType: workBackend.typeIdentifier, to: url, type: backend.typeIdentifier,
                                               options: .init(replacingExisting: force))
             var line = "created \(url.displayName) (\(backend.typeIdentifier), \(schema.entities.count) entities, store UUID \(meta.storeUUID.uuidString))"
-            if let summary { line += " with \(Console.count(summary.inserted)) records" }
+            if let summary { line += " with \(Console.count(summary.inserted, "record"))" }
             Console.note(line + " in \(Console.seconds(since: start))", quiet: common.quiet)
         }
     }

@@ -67,7 +67,7 @@ struct DiffCommand: ParsableCommand {
             if json {
                 try JSONOutput.print(result)
             } else if identical {
-                Console.note("\(urlA.displayName) and \(urlB.displayName) are identical (\(Console.count(result.recordsCompared)) records compared)", quiet: common.quiet)
+                Console.note("\(urlA.displayName) and \(urlB.displayName) are identical (\(Console.count(result.recordsCompared, "record")) compared)", quiet: common.quiet)
             } else {
                 Console.output("A: \(urlA.displayName)\nB: \(urlB.displayName)\n" + result.summary)
             }

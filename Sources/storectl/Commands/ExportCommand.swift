@@ -61,7 +61,7 @@ struct ExportCommand: ParsableCommand {
                 count = try exporter.export(opened, to: FileHandle.standardOutput)
             }
             bar.finish()
-            Console.note("exported \(Console.count(count)) records from \(url.displayName) in \(Console.seconds(since: start))", quiet: common.quiet)
+            Console.note("exported \(Console.count(count, "record")) from \(url.displayName) in \(Console.seconds(since: start))", quiet: common.quiet)
         }
     }
 }

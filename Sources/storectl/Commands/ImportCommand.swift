@@ -67,7 +67,7 @@ struct ImportCommand: ParsableCommand {
                 throw error
             }
             let perEntity = summary.insertedByEntity.sorted { $0.key < $1.key }.map { "\($0.key): \(Console.count($0.value))" }
-            var line = "imported \(Console.count(summary.inserted)) records into \(url.displayName)"
+            var line = "imported \(Console.count(summary.inserted, "record")) into \(url.displayName)"
             if !perEntity.isEmpty { line += " (\(perEntity.joined(separator: ", ")))" }
             if summary.updated > 0 { line += "; \(Console.count(summary.updated)) stored records gained links" }
             Console.note(line + " in \(Console.seconds(since: start))", quiet: common.quiet)

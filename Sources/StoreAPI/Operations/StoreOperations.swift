@@ -261,30 +261,49 @@ public struct StoreOperations: Sendable {
                 // fall through to the streaming transfer
             }
         }
-        let metadata = options.adjusted(try sourceBackend.readMetadata(at: source), type: destinationBackend.typeIdentifier)
         let readOnly = StoreOptions(isReadOnly: true, createIfMissing: false)
-
+        if let atomicSource = sourceBackend.asAtomicStoreBackend {
+            let metadata = options.adjusted(try sourceBackend.readMetadata(at: source), type: destinationBackend.typeIdentifier)
+            if let atomicDestination = destinationBackend.asAtomicStoreBackend {
+                let from = try sourceBackend.open(at: source, options: readOnly, creating: nil)
+                defer { try? from.close() }
+                try transfer.write(from, metadata: metadata, as: atomicDestination, to: staged)
+                try AtomicFile.fsync(path: staged)
+                return metadata
+            }
+            try Self.fill(destinationBackend, at: staged, metadata: metadata) { to in
+                try transfer.copy(streamingFrom: source, of: atomicSource, to: to)
+            }
+            return metadata
+        }
+        // The source is opened before anything is read from it, and its metadata taken from the open store: a
+        // separate read of the metadata first would open the store's files and decode its schema (for a Core Data
+        // store, its model) a second time.
+        let from = try sourceBackend.open(at: source, options: readOnly, creating: nil)
+        defer { try? from.close() }
+        let metadata = options.adjusted(from.metadata, type: destinationBackend.typeIdentifier)
         if let atomicDestination = destinationBackend.asAtomicStoreBackend {
-            let from = try sourceBackend.open(at: source, options: readOnly, creating: nil)
-            defer { try? from.close() }
             try transfer.write(from, metadata: metadata, as: atomicDestination, to: staged)
             try AtomicFile.fsync(path: staged)
             return metadata
         }
-        let to = try destinationBackend.open(at: staged, options: StoreOptions(), creating: metadata)
+        try Self.fill(destinationBackend, at: staged, metadata: metadata) { to in
+            try transfer.copy(from: from, to: to)
+        }
+        return metadata
+    }
+
+    /// Creates the store at `staged` with `metadata`, runs `body` on it and closes it (also when `body` throws).
+    private static func fill(
+        _ backend: any StoreBackend, at staged: URL, metadata: StoreMetadata, _ body: (any PersistentStore) throws -> Void
+    ) throws {
+        let to = try backend.open(at: staged, options: StoreOptions(), creating: metadata)
         do {
-            if let atomicSource = sourceBackend.asAtomicStoreBackend {
-                try transfer.copy(streamingFrom: source, of: atomicSource, to: to)
-            } else {
-                let from = try sourceBackend.open(at: source, options: readOnly, creating: nil)
-                defer { try? from.close() }
-                try transfer.copy(from: from, to: to)
-            }
+            try body(to)
             try to.close()
         } catch {
             try? to.close()
             throw error
         }
-        return metadata
     }
 }

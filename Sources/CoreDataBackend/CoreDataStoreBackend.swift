@@ -307,15 +307,18 @@ public struct CoreDataStoreBackend: StoreBackend {
             // here from that schema's model, so it is not decoded back to be checked (creating a store and opening
             // it is every conversion to this type). Another process reads it as any store.
             (model, schema, source) = (CoreDataModel(schema: embedded), embedded, .embeddedSchema)
-        } else if let (cached, cachedSchema) = try file.decodedModelCache() {
+        } else if file.modelCacheBlob != nil {
             // The cache is decoded even when the schema below is used: a damaged cache is a damaged store, whatever
-            // else it keeps.
+            // else it keeps. Only a cache whose schema is used has one derived from it.
+            try file.checkModelCache()
             if let embedded = try embeddedSchema(of: file) {
                 // A store this backend created: the framework's schema it keeps is exact where the model cache is
                 // not (see schemaMetadataKey), as long as the store's model has not changed since.
                 (model, schema, source) = (CoreDataModel(schema: embedded), embedded, .embeddedSchema)
-            } else {
+            } else if let (cached, cachedSchema) = try file.decodedModelCache() {
                 (model, schema, source) = (cached, cachedSchema, .modelCache)
+            } else {
+                throw .corruptStore(file.url, reason: "Z_MODELCACHE could not be read")
             }
         } else if let embedded = try embeddedSchema(of: file) {
             // A store this backend created before it wrote model caches: the schema is all it keeps.

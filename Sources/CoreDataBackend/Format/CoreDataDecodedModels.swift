@@ -46,6 +46,8 @@ final class CoreDataDecodedModels<Value: Sendable>: @unchecked Sendable {
 enum CoreDataModelMemos {
     /// The model caches decoded, with the schema each gives.
     static let modelCaches = CoreDataDecodedModels<(model: CoreDataModel, schema: Schema)>()
+    /// The model caches decoded, without a schema derived from them (a store that keeps its own schema needs none).
+    static let models = CoreDataDecodedModels<CoreDataModel>()
     /// The schemas read from stores' metadata, with their entities' Core Data version hashes.
     static let embeddedSchemas = CoreDataDecodedModels<(schema: Schema, hashes: [String: Data])>()
     /// The model caches this process encoded for the stores it created, each with the schema JSON it wrote beside

@@ -109,16 +109,30 @@ import Foundation
     func decodedModelCache() throws(StoreError) -> (model: CoreDataModel, schema: Schema)? {
         guard let modelCacheBlob else { return nil }
         return try CoreDataModelMemos.modelCaches.value(for: modelCacheBlob) { () throws(StoreError) in
-            let model: CoreDataModel
-            do throws(CoreDataFormatError) {
-                model = try CoreDataModelCache.decode(modelCacheBlob)
-            } catch {
-                throw .corruptStore(url, reason: error.description)
-            }
+            let model = try decodedModel(modelCacheBlob)
             do throws(SchemaError) {
                 return (model, try model.schema())
             } catch {
                 throw .corruptStore(url, reason: "Z_MODELCACHE: \(error.description)")
+            }
+        }
+    }
+
+    /// Decodes `Z_MODELCACHE` without deriving a schema from it, for a reader that takes the schema from elsewhere
+    /// (the framework's schema a store this backend created keeps): the cache is still decoded, so a damaged one
+    /// is still refused. Throws as ``decodedModelCache()`` does for a cache that does not decode.
+    func checkModelCache() throws(StoreError) {
+        guard let modelCacheBlob, CoreDataModelMemos.modelCaches.kept(for: modelCacheBlob) == nil else { return }
+        _ = try decodedModel(modelCacheBlob)
+    }
+
+    /// The model `blob` (this file's `Z_MODELCACHE`) decodes to, decoded once per process for the same bytes.
+    private func decodedModel(_ blob: [UInt8]) throws(StoreError) -> CoreDataModel {
+        try CoreDataModelMemos.models.value(for: blob) { () throws(StoreError) in
+            do throws(CoreDataFormatError) {
+                return try CoreDataModelCache.decode(blob)
+            } catch {
+                throw .corruptStore(url, reason: error.description)
             }
         }
     }

@@ -63,4 +63,40 @@ import Testing
         #expect(afterScan < 12_000, "after scanning \(fileKB) kB, \(afterScan) kB of the map stayed resident")
         #endif
     }
+
+    /// A small store's pages are left resident: no more of the map than the file holds can be, so releasing them
+    /// would free little, and cost more (the advice, the faults that bring them back) than it frees. A store of
+    /// twice the release threshold, under the small-file bound, keeps what a scan of it touched.
+    @Test func aSmallStoreKeepsWhatAScanTouched() throws {
+        #if os(Linux)
+        let dir = try TemporaryDirectory("lmdb-tests")
+        let schema = try LMDBFixture.schema()
+        let url = dir.path("small.lmdb")
+        let store = try LMDBFixture.create(url, schema: schema)
+        defer { try? store.close() }
+        let dataFile = url.appendingPathComponent("data.mdb")
+        let blob = String(repeating: "s", count: 1_000)
+        var key: Int64 = 0
+        for _ in 0..<2 {
+            let batch = (0..<2_000).map { _ in
+                key += 1
+                return schema.record("Tag", key, ["name": .string("\(key) " + blob)])
+            }
+            try store.save(StoreChanges(inserted: batch))
+        }
+        let fileKB = (try FileManager.default.attributesOfItem(atPath: dataFile.path)[.size] as? Int ?? 0) / 1024
+        #expect(fileKB > 3_000 && fileKB < 8_000)
+        var scanned = 0
+        var after: Int64?
+        while true {
+            let page = try store.scan(entity: "Tag", after: after, limit: 500)
+            guard let last = page.last else { break }
+            scanned += page.count
+            after = last.primaryKey
+        }
+        #expect(scanned == 4_000)
+        let afterScan = try #require(Self.residentKilobytes(of: dataFile))
+        #expect(afterScan > fileKB / 2, "after scanning \(fileKB) kB, only \(afterScan) kB of the map stayed resident")
+        #endif
+    }
 }

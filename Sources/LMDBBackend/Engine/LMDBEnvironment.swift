@@ -284,6 +284,17 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// How many touched map bytes make the pages worth releasing.
     static let residentReleaseThreshold = 2 << 20
 
+    /// The data file size up to which resident pages are never released (see ``releaseResidentPages(after:)``).
+    static let smallDataFileSize = 4 * residentReleaseThreshold
+
+    /// The data file's size now (`nil` when it cannot be read): one `fstat` of liblmdb's descriptor.
+    private var dataFileSize: Int? {
+        var fd: Int32 = -1
+        var info = stat()
+        guard mdb_env_get_fd(handle, &fd) == 0, fd >= 0, fstat(fd, &info) == 0 else { return nil }
+        return Int(info.st_size)
+    }
+
     /// Releases this process's resident copies of the map's pages once roughly `bytes` more of it have been
     /// touched since the last release (and ``residentReleaseThreshold`` is reached).
     ///
@@ -311,6 +322,10 @@ final class LMDBEnvironment: @unchecked Sendable {
         let touched = touchedSinceRelease.add(bytes, ordering: .relaxed).newValue
         guard touched >= Self.residentReleaseThreshold else { return }
         touchedSinceRelease.store(0, ordering: .relaxed)
+        // No more of the file than it holds can be resident: while it is small, the pages a release would free
+        // are bounded by a constant, and the release itself (the map looked up, the advice, the faults that bring
+        // the pages back) costs more than keeping them.
+        guard dataFileSize.map({ $0 > Self.smallDataFileSize }) ?? true else { return }
         // Under the shared lock, so the map is not moved (resized) meanwhile — an address range unmapped and
         // reused for heap memory must never be advised. Callers inside a transaction already hold it shared;
         // glibc's rwlocks prefer readers, so taking it again cannot wait behind a queued resize.

@@ -87,8 +87,9 @@ struct Options {
         return only.contains(section)
     }
 
-    /// Median of this many runs for a size: 3 up to 10⁵ records, 1 above (unless `--runs`).
-    func runs(for size: Int) -> Int { runs ?? (size <= 100_000 ? 3 : 1) }
+    /// Median of this many runs for a size (unless `--runs`): 9 up to 10⁴ records, whose runs last tens of
+    /// milliseconds and swing with whatever else the machine runs, 3 up to 10⁵, 1 above.
+    func runs(for size: Int) -> Int { runs ?? (size <= 10_000 ? 9 : size <= 100_000 ? 3 : 1) }
 }
 
 enum Usage: Error, CustomStringConvertible {
@@ -113,7 +114,7 @@ enum Usage: Error, CustomStringConvertible {
                              micro-benchmarks of the store API on a flat record: \(Options.microSections.joined(separator: ","))
           --types            backends to measure: \(SourceStores.types.joined(separator: ",")) (default: all); a conversion
                              is measured when either side is one of them
-          --runs K           median of K runs (default 3 up to 10^5 records, 1 above)
+          --runs K           median of K runs (default 9 up to 10^4 records, 3 up to 10^5, 1 above)
           --data-dir DIR     keep the generated source stores in DIR and reuse them in later runs
           --runner           our side of convert/copy: the storectl binary beside storebench (default when built),
                              or storebench's own worker calling the same StoreOperations API

@@ -29,6 +29,7 @@ struct SyncFreshRunTests {
         var clock: HybridLogicalClock
         var tombstones: [UUID: HybridLogicalClock]
         var touched: Set<UUID>
+        var touchedEveryRecord: Bool
         var inserted: Int
         var updated: Int
         var ignored: Int
@@ -44,17 +45,20 @@ struct SyncFreshRunTests {
     }
 
     /// Applies `batches` to a new store of `schema` holding the note `known` (its text stamped `old` in the state)
-    /// and knowing `buried` deleted; what it leaves.
+    /// and knowing `buried` deleted, or to an empty store whose state knows no record when `old` is `nil`; what it
+    /// leaves.
     private func apply(_ batches: [ChangeBatch], schema: Schema, peer: UUID, known: UUID, buried: UUID,
-                       old: HybridLogicalClock, in dir: TemporaryDirectory, name: String) throws -> Outcome {
+                       old: HybridLogicalClock?, in dir: TemporaryDirectory, name: String) throws -> Outcome {
         let r = try Replica(dir.url.appendingPathComponent("\(name).sqlite"), type: "sqlite", remote: InMemoryRemote(),
                             schema: schema)
-        let c = r.context()
-        _ = try c.insert("Note", ["text": .string("known")], globalID: known)
-        try c.save()
         var state = SyncState(peer: peer, location: "test", storeUUID: r.loaded.store.metadata.storeUUID)
-        state.clocks[known] = ["text": old]
-        state.tombstones[buried] = old
+        if let old {
+            let c = r.context()
+            _ = try c.insert("Note", ["text": .string("known")], globalID: known)
+            try c.save()
+            state.clocks[known] = ["text": old]
+            state.tombstones[buried] = old
+        }
         let session = SyncSession(loaded: r.loaded, coordinator: r.coordinator, remote: r.remote,
                                   calls: RemoteTimeout(seconds: 10, remoteName: "test"), logger: Logger(label: "test"),
                                   state: state, report: SyncReport(peer: peer, remote: "test"), index: RecordIndex())
@@ -65,8 +69,9 @@ struct SyncFreshRunTests {
             notes[o.globalID] = [try o.value(forKey: "text"), try o.value(forKey: "rank"), try o.value(forKey: "weight")]
         }
         return Outcome(clocks: session.state.clocks, clock: session.state.clock, tombstones: session.state.tombstones,
-                       touched: session.touchedIDs, inserted: session.report.insertedRecords,
-                       updated: session.report.updatedRecords, ignored: session.report.ignoredChanges, notes: notes)
+                       touched: session.touchedIDs, touchedEveryRecord: session.touchedEveryRecord,
+                       inserted: session.report.insertedRecords, updated: session.report.updatedRecords,
+                       ignored: session.report.ignoredChanges, notes: notes)
     }
 
     @Test func freshRecordsMergeAsTheGeneralPathMergesThem() throws {
@@ -132,5 +137,48 @@ struct SyncFreshRunTests {
         #expect(a.clocks[ids[0]] == ["text": s3, "rank": s2, "weight": s2])
         #expect(a.clocks[ids[1]] == ["text": s2, "rank": s2, "weight": s2])
         #expect(a.clock.wall >= s4.wall && a.clock.peer == peer)
+    }
+
+    /// A pull into a state that knows no record (a peer's first): the next write holds every record, so neither path
+    /// lists the records it changes one by one, and both leave the same records and stamps, fresh records, records
+    /// that step aside and a deletion alike.
+    @Test func aFirstPullMergesAsTheGeneralPathMergesIt() throws {
+        let dir = try TemporaryDirectory("sync-fresh-first")
+        let peer = UUID(), other = UUID()
+        let (s1, s2, s3) = (Self.stamp(1_000, other), Self.stamp(2_000, other), Self.stamp(3_000, other))
+        let ids = (0..<6).map { _ in UUID() }
+        let full = { (i: Int, s: HybridLogicalClock) in
+            Self.note(ids[i], ["text": ("[\"note \(i)\"]", s), "rank": ("[\(i)]", s), "weight": ("[\(i).5]", s)])
+        }
+        let batches = [
+            ChangeBatch(peer: other, sequence: 1, changes: [
+                full(0, s1),
+                full(1, s1),
+                // An unstamped value: the general way, between fresh records.
+                Self.note(ids[2], ["text": ("[\"unstamped\"]", .zero), "rank": ("[2]", s1)]),
+                full(3, s2),
+                // The same record twice in one file: the second change merges with the first.
+                Self.note(ids[3], ["rank": ("[33]", s3)]),
+                full(4, s2),
+            ]),
+            ChangeBatch(peer: other, sequence: 2, changes: [
+                Self.note(ids[0], ["text": ("[\"note 0, later\"]", s3)]),
+                RecordChange(entity: "Note", id: ids[4], deleted: s3),
+                full(5, s3),
+            ]),
+        ]
+        let a = try apply(batches, schema: SyncUnlinkedRecordsTests.schema, peer: peer, known: UUID(), buried: UUID(),
+                          old: nil, in: dir, name: "fast")
+        let b = try apply(batches, schema: Self.linkedNotes, peer: peer, known: UUID(), buried: UUID(), old: nil,
+                          in: dir, name: "general")
+        #expect(a == b)
+        #expect(a.touchedEveryRecord && a.touched.isEmpty)
+        #expect(a.notes.count == 5 && a.notes[ids[4]] == nil && a.tombstones[ids[4]] == s3)
+        #expect(a.notes[ids[0]]?[0] == .string("note 0, later"))
+        #expect(a.notes[ids[3]]?[1] == .integer64(33))
+        #expect(a.clocks[ids[0]] == ["text": s3, "rank": s1, "weight": s1])
+        #expect(a.clocks[ids[1]] == ["text": s1, "rank": s1, "weight": s1])
+        #expect(a.clocks[ids[3]] == ["text": s2, "rank": s3, "weight": s2])
+        #expect(a.clocks[ids[5]] == ["text": s3, "rank": s3, "weight": s3])
     }
 }

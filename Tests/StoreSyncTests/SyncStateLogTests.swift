@@ -44,6 +44,36 @@ struct SyncStateLogTests {
         #expect(reread.clocks == state.clocks && reread.revision == state.revision)
     }
 
+    /// A store whose log knows no record pulls every record of another peer: the log written after the pull holds
+    /// them all (it is not a frame of listed records), and a frame of a later change follows it.
+    @Test func aFirstPullIntoAnAttachedEmptyStoreIsLoggedWhole() async throws {
+        let dir = try TemporaryDirectory("sync-log-first-pull")
+        let remote = InMemoryRemote()
+        let a = try Replica(dir.path("a.sqlite"), type: "sqlite", remote: remote)
+        try await a.sync()
+        let attached = try #require(try await a.engine.currentState())
+        #expect(attached.clocks.isEmpty && attached.recordLog != nil)
+        let b = try Replica(dir.path("b.sqlite"), type: "sqlite", remote: remote)
+        var books: [UUID] = []
+        for i in 0..<40 { books.append(try b.insert("Book", ["title": .string("book \(i)"), "pages": .integer64(Int64(i))])) }
+        try await b.sync()
+        let pulled = try await a.sync()
+        #expect(pulled.insertedRecords == 40)
+        let state = try #require(try await a.engine.currentState())
+        #expect(state.clocks.count == 40 && state.recordLog == attached.recordLog)
+        // Another process reads the pulled state back from the log.
+        let reread = try #require(try await Replica(dir.path("a.sqlite"), type: "sqlite", remote: remote).engine.currentState())
+        #expect(reread.clocks == state.clocks && reread.revision == state.revision)
+        // A later change is a frame after the snapshot.
+        try b.update(books[3]) { o, _ in try o.setValue(.string("changed"), forKey: "title") }
+        try await b.sync()
+        try await a.sync()
+        let later = try #require(try await a.engine.currentState())
+        let rereadLater = try #require(try await Replica(dir.path("a.sqlite"), type: "sqlite", remote: remote).engine.currentState())
+        #expect(rereadLater.clocks == later.clocks && later.clocks[books[3]] != state.clocks[books[3]])
+        #expect(try a.value(books[3], "title") == .string("changed"))
+    }
+
     @Test func framesTheMetadataDoesNotNameAreLeftOutAndCutOff() throws {
         let dir = try TemporaryDirectory("sync-log-frames")
         let url = dir.path("x.storesync")

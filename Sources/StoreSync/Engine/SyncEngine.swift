@@ -105,10 +105,11 @@ public actor SyncEngine {
         if let idle = try await idleReport(metadata: metadata, identity: identity, here: here, calls: calls) { return idle }
         // A step that changed nothing does not rewrite the state.
         var forceWrite = metadata.syncOptions != options
-        func persist(_ state: SyncState, _ touchedIDs: Set<UUID>, _ touchedMembers: Set<String>) throws -> (UUID?, Int64?)? {
-            guard forceWrite || hasChanges(state, touchedIDs, touchedMembers) else { return nil }
+        func persist(_ state: SyncState, _ touchedIDs: Set<UUID>, _ touchedMembers: Set<String>,
+                     everyRecord: Bool) throws -> (UUID?, Int64?)? {
+            guard forceWrite || hasChanges(state, touchedIDs, touchedMembers, everyRecord: everyRecord) else { return nil }
             defer { forceWrite = false }
-            return try write(state, touchedIDs, touchedMembers)
+            return try write(state, touchedIDs, touchedMembers, everyRecord: everyRecord)
         }
         let session: SyncSession
         do {
@@ -142,17 +143,21 @@ public actor SyncEngine {
         if !session.state.baselinePushed {
             try session.noteAttachStart()
             try await session.pull()
-            session.written(try persist(session.state, session.touchedIDs, session.touchedMembers))
+            session.written(try persist(session.state, session.touchedIDs, session.touchedMembers,
+                                        everyRecord: session.touchedEveryRecord))
             try await session.pushBaseline()
             try await session.pushHistory()
-            session.written(try persist(session.state, session.touchedIDs, session.touchedMembers))
+            session.written(try persist(session.state, session.touchedIDs, session.touchedMembers,
+                                        everyRecord: session.touchedEveryRecord))
         } else {
             try await session.pushHistory()
-            session.written(try persist(session.state, session.touchedIDs, session.touchedMembers))
+            session.written(try persist(session.state, session.touchedIDs, session.touchedMembers,
+                                        everyRecord: session.touchedEveryRecord))
             try await session.pull()
         }
         if !session.merges.isEmpty {
-            session.written(try persist(session.state, session.touchedIDs, session.touchedMembers))
+            session.written(try persist(session.state, session.touchedIDs, session.touchedMembers,
+                                        everyRecord: session.touchedEveryRecord))
             try await session.pushMerges()
         }
         if session.needsCleanup { try session.apply([]) }
@@ -161,10 +166,12 @@ public actor SyncEngine {
         if remote is any PurgeableSyncRemote, let cursor = session.state.cursor, cursor != session.state.acknowledged {
             acknowledge = cursor
         }
-        if hasChanges(session.state, session.touchedIDs, session.touchedMembers) || session.report.pulledFiles > 0 || session.report.pushedFiles > 0 {
+        if hasChanges(session.state, session.touchedIDs, session.touchedMembers, everyRecord: session.touchedEveryRecord)
+            || session.report.pulledFiles > 0 || session.report.pushedFiles > 0 {
             session.state.lastSync = Date()
         }
-        session.written(try persist(session.state, session.touchedIDs, session.touchedMembers))
+        session.written(try persist(session.state, session.touchedIDs, session.touchedMembers,
+                                    everyRecord: session.touchedEveryRecord))
         if let cursor = acknowledge, let purgeable = remote as? any PurgeableSyncRemote {
             // What was pushed and pulled stands either way: a failed acknowledgement only holds purges back, and the
             // next sync sends it again.
@@ -172,7 +179,8 @@ public actor SyncEngine {
             do {
                 try await calls.run { try await purgeable.acknowledge(cursor, peer: peer) }
                 session.state.acknowledged = cursor
-                session.written(try persist(session.state, session.touchedIDs, session.touchedMembers))
+                session.written(try persist(session.state, session.touchedIDs, session.touchedMembers,
+                                            everyRecord: session.touchedEveryRecord))
             } catch {
                 logger.warning("sync: could not acknowledge the cursor; purges wait for the next sync",
                                metadata: ["remote": "\(remote.displayName)", "error": "\(error)"])
@@ -234,7 +242,8 @@ public actor SyncEngine {
         let session = SyncSession(loaded: store, coordinator: coordinator, remote: remote, calls: calls, logger: logger,
                                   state: state, report: SyncReport(peer: state.peer, remote: remote.displayName), index: index)
         try await session.pushSnapshot()
-        session.written(try write(session.state, session.touchedIDs, session.touchedMembers))
+        session.written(try write(session.state, session.touchedIDs, session.touchedMembers,
+                                  everyRecord: session.touchedEveryRecord))
         let purged = try await calls.run { try await purgeable.purge(upTo: cursor) }
         logger.info("sync: purged history", metadata: ["store": "\(Self.name(of: store))", "remote": "\(remote.displayName)",
                                                       "files": "\(purged)", "baselineRecords": "\(session.report.pushedRecords)"])
@@ -288,9 +297,11 @@ public actor SyncEngine {
     }
 
     /// Whether the session changed the state since it was last written.
-    private func hasChanges(_ state: SyncState, _ touchedIDs: Set<UUID>, _ touchedMembers: Set<String>) -> Bool {
-        // Every change of the per-record maps is in the touched sets; the rest is compared.
-        if !touchedIDs.isEmpty || !touchedMembers.isEmpty { return true }
+    /// `everyRecord`: every record's state is to be written (``SyncSession/touchedEveryRecord``).
+    private func hasChanges(_ state: SyncState, _ touchedIDs: Set<UUID>, _ touchedMembers: Set<String>,
+                            everyRecord: Bool) -> Bool {
+        // Every change of the per-record maps is in the touched sets or the flag; the rest is compared.
+        if everyRecord || !touchedIDs.isEmpty || !touchedMembers.isEmpty { return true }
         guard let cachedHead else { return true }
         return Self.head(of: state) != cachedHead
     }
@@ -300,12 +311,19 @@ public actor SyncEngine {
     /// leaves a frame the metadata does not name, which the next read leaves out); for other stores, the whole
     /// state to the metadata.
     /// Returns the log and revision the metadata now names.
-    private func write(_ session: SyncState, _ touchedIDs: Set<UUID>, _ touchedMembers: Set<String>) throws -> (UUID?, Int64?) {
+    /// `everyRecord`: the touched sets may not list every change, and a snapshot is written
+    /// (``SyncSession/touchedEveryRecord``).
+    private func write(_ session: SyncState, _ touchedIDs: Set<UUID>, _ touchedMembers: Set<String>,
+                       everyRecord: Bool) throws -> (UUID?, Int64?) {
         var state = session
         if let url = logURL {
             let revision = (state.revision ?? 0) + 1
             if let position = logPosition, position.id == state.recordLog, position.revision == state.revision {
-                if !touchedIDs.isEmpty || !touchedMembers.isEmpty {
+                if everyRecord {
+                    // The touched sets do not list every change: only a snapshot is sure to hold them all.
+                    logPosition = try RecordStateLog.writeSnapshot(at: url, id: position.id, revision: revision, state: state)
+                    state.revision = revision
+                } else if !touchedIDs.isEmpty || !touchedMembers.isEmpty {
                     logPosition = try RecordStateLog.append(at: url, position: position, revision: revision,
                                                             ids: touchedIDs, members: touchedMembers, state: state)
                     state.revision = revision

@@ -11,6 +11,9 @@ extension SyncSession {
         private var clocks: [UUID: [String: HybridLogicalClock]]
         /// The session's ``SyncSession/touchedIDs``.
         private var touched: Set<UUID>
+        /// Whether records are listed in ``touched``: not when the session's next write holds every record
+        /// (``SyncSession/touchedEveryRecord``).
+        private let listsTouched: Bool
         /// The session's ``SyncState/clock``.
         private var clock: HybridLogicalClock
         /// The session's tombstones, read only: nothing in a run deletes.
@@ -29,6 +32,7 @@ extension SyncSession {
             session.state.clocks = [:]
             touched = session.touchedIDs
             session.touchedIDs = []
+            listsTouched = !session.touchedEveryRecord
             clock = session.state.clock
             tombstones = session.state.tombstones
         }
@@ -50,19 +54,24 @@ extension SyncSession {
                   !c.values.isEmpty else { return false }
             let id = c.id
             guard tombstones.isEmpty || tombstones[id] == nil, winners.isEmpty || winners[id] == nil,
-                  indexed.isEmpty || indexed[id] == nil, clocks[id] == nil else { return false }
+                  indexed.isEmpty || indexed[id] == nil else { return false }
             var latest = clock
             for (_, v) in c.values {
                 guard v.clock > .zero else { return false }
                 if v.clock > latest { latest = v.clock }
             }
-            clock = clock.receiving(latest)
             if !sharedMatches(c.values) {
                 shared = c.values.mapValues(\.clock)
                 sharedEntries = shared.map { ($0.key, $0.value) }
             }
-            clocks[id] = shared
-            touched.insert(id)
+            // One lookup both finds that the state knows no stamp of the record and enters its map; a record it
+            // knows gets its own map back (``shared`` is only a cache of the last map, so it may stay changed).
+            if let known = clocks.updateValue(shared, forKey: id) {
+                clocks[id] = known
+                return false
+            }
+            clock = clock.receiving(latest)
+            if listsTouched { touched.insert(id) }
             fresh.changes.append(c)
             return true
         }

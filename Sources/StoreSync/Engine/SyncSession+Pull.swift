@@ -126,12 +126,17 @@ extension SyncSession {
             // A first pull fills the maps from empty: room for every record is made once, not by regrowing.
             state.clocks.reserveCapacity(incoming)
         }
+        if state.knowsNoRecord {
+            // Every record whose state this pull changes is every record the state then knows: the next write is
+            // a snapshot, and the records are not listed one by one as well.
+            touchedEveryRecord = true
+        }
         if !shapes.shapes.values.contains(where: \.insertsWithoutObject) {
             // Every record of the pull goes into the winner maps (none can be fresh, see FreshRecords).
             winners.reserveCapacity(winners.count + incoming)
             order.reserveCapacity(order.count + incoming)
         }
-        touchedIDs.reserveCapacity(touchedIDs.count + incoming)
+        if !touchedEveryRecord { touchedIDs.reserveCapacity(touchedIDs.count + incoming) }
         // Records the store holds are looked up as the changes are merged, without taking the index's lock per
         // record: nothing changes the index meanwhile.
         try index.refresh(self)
@@ -184,7 +189,7 @@ extension SyncSession {
             state.tombstones[id] = d
             state.clocks[id] = nil
             state.orderHints[id] = nil
-            touchedIDs.insert(id)
+            touch(id)
             needsCleanup = true
             return
         }
@@ -217,7 +222,7 @@ extension SyncSession {
             if let shape, !shape.orderHints.isEmpty {
                 for (key, v) in c.values where shape.isOrderHint(key) { state.orderHints[id, default: [:]][key] = v.text }
             }
-            touchedIDs.insert(id)
+            touch(id)
             if let shape, shape.insertsWithoutObject, c.members.isEmpty, indexed.isEmpty || indexed[id] == nil {
                 order.removeLast()
                 fresh.changes.append(c)
@@ -234,7 +239,7 @@ extension SyncSession {
                 touched = true
                 won { $0.values[key] = v }
             }
-            if touched { touchedIDs.insert(id) }
+            if touched { touch(id) }
         }
         for (rel, members) in c.members {
             for m in members {

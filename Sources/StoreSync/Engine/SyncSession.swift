@@ -23,6 +23,10 @@ final class SyncSession {
     let index: RecordIndex
     /// Global IDs whose per-record state (clocks, tombstone, order hints) changed since the state was last written.
     var touchedIDs: Set<UUID> = []
+    /// Set when the next write of the state must hold every record's state (a snapshot of the log), so that
+    /// ``touchedIDs`` need not list the records changed meanwhile: a pull into a state that knew no record
+    /// changes every record it then knows, and listing each of them would only repeat the state's own keys.
+    var touchedEveryRecord = false
     /// Memberships (`<global ID> <relationship>→<target>`) whose state changed since the state was last written.
     var touchedMembers: Set<String> = []
     /// Set by ``noteAttachStart()`` when the store held no synced record as it attached.
@@ -85,13 +89,19 @@ final class SyncSession {
         (state.recordLog, state.revision) = log
         touchedIDs = []
         touchedMembers = []
+        touchedEveryRecord = false
+    }
+
+    /// Notes that the per-record state of `id` changed, for the next write (``touchedIDs``).
+    func touch(_ id: UUID) {
+        if !touchedEveryRecord { touchedIDs.insert(id) }
     }
 
     /// Merges one membership change into the state (``SyncState/mergeMember(_:_:_:)``), noting it for the next write.
     func mergeMember(_ id: UUID, _ key: String, _ m: MemberChange) -> Bool? {
         let present = state.mergeMember(id, key, m)
         if present != nil {
-            touchedIDs.insert(id)
+            touch(id)
             touchedMembers.insert(SyncState.member(id, key))
         }
         return present

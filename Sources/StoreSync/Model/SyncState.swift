@@ -181,6 +181,11 @@ struct SyncState: Sendable, Hashable, Codable {
         return .string(String(decoding: try encoder.encode(head), as: UTF8.self))
     }
 
+    /// Whether the per-record maps (those the log beside a file store holds) are all empty.
+    var knowsNoRecord: Bool {
+        clocks.isEmpty && tombstones.isEmpty && orderHints.isEmpty && removed.isEmpty && (covers?.isEmpty ?? true)
+    }
+
     /// Empties the per-record maps.
     mutating func clearRecords() {
         clocks = [:]

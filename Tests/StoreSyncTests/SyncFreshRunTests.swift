@@ -146,7 +146,7 @@ struct SyncFreshRunTests {
         let dir = try TemporaryDirectory("sync-fresh-first")
         let peer = UUID(), other = UUID()
         let (s1, s2, s3) = (Self.stamp(1_000, other), Self.stamp(2_000, other), Self.stamp(3_000, other))
-        let ids = (0..<6).map { _ in UUID() }
+        let ids = (0..<7).map { _ in UUID() }
         let full = { (i: Int, s: HybridLogicalClock) in
             Self.note(ids[i], ["text": ("[\"note \(i)\"]", s), "rank": ("[\(i)]", s), "weight": ("[\(i).5]", s)])
         }
@@ -160,6 +160,8 @@ struct SyncFreshRunTests {
                 // The same record twice in one file: the second change merges with the first.
                 Self.note(ids[3], ["rank": ("[33]", s3)]),
                 full(4, s2),
+                // A key that is no attribute, and a text that is not a value of its attribute's type.
+                Self.note(ids[6], ["text": ("[\"odd\"]", s1), "rank": ("[\"not a number\"]", s1), "mood": ("[\"glad\"]", s1)]),
             ]),
             ChangeBatch(peer: other, sequence: 2, changes: [
                 Self.note(ids[0], ["text": ("[\"note 0, later\"]", s3)]),
@@ -173,7 +175,8 @@ struct SyncFreshRunTests {
                           in: dir, name: "general")
         #expect(a == b)
         #expect(a.touchedEveryRecord && a.touched.isEmpty)
-        #expect(a.notes.count == 5 && a.notes[ids[4]] == nil && a.tombstones[ids[4]] == s3)
+        #expect(a.notes.count == 6 && a.notes[ids[4]] == nil && a.tombstones[ids[4]] == s3)
+        #expect(a.notes[ids[6]] == [.string("odd"), .null, .null] && a.ignored == 1)
         #expect(a.notes[ids[0]]?[0] == .string("note 0, later"))
         #expect(a.notes[ids[3]]?[1] == .integer64(33))
         #expect(a.clocks[ids[0]] == ["text": s3, "rank": s1, "weight": s1])

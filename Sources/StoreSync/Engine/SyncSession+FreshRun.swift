@@ -44,11 +44,13 @@ extension SyncSession {
             session.state.clock = clock
         }
 
-        /// Merges `c` as the general merge would and adds it to `fresh`, when it is a fresh record: its entity
-        /// (`shape`) is inserted without objects and syncs no order hint, it has values, all stamped, and no
-        /// membership, no deletion, and neither the state nor the store (`indexed`) knows its global ID, nor did an
-        /// earlier change of the pull (`winners`). Returns `false`, changing nothing, for any other change.
-        mutating func add(_ c: RecordChange, shape: SyncedSchema.Shape, winners: [UUID: Winner], indexed: [UUID: ObjectID],
+        /// Merges `c` (at `place` in the pull's files) as the general merge would and adds it to `fresh`, when it
+        /// is a fresh record: its entity (`shape`) is inserted without objects and syncs no order hint, it has
+        /// values, all stamped, and no membership, no deletion, and neither the state nor the store (`indexed`)
+        /// knows its global ID, nor did an earlier change of the pull (`winners`). Returns `false`, changing
+        /// nothing, for any other change.
+        mutating func add(_ c: RecordChange, at place: FreshRecords.Place, shape: SyncedSchema.Shape,
+                          winners: [UUID: Winner], indexed: [UUID: ObjectID],
                           fresh: inout FreshRecords) -> Bool {
             guard shape.insertsWithoutObject, shape.orderHints.isEmpty, c.deleted == nil, c.members.isEmpty,
                   !c.values.isEmpty else { return false }
@@ -72,7 +74,7 @@ extension SyncSession {
             }
             clock = clock.receiving(latest)
             if listsTouched { touched.insert(id) }
-            fresh.changes.append(c)
+            fresh.add(place)
             return true
         }
 

@@ -13,28 +13,52 @@ extension SyncSession {
     /// ID, their entity is inserted without objects, and the change is their first in the pull. Every value wins,
     /// so they skip the per-record winner maps and are inserted straight from their changes.
     struct FreshRecords {
-        var changes: [RecordChange] = []
-        /// Positions in ``changes`` by global ID; built only when a later change of the pull names a known record
+        /// The pull's files: each record's change is read where it is, not copied out (a first pull has a fresh
+        /// record per change, and copying each retained its maps once more, to be released again).
+        let batches: [ChangeBatch]
+        /// Where each record's change is in ``batches``, in the order the records were added.
+        private(set) var places: [Place] = []
+        /// Positions in ``places`` by global ID; built only when a later change of the pull names a known record
         /// (which may be one of these), not per record, and then extended with the records added since.
         var positions: [UUID: Int] = [:]
-        /// How many of ``changes`` ``positions`` lists.
+        /// How many of ``places`` ``positions`` lists.
         var listed = 0
         /// Positions of records that a later change of the pull took out to the winner maps.
         var taken: Set<Int> = []
 
+        /// A change's place: its file's position in ``batches`` and its position in that file.
+        struct Place {
+            let batch: Int
+            let change: Int
+        }
+
+        init(batches: [ChangeBatch]) { self.batches = batches }
+
+        /// How many records were added.
+        var count: Int { places.count }
+
+        /// The change of the record at `i` in ``places``.
+        func change(_ i: Int) -> RecordChange { batches[places[i].batch].changes[places[i].change] }
+
+        /// Adds the record whose change is at `place`.
+        mutating func add(_ place: Place) { places.append(place) }
+
+        /// Makes room for `count` more records at once.
+        mutating func reserveCapacity(_ count: Int) { places.reserveCapacity(places.count + count) }
+
         /// Takes the record out, when it is one of these.
         mutating func take(_ id: UUID) -> RecordChange? {
-            guard !changes.isEmpty else { return nil }
-            if listed < changes.count {
+            guard !places.isEmpty else { return nil }
+            if listed < places.count {
                 // Records added after the positions were last listed are listed too: a record new to this pull
                 // and changed again by a later file of it must be found here, or it would be inserted twice.
-                positions.reserveCapacity(changes.count)
-                for i in listed..<changes.count { positions[changes[i].id] = i }
-                listed = changes.count
+                positions.reserveCapacity(places.count)
+                for i in listed..<places.count { positions[change(i).id] = i }
+                listed = places.count
             }
             guard let i = positions[id], !taken.contains(i) else { return nil }
             taken.insert(i)
-            return changes[i]
+            return change(i)
         }
     }
 
@@ -110,7 +134,7 @@ extension SyncSession {
     func apply(_ batches: [ChangeBatch]) throws {
         var winners: [UUID: Winner] = [:]
         var order: [UUID] = []
-        var fresh = FreshRecords()
+        var fresh = FreshRecords(batches: batches)
         // Values still waiting for their target won earlier: they take part again.
         for (_, c) in state.dangling.sorted(by: { $0.key < $1.key }) {
             var w = Self.winner(c.id, c.entity, &winners, &order)
@@ -135,6 +159,9 @@ extension SyncSession {
             // Every record of the pull goes into the winner maps (none can be fresh, see FreshRecords).
             winners.reserveCapacity(winners.count + incoming)
             order.reserveCapacity(order.count + incoming)
+        } else if touchedEveryRecord {
+            // A first pull: most of its records are fresh, and room for them is made once, not by regrowing.
+            fresh.reserveCapacity(incoming)
         }
         if !touchedEveryRecord { touchedIDs.reserveCapacity(touchedIDs.count + incoming) }
         // Records the store holds are looked up as the changes are merged, without taking the index's lock per
@@ -145,13 +172,14 @@ extension SyncSession {
         // Fresh records are merged on the maps taken out of the state for a run of them (see FreshRun); any other
         // change goes the general way, with the maps back in the state.
         var run: FreshRun?
-        for batch in batches {
-            for c in batch.changes {
+        for (b, batch) in batches.enumerated() {
+            for (n, c) in batch.changes.enumerated() {
+                let place = FreshRecords.Place(batch: b, change: n)
                 // Runs of records of one entity: the name is compared, not hashed, per record.
                 if last?.entity != c.entity { last = (c.entity, shapes.shapes[c.entity]) }
                 if let shape = last?.shape, shape.insertsWithoutObject {
                     var taken = run.take() ?? FreshRun(taking: self)
-                    if taken.add(c, shape: shape, winners: winners, indexed: indexed, fresh: &fresh) {
+                    if taken.add(c, at: place, shape: shape, winners: winners, indexed: indexed, fresh: &fresh) {
                         run = taken
                         continue
                     }
@@ -159,12 +187,12 @@ extension SyncSession {
                 } else if let taken = run.take() {
                     taken.putBack(into: self)
                 }
-                merge(c, shape: last?.shape, into: &winners, order: &order, fresh: &fresh, indexed: indexed)
+                merge(c, at: place, shape: last?.shape, into: &winners, order: &order, fresh: &fresh, indexed: indexed)
             }
         }
         if let taken = run.take() { taken.putBack(into: self) }
         logStep("pull: merge")
-        guard !winners.isEmpty || fresh.changes.count > fresh.taken.count || needsCleanup else { return }
+        guard !winners.isEmpty || fresh.count > fresh.taken.count || needsCleanup else { return }
         try applyWinners(winners, order: order, fresh: fresh)
     }
 
@@ -174,8 +202,9 @@ extension SyncSession {
         return Winner(entity: entity)
     }
 
-    /// Merges one change; `shape` is its entity's (`nil`: an entity that does not sync here).
-    private func merge(_ c: RecordChange, shape: SyncedSchema.Shape?, into winners: inout [UUID: Winner], order: inout [UUID],
+    /// Merges one change, found at `place` in the pull's files; `shape` is its entity's (`nil`: an entity that does
+    /// not sync here).
+    private func merge(_ c: RecordChange, at place: FreshRecords.Place, shape: SyncedSchema.Shape?, into winners: inout [UUID: Winner], order: inout [UUID],
                        fresh: inout FreshRecords, indexed: [UUID: ObjectID]) {
         let id = c.id
         // A deletion names a global ID, whatever its entity (a baseline's tombstones name none).
@@ -225,7 +254,7 @@ extension SyncSession {
             touch(id)
             if let shape, shape.insertsWithoutObject, c.members.isEmpty, indexed.isEmpty || indexed[id] == nil {
                 order.removeLast()
-                fresh.changes.append(c)
+                fresh.add(place)
                 return
             }
             winners[c.id] = Winner(entity: c.entity, values: c.values)
@@ -288,7 +317,8 @@ extension SyncSession {
             try index.rebuild(self)
             leaving = leavingRecords()
             // Records the store turned out to hold are updated, not inserted.
-            for (i, c) in fresh.changes.enumerated() where !fresh.taken.contains(i) && index[c.id] != nil {
+            for i in 0..<fresh.count where !fresh.taken.contains(i) && index[fresh.change(i).id] != nil {
+                let c = fresh.change(i)
                 fresh.taken.insert(i)
                 winners[c.id] = Winner(entity: c.entity, values: c.values)
                 order.append(c.id)
@@ -430,20 +460,22 @@ extension SyncSession {
             rows = []
             ids = []
         }
-        rows.reserveCapacity(fresh.changes.count)
-        ids.reserveCapacity(fresh.changes.count)
-        for (i, c) in fresh.changes.enumerated() {
+        rows.reserveCapacity(fresh.count)
+        ids.reserveCapacity(fresh.count)
+        // Read in place: a copy of each change would retain and release its maps.
+        for (i, place) in fresh.places.enumerated() {
             if !fresh.taken.isEmpty, fresh.taken.contains(i) { continue }
-            if gone(c.id) { continue }
-            if c.entity != entity || shape == nil {
+            let id = fresh.batches[place.batch].changes[place.change].id
+            if gone(id) { continue }
+            if fresh.batches[place.batch].changes[place.change].entity != entity || shape == nil {
                 flush()
-                entity = c.entity
+                entity = fresh.batches[place.batch].changes[place.change].entity
                 shape = shapes.shapes[entity]
             }
             guard let shape else { continue }
             var values = [StoreValue?](repeating: nil, count: shape.entity.attributes.count)
             for a in shape.attributeSlots {
-                guard let v = c.values[a.name] else { continue }
+                guard let v = fresh.batches[place.batch].changes[place.change].values[a.name] else { continue }
                 guard let value = SyncedSchema.value(of: v.text, type: a.type) else {
                     report.ignoredChanges += 1
                     continue
@@ -451,7 +483,7 @@ extension SyncSession {
                 values[a.index] = value
             }
             rows.append(values)
-            ids.append(c.id)
+            ids.append(id)
             count += 1
         }
         flush()

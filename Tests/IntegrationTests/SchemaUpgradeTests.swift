@@ -57,7 +57,7 @@ import Testing
         var out: [String: Data] = [:]
         for f in backend.ownedFiles(ofStoreAt: url) {
             var isDirectory: ObjCBool = false
-            FileManager.default.fileExists(atPath: f.path, isDirectory: &isDirectory)
+            guard FileManager.default.fileExists(atPath: f.path, isDirectory: &isDirectory) else { continue }
             if isDirectory.boolValue {
                 for name in try FileManager.default.contentsOfDirectory(atPath: f.path) where !name.hasSuffix("lock.mdb") {
                     out[f.lastPathComponent + "/" + name] = try Data(contentsOf: f.appendingPathComponent(name))

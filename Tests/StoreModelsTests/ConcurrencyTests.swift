@@ -8,7 +8,9 @@ import Testing
 
 /// Reads run beside writes: beside a write's closure on every store type, and beside another connection's open
 /// write transaction on SQLite in WAL mode.
-// Serialized: each case blocks a thread of the cooperative pool while its write is held open.
+// Serialized: each case blocks a thread of the cooperative pool while its write is held open. The time limits are
+// generous: they only bound a failure, and under a parallel run other suites' synchronous tests can hold the pool's
+// other threads for many seconds before the read gets one.
 @Suite("Concurrency", .serialized)
 struct ConcurrencyTests {
     /// Whether `body` finishes within `seconds` (it keeps running in the background when it does not).
@@ -38,13 +40,13 @@ struct ConcurrencyTests {
                 try tx.insert(Book(title: "The Telling", pages: 264))
                 entered.store(true, ordering: .releasing)
                 // Holds the write open until the test has read (or gave up: it blocks a thread of the pool).
-                let until = Date().addingTimeInterval(15)
+                let until = Date().addingTimeInterval(120)
                 while !release.load(ordering: .acquiring), Date() < until { usleep(1_000) }
             }
         }
         while !entered.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(1)) }
         let titles = Mutex<[String]>([])
-        let read = await Self.finishes(within: 10) {
+        let read = await Self.finishes(within: 60) {
             let found = try await db.read { try $0.fetch(Book.self).map(\.title) }
             titles.withLock { $0 = found }
         }
@@ -65,7 +67,7 @@ struct ConcurrencyTests {
             try await db.write { tx in
                 _ = try tx.insert(Tag(label: "first"))
                 entered.store(true, ordering: .releasing)
-                let until = Date().addingTimeInterval(15)
+                let until = Date().addingTimeInterval(120)
                 while !release.load(ordering: .acquiring), Date() < until { usleep(1_000) }
             }
         }
@@ -85,7 +87,7 @@ struct ConcurrencyTests {
         #expect(!ranEarly, "the synchronous write ran while the async one was open")
         release.store(true, ordering: .releasing)
         try await writer.value
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(60)
         while !finished.load(ordering: .acquiring), ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(5))
         }
@@ -106,7 +108,7 @@ struct ConcurrencyTests {
         // A write transaction with a change in it, left open while the store reads.
         try #require(sqlite3_exec(raw, "BEGIN IMMEDIATE; CREATE TABLE scratch(x); INSERT INTO scratch VALUES (1);",
                                   nil, nil, nil) == SQLITE_OK)
-        let read = await Self.finishes(within: 10) {
+        let read = await Self.finishes(within: 60) {
             _ = try await db.read { try $0.fetch(Book.self) }
         }
         #expect(read, "the read waited for the other connection's transaction")

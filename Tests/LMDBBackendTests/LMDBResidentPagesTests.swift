@@ -27,6 +27,31 @@ import Testing
         return total
     }
 
+    /// Saves `saves` batches of `perSave` Tag records whose names are `length` bytes long.
+    static func fill(_ store: any PersistentStore, _ schema: Schema, saves: Int, perSave: Int, length: Int) throws {
+        let blob = String(repeating: "r", count: length)
+        var key: Int64 = 0
+        for _ in 0..<saves {
+            let batch = (0..<perSave).map { _ in
+                key += 1
+                return schema.record("Tag", key, ["name": .string("\(key) " + blob)])
+            }
+            try store.save(StoreChanges(inserted: batch))
+        }
+    }
+
+    /// Scans every Tag record page by page; returns how many there were.
+    static func scanAll(_ store: any PersistentStore) throws -> Int {
+        var scanned = 0
+        var after: Int64?
+        while true {
+            let page = try store.scan(entity: "Tag", after: after, limit: 500)
+            guard let last = page.last else { return scanned }
+            scanned += page.count
+            after = last.primaryKey
+        }
+    }
+
     @Test func bulkWritesAndScansReleaseTheMap() throws {
         #if os(Linux)
         let dir = try TemporaryDirectory("lmdb-tests")
@@ -36,29 +61,13 @@ import Testing
         defer { try? store.close() }
         let dataFile = url.appendingPathComponent("data.mdb")
         // 24 MB of records in saves of 2 MB: six times the release threshold.
-        let blob = String(repeating: "r", count: 2_000)
-        var key: Int64 = 0
-        for _ in 0..<12 {
-            let batch = (0..<1_000).map { _ in
-                key += 1
-                return schema.record("Tag", key, ["name": .string("\(key) " + blob)])
-            }
-            try store.save(StoreChanges(inserted: batch))
-        }
+        try Self.fill(store, schema, saves: 12, perSave: 1_000, length: 2_000)
         let fileKB = (try FileManager.default.attributesOfItem(atPath: dataFile.path)[.size] as? Int ?? 0) / 1024
         #expect(fileKB > 24_000)
         let afterWrites = try #require(Self.residentKilobytes(of: dataFile))
         #expect(afterWrites < 12_000, "after writing \(fileKB) kB, \(afterWrites) kB of the map stayed resident")
 
-        var scanned = 0
-        var after: Int64?
-        while true {
-            let page = try store.scan(entity: "Tag", after: after, limit: 500)
-            guard let last = page.last else { break }
-            scanned += page.count
-            after = last.primaryKey
-        }
-        #expect(scanned == 12_000)
+        #expect(try Self.scanAll(store) == 12_000)
         let afterScan = try #require(Self.residentKilobytes(of: dataFile))
         #expect(afterScan < 12_000, "after scanning \(fileKB) kB, \(afterScan) kB of the map stayed resident")
         #endif
@@ -75,26 +84,10 @@ import Testing
         let store = try LMDBFixture.create(url, schema: schema)
         defer { try? store.close() }
         let dataFile = url.appendingPathComponent("data.mdb")
-        let blob = String(repeating: "s", count: 1_000)
-        var key: Int64 = 0
-        for _ in 0..<2 {
-            let batch = (0..<2_000).map { _ in
-                key += 1
-                return schema.record("Tag", key, ["name": .string("\(key) " + blob)])
-            }
-            try store.save(StoreChanges(inserted: batch))
-        }
+        try Self.fill(store, schema, saves: 2, perSave: 2_000, length: 1_000)
         let fileKB = (try FileManager.default.attributesOfItem(atPath: dataFile.path)[.size] as? Int ?? 0) / 1024
         #expect(fileKB > 3_000 && fileKB < 8_000)
-        var scanned = 0
-        var after: Int64?
-        while true {
-            let page = try store.scan(entity: "Tag", after: after, limit: 500)
-            guard let last = page.last else { break }
-            scanned += page.count
-            after = last.primaryKey
-        }
-        #expect(scanned == 4_000)
+        #expect(try Self.scanAll(store) == 4_000)
         let afterScan = try #require(Self.residentKilobytes(of: dataFile))
         #expect(afterScan > fileKB / 2, "after scanning \(fileKB) kB, only \(afterScan) kB of the map stayed resident")
         #endif

@@ -266,14 +266,20 @@ struct SyncStateLogTests {
             }
             if n % 9 == 0 { state.tombstones[id] = stamp(99) }
         }
+        let read = try Self.snapshotReadBack(state, at: url)
+        #expect(read.clocks == state.clocks && read.tombstones == state.tombstones)
+    }
+
+    /// Writes `state` as a snapshot at `url`, checks that its body is the previous encoder's bytes, and reads it back.
+    static func snapshotReadBack(_ state: SyncState, at url: URL) throws -> SyncState {
         let log = UUID()
         _ = try RecordStateLog.writeSnapshot(at: url, id: log, revision: 1, state: state)
-        let expected = Self.previousSnapshotBody(state)
+        let expected = previousSnapshotBody(state)
         let written = try [UInt8](Data(contentsOf: url))
         #expect(written.count > expected.count && Array(written.suffix(expected.count)) == expected)
-        var read = SyncState(peer: peer, location: "here", storeUUID: state.storeUUID)
+        var read = SyncState(peer: state.peer, location: "here", storeUUID: state.storeUUID)
         #expect(RecordStateLog.read(at: url, id: log, revision: 1, into: &read) != nil)
-        #expect(read.clocks == state.clocks && read.tombstones == state.tombstones)
+        return read
     }
 
     /// Snapshots and deltas are written byte for byte as earlier versions wrote them, odd keys and texts included,
@@ -307,13 +313,7 @@ struct SyncStateLogTests {
             if n % 2 == 0 { state.removed.insert(member) }
             if n % 3 != 1 { state.covers = (state.covers ?? [:]).merging([member: stamp(Int64(n))]) { $1 } }
         }
-        let log = UUID()
-        _ = try RecordStateLog.writeSnapshot(at: url, id: log, revision: 1, state: state)
-        let expected = Self.previousSnapshotBody(state)
-        let written = try [UInt8](Data(contentsOf: url))
-        #expect(written.count > expected.count && Array(written.suffix(expected.count)) == expected)
-        var read = SyncState(peer: peer, location: "here", storeUUID: state.storeUUID)
-        #expect(RecordStateLog.read(at: url, id: log, revision: 1, into: &read) != nil)
+        let read = try Self.snapshotReadBack(state, at: url)
         #expect(read.clocks == state.clocks && read.tombstones == state.tombstones && read.orderHints == state.orderHints)
         #expect(read.removed == state.removed && read.covers == state.covers)
     }

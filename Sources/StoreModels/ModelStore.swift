@@ -20,9 +20,11 @@ import Synchronization
 /// of its ``coordinator`` (sync pulls among them), and other processes' saves, which it looks for every
 /// ``externalChangeCheckInterval`` while observations run (see <doc:Observation>).
 ///
-/// `read` and `write` are not isolated to the caller's actor: called from the main actor, their closures run off
-/// it, so the engine's blocking calls never hold the main thread. The closures are `@Sendable`; hand values in by
-/// capture (`{ [book] tx in try tx.update(book) }`) and out by returning them.
+/// `read` and `write` run their closures on the store's own threads, as GRDB's database queues do: never on the
+/// caller's actor (called from the main actor, the engine's blocking calls never hold the main thread) and never on
+/// a thread of Swift's cooperative pool, which has only as many threads as the machine has cores — a long write or
+/// many slow reads there would stall every other task of the process. The closures are `@Sendable`; hand values
+/// in by capture (`{ [book] tx in try tx.update(book) }`) and out by returning them.
 public final class ModelStore: Sendable {
     /// The coordinator underneath, for the string-keyed API and the store operations (backup, migrate, …).
     public let coordinator: StoreCoordinator
@@ -32,6 +34,9 @@ public final class ModelStore: Sendable {
     /// (``StoreCoordinator/checkForExternalChanges()``); `nil`: never.
     public let externalChangeCheckInterval: Duration?
     private let gate = WriteGate()
+    /// Where `read` and `write` run their closures: concurrent, since reads run beside each other and the write
+    /// (one write at a time is ``gate``'s job, which also orders them with ``writeNow(_:)``).
+    private let queue = DispatchQueue(label: "StoreModels.ModelStore", attributes: .concurrent)
     let observers = Mutex<ObserverList>(ObserverList())
     /// While observations run: the coordinator's change observer that refreshes them, and the task that looks for
     /// other processes' saves. Neither exists otherwise, so that saves of a store nobody observes list nothing.
@@ -70,16 +75,24 @@ public final class ModelStore: Sendable {
     }
 
     /// Runs `body` with read access and returns what it returns.
-    public func read<T: Sendable>(_ body: @Sendable (ModelReader) throws -> T) async throws -> T {
-        try body(ModelReader(coordinator: coordinator))
+    public func read<T: Sendable>(_ body: @escaping @Sendable (ModelReader) throws -> T) async throws -> T {
+        let coordinator = self.coordinator
+        return try await onQueue { try body(ModelReader(coordinator: coordinator)) }
     }
 
     /// Runs `body` with write access, after the writes started before it; saves its changes atomically when it
     /// returns (none when it throws), tells the observations they touch, and returns what `body` returned.
-    public func write<T: Sendable>(_ body: @Sendable (ModelWriter) throws -> T) async throws -> T {
+    public func write<T: Sendable>(_ body: @escaping @Sendable (ModelWriter) throws -> T) async throws -> T {
         await gate.enter()
         defer { gate.leave() }
-        return try performWrite(body)
+        return try await onQueue { try self.performWrite(body) }
+    }
+
+    /// Runs `work` on ``queue`` and waits for it without holding a thread.
+    private func onQueue<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async { continuation.resume(with: Result { try work() }) }
+        }
     }
 
     /// ``read(_:)`` for synchronous code (a command-line tool, a test, a conformance check): runs `body` on the

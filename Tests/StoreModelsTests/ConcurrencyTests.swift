@@ -7,10 +7,9 @@ import Synchronization
 import Testing
 
 /// Reads run beside writes: beside a write's closure on every store type, and beside another connection's open
-/// write transaction on SQLite in WAL mode.
-// Serialized: each case blocks a thread of the cooperative pool while its write is held open. The time limits are
-// generous: they only bound a failure, and under a parallel run other suites' synchronous tests can hold the pool's
-// other threads for many seconds before the read gets one.
+/// write transaction on SQLite in WAL mode; and neither holds a thread of the cooperative pool while it runs.
+// Serialized: each case holds reads or writes open for a while. The time limits are generous: they only bound a
+// failure, and under a parallel run other suites' synchronous tests can hold the pool's threads for many seconds.
 @Suite("Concurrency", .serialized)
 struct ConcurrencyTests {
     /// Whether `body` finishes within `seconds` (it keeps running in the background when it does not).
@@ -54,6 +53,43 @@ struct ConcurrencyTests {
         try await writer.value
         #expect(read, "the read waited for the write")
         #expect(titles.withLock { $0 } == ["Lavinia"], "the read sees what was committed before the write")
+        #expect(try await db.read { try $0.count(Book.self) } == 2)
+        try db.close()
+    }
+
+    @Test("Reads and a write run on the store's threads: more of them at once than the cooperative pool has")
+    func heldClosuresLeaveThePoolFree() async throws {
+        let dir = try TemporaryDirectory("typed-pool-free")
+        let db = try StoreKind.sqlite.open(in: dir)
+        _ = try await db.write { try $0.insert(Book(title: "Lavinia", pages: 279)) }
+        // As many reads as the pool has threads (one per core), and a write: run on the pool, they could never all
+        // be open at once, and the process's other tasks would wait behind them.
+        let reads = ProcessInfo.processInfo.activeProcessorCount
+        let held = HeldClosures()
+        let writer = Task {
+            try await db.write { tx in
+                _ = try tx.insert(Book(title: "The Telling", pages: 264))
+                held.hold()
+            }
+        }
+        let readers = (0..<reads).map { _ in
+            Task {
+                try await db.read { r in
+                    let count = try r.count(Book.self)
+                    held.hold()
+                    return count
+                }
+            }
+        }
+        // Waited for on this thread, not by suspending: under a parallel run the pool may be busy for a long time
+        // with other suites' synchronous tests, and its threads are what is looked at here.
+        let deadline = ContinuousClock.now + .seconds(120)
+        while held.entered.load(ordering: .acquiring) < reads + 1, ContinuousClock.now < deadline { usleep(1_000) }
+        let allHeld = held.entered.load(ordering: .acquiring) == reads + 1
+        held.release.store(true, ordering: .releasing)
+        try await writer.value
+        for r in readers { #expect(try await r.value == 1, "each read saw what was committed before the held write") }
+        #expect(allHeld, "only \(held.entered.load(ordering: .acquiring)) of \(reads + 1) closures ran at once")
         #expect(try await db.read { try $0.count(Book.self) } == 2)
         try db.close()
     }
@@ -115,5 +151,16 @@ struct ConcurrencyTests {
         #expect(sqlite3_exec(raw, "ROLLBACK", nil, nil, nil) == SQLITE_OK)
         #expect(try await db.read { try $0.fetch(Book.self).map(\.title) } == ["Lavinia"])
         try db.close()
+    }
+}
+
+/// Closures that, once entered, wait until released.
+private final class HeldClosures: Sendable {
+    let entered = Atomic<Int>(0)
+    let release = Atomic<Bool>(false)
+
+    func hold() {
+        entered.add(1, ordering: .acquiringAndReleasing)
+        while !release.load(ordering: .acquiring) { usleep(1_000) }
     }
 }

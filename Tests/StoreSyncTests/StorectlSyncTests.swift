@@ -166,7 +166,7 @@ struct StorectlSyncTests {
         try run(["create", "a.sqlite", "--model", PackagePaths.libraryModel.path, "--quiet"], in: dir)
         let absent = try Child.storectl(["sync", "new.lmdb", "--remote", share.path], in: dir)
         #expect(absent.status == 2 && absent.stderr.contains("no store there; create the new peer first")
-            && absent.stderr.contains("storectl create new.lmdb --model"), "\(absent.stderr)")
+            && absent.stderr.contains("storectl create new.lmdb --model PEER"), "\(absent.stderr)")
         #expect(!FileManager.default.fileExists(atPath: dir.path("new.lmdb").path))
         let never = try Child.storectl(["sync", "a.sqlite"], in: dir)
         #expect(never.status == 2 && never.stderr.contains("has no remote yet"), "\(never.stderr)")

@@ -42,6 +42,25 @@ import Testing
         #expect(files.map { FileManager.default.contents(atPath: $0) } == before, "reading changed the store's files")
     }
 
+    @Test("create --model with a Core Data store: a new store with Core Data's hashes; the source is untouched",
+          .enabled(if: StorectlSchemaHashTests.corpusIsPresent, StorectlSchemaHashTests.absent))
+    func createFromCoreDataStore() throws {
+        let dir = try TemporaryDirectory("storectl-tests")
+        defer { dir.remove() }
+        let name = "stores/alemar11__CoreDataPlus/SampleModel2_V2.sqlite"
+        let store = try #require(PackagePaths.corpus(name))
+        let entry = try #require((try Self.truth()["stores"] as? [String: [String: Any]])?[name])
+        let files = [store.path, store.path + "-wal", store.path + "-shm"]
+        let before = files.map { FileManager.default.contents(atPath: $0) }
+        for (new, type) in [("new.sqlite", "coredata"), ("new.lmdb", "lmdb")] {
+            let create = try Storectl.run(["create", new, "--type", type, "--model", store.path], in: dir)
+            #expect(create.status == 0, "\(create.stderr)")
+            #expect(try Self.schemaJSON(dir.path(new), in: dir)["versionHashes"] as? [String: String]
+                    == (try #require(entry["entityHashes"] as? [String: String])), "\(new)")
+        }
+        #expect(files.map { FileManager.default.contents(atPath: $0) } == before, "reading changed the store's files")
+    }
+
     @Test("an Xcode model version: its entities' hashes as the compiled model records them",
           .enabled(if: StorectlSchemaHashTests.corpusIsPresent, StorectlSchemaHashTests.absent))
     func xcodeModel() throws {

@@ -138,6 +138,27 @@ struct StorectlWorkflowTests {
         #expect(schemaOfStore.stdout == json.stdout)
     }
 
+    @Test("create --model with a store gives the new store that store's schema and leaves it untouched")
+    func createFromStore() throws {
+        let dir = try TemporaryDirectory("storectl-tests")
+        defer { dir.remove() }
+        _ = try sampleStore("a.sqlite", in: dir)
+        let files = ["a.sqlite", "a.sqlite-wal", "a.sqlite-shm"].map { dir.path($0).path }
+        let before = files.map { FileManager.default.contents(atPath: $0) }
+        let create = try Storectl.run(["create", "b.xml", "--model", "a.sqlite"], in: dir)
+        #expect(create.status == 0, "\(create.stderr)")
+        let schemaA = try Storectl.run(["schema", "a.sqlite", "--json"], in: dir)
+        let schemaB = try Storectl.run(["schema", "b.xml", "--json"], in: dir)
+        #expect(schemaA.status == 0 && !schemaA.stdout.isEmpty && schemaB.stdout == schemaA.stdout)
+        #expect(try Storectl.run(["info", "b.xml"], in: dir).stdout.contains("Records:     0"))
+        #expect(files.map { FileManager.default.contents(atPath: $0) } == before, "reading changed the store's files")
+        // Neither a model nor a store: the error names both.
+        try Data("plain text".utf8).write(to: dir.path("notes.txt"))
+        let refused = try Storectl.run(["create", "c.xml", "--model", "notes.txt"], in: dir)
+        #expect(refused.status != 0 && refused.stderr.contains("not a schema") && refused.stderr.contains("or a store"),
+                "\(refused.stderr)")
+    }
+
     @Test("one record is counted in the singular (info: in the plural's column)")
     func infoCountsOneRecordInTheSingular() throws {
         let dir = try TemporaryDirectory("storectl-tests")

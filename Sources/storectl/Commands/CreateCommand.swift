@@ -7,8 +7,9 @@ struct CreateCommand: ParsableCommand {
         commandName: "create",
         abstract: "Create a new store from a schema, optionally filled from an NDJSON file.",
         discussion: """
-            The schema is an Xcode model (.xcdatamodeld, .xcdatamodel) or the framework's JSON schema form (see \
-            'storectl schema --json'). The store type comes from the store's extension unless --type names one.
+            The schema is an Xcode model (.xcdatamodeld, .xcdatamodel), the framework's JSON schema form (see \
+            'storectl schema --json'), or an existing store, whose schema the new one gets (a new sync peer, an \
+            empty store of another type). The store type comes from the store's extension unless --type names one.
 
             The store is built beside its destination and moved into place only when it is complete, so a failed \
             import leaves nothing behind.
@@ -16,6 +17,7 @@ struct CreateCommand: ParsableCommand {
             Examples:
               storectl create library.sqlite --model Library.xcdatamodeld
               storectl create library.lmdb --model schema.json --import library.ndjson
+              storectl create desktop.lmdb --model laptop.sqlite
               storectl create data.db --type sqlite --model Model.xcdatamodel \\
                   --metadata owner=alice --metadata version=3
               storectl create library.sqlite --model Library.xcdatamodeld --force
@@ -26,7 +28,7 @@ struct CreateCommand: ParsableCommand {
     var store: String
 
     @Option(name: [.customLong("model"), .customLong("schema"), .customShort("m")],
-            help: ArgumentHelp("The schema: an Xcode model or a JSON schema file.", valueName: "path"))
+            help: ArgumentHelp("The schema: an Xcode model, a JSON schema file, or a store whose schema to take.", valueName: "path"))
     var model: String
 
     @Option(name: .long, help: ArgumentHelp("Store type (default: from the store's extension).", valueName: "type"))
@@ -53,7 +55,7 @@ struct CreateCommand: ParsableCommand {
         try runCommand("create", logLevel: common.logLevel) {
             let start = Date()
             let url = StoreArgument.url(store)
-            let schema = try SchemaFiles.load(URL(fileURLWithPath: model))
+            let schema = try SchemaFiles.loadModelOrStore(StoreArgument.url(model))
             if let configuration { _ = try schema.entities(inConfiguration: configuration) }
             let backend = try Backends.forNewStore(at: url, type: type, option: "--type")
             let custom = try MetadataArguments.parse(metadata)

@@ -37,12 +37,7 @@ struct SchemaCommand: ParsableCommand {
         try runCommand("schema") {
             coreDataModel.apply()
             let url = StoreArgument.url(path)
-            let schema: Schema
-            if SchemaFiles.looksLikeModel(url) || (try? Backends.registry.detectBackend(at: url)) == nil {
-                schema = try SchemaFiles.load(url)
-            } else {
-                schema = try Backends.registry.detectBackend(at: url).readMetadata(at: url).schema
-            }
+            let schema = try SchemaFiles.loadModelOrStore(url)
             if json {
                 FileHandle.standardOutput.write(try SchemaWithVersionHashes(schema: schema).jsonData())
                 FileHandle.standardOutput.write(Data("\n".utf8))

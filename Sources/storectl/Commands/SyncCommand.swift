@@ -24,8 +24,8 @@ struct SyncCommand: ParsableCommand {
             Records are matched by global ID, never by primary key: two stores that hold the same records (a \
             backup restored on another machine) never duplicate them. A copy of a synced store becomes a new peer \
             on its first sync. Sync moves records, not schemas: a new peer is created first, empty, with the \
-            schema of a store that syncs already (storectl schema PEER --json > schema.json; storectl create \
-            NEW --model schema.json). Sync waits at most --timeout seconds for each answer of the remote, and a failed \
+            schema of a store that syncs already (storectl create NEW --model PEER, or, with PEER on another \
+            machine, storectl schema PEER --json > schema.json there and --model schema.json here). Sync waits at most --timeout seconds for each answer of the remote, and a failed \
             sync changes nothing.
 
             Examples:
@@ -80,8 +80,8 @@ struct SyncCommand: ParsableCommand {
             } catch StoreError.storeNotFound(let missing) where !detach && !status {
                 // Sync moves records, not schemas: a new peer starts as an empty store with its peers' schema.
                 throw CommandFailure("\(StoreError.storeNotFound(missing)); create the new peer first, with the "
-                    + "schema of a store that syncs already: storectl schema PEER --json > schema.json, then "
-                    + "storectl create \(store) --model schema.json")
+                    + "schema of a store that syncs already: storectl create \(store) --model PEER (or, with PEER on "
+                    + "another machine, storectl schema PEER --json > schema.json there, then --model schema.json)")
             }
             if detach || status {
                 let opened = try backend.open(at: url, options: StoreOptions(isReadOnly: status, createIfMissing: false), creating: nil)

@@ -2,8 +2,16 @@ import Foundation
 import StoreAPI
 
 /// Loads a schema from the files a user has: an Xcode model (`.xcdatamodeld`, `.xcdatamodel`, or its `contents`
-/// file) or the framework's JSON form.
+/// file), the framework's JSON form, or a store (its own schema).
 enum SchemaFiles {
+    /// The schema of a model file, or of the store at `url` when it is not one and a backend recognises a store
+    /// there (read from its metadata; the store is not changed).
+    static func loadModelOrStore(_ url: URL) throws -> Schema {
+        if SchemaFiles.looksLikeModel(url) { return try load(url) }
+        guard let backend = try? Backends.registry.detectBackend(at: url) else { return try load(url) }
+        return try backend.readMetadata(at: url).schema
+    }
+
     static func load(_ url: URL) throws -> Schema {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
@@ -21,7 +29,7 @@ enum SchemaFiles {
         case UInt8(ascii: "{"): return try Schema(jsonData: data, file: url.path)
         case UInt8(ascii: "<"): return try Schema(xcodeModelAt: url)
         default:
-            throw CommandFailure("\(url.path): not a schema: expected an Xcode model (.xcdatamodeld, .xcdatamodel) or the JSON schema form")
+            throw CommandFailure("\(url.path): not a schema: expected an Xcode model (.xcdatamodeld, .xcdatamodel), the JSON schema form or a store")
         }
     }
 

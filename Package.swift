@@ -135,7 +135,7 @@ let package = Package(
         // The typed model layer through its public API, on every built-in store type.
         .testTarget(
             name: "StoreModelsTests",
-            dependencies: ["StoreModels", "StoreAPI", "SQLiteBackend", "LMDBBackend", "XMLBackend", "CSQLite", "storectl", "StoreTestSupport"]
+            dependencies: ["StoreModels", "StoreAPI", "StoreSync", "SQLiteBackend", "LMDBBackend", "XMLBackend", "CSQLite", "storectl", "StoreTestSupport"]
         ),
         .testTarget(name: "XMLBackendTests", dependencies: ["StoreAPI", "XMLBackend", "StoreConformance", "StoreTestSupport"]),
         .testTarget(

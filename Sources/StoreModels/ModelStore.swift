@@ -56,9 +56,21 @@ public final class ModelStore: Sendable {
         schema: Schema? = nil, registry: BackendRegistry = .shared,
         externalChangeCheckInterval: Duration? = .milliseconds(100)
     ) throws {
+        try self.init(for: models, description: StoreDescription(url: url, type: type, options: options), schema: schema,
+                      registry: registry, externalChangeCheckInterval: externalChangeCheckInterval)
+    }
+
+    /// Opens the store `description` describes (created when missing) for `models`: the initializer for a store
+    /// with more than a URL and options — a configuration, or sync options, so that a `StoreSync` engine over
+    /// ``coordinator`` syncs it (turn on ``StoreAPI/StoreOptions/historyTracking`` too; see the *Sync* article).
+    /// The schema is derived from the types, or is `schema`, which the types are then checked against.
+    public convenience init(
+        for models: [any PersistentModel.Type], description: StoreDescription, schema: Schema? = nil,
+        registry: BackendRegistry = .shared, externalChangeCheckInterval: Duration? = .milliseconds(100)
+    ) throws {
         let schema = try schema ?? Schema(models: models)
         let coordinator = StoreCoordinator(schema: schema, registry: registry)
-        try coordinator.addStore(StoreDescription(url: url, type: type, options: options))
+        try coordinator.addStore(description)
         try self.init(for: models, coordinator: coordinator, externalChangeCheckInterval: externalChangeCheckInterval)
     }
 

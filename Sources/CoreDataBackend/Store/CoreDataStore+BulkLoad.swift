@@ -14,8 +14,11 @@ import Foundation
 extension CoreDataStore: BulkLoadingStore {
     func beginBulkLoad() throws -> Bool {
         try lock.withLock {
-            guard deferredIndexes == nil, (try? requireWriter()) != nil else { return false }
+            guard deferredIndexes == nil, let (_, writer) = try? requireWriter() else { return false }
+            // Before the first commit of the load (dropping the indexes), which then does not wait for the disk either.
+            try? writer.db.execute("PRAGMA synchronous = NORMAL")
             var indexes: [String]?
+            defer { if indexes == nil { try? writer.db.execute("PRAGMA synchronous = FULL") } }
             try transaction { c, w in
                 let tables = Set(w.plan.tables.values.map(\.name)).union(w.plan.joinTables)
                 for table in tables {
@@ -31,8 +34,7 @@ extension CoreDataStore: BulkLoadingStore {
                 for index in found { try w.db.execute("DROP INDEX \(CoreDataSQL.quoted(index.name))") }
                 indexes = found.map(\.sql)
             }
-            guard let indexes, let (_, w) = try? requireWriter() else { return false }
-            try? w.db.execute("PRAGMA synchronous = NORMAL")
+            guard let indexes else { return false }
             deferredIndexes = indexes
             return true
         }

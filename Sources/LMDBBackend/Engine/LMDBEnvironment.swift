@@ -77,7 +77,7 @@ final class LMDBEnvironment: @unchecked Sendable {
 
     /// Creates and opens a raw environment handle (also used for short private opens and new stores).
     static func openHandle(
-        _ location: LMDBLocation, readOnly: Bool, noLock: Bool, mapSize: Int?, maxDatabases: Int
+        _ location: LMDBLocation, readOnly: Bool, noLock: Bool, noSync: Bool = false, mapSize: Int?, maxDatabases: Int
     ) throws -> OpaquePointer {
         // Read-only without a lock writes nothing at all, links or not (sniffing uses that).
         if !(readOnly && noLock) { try refuseSymbolicLinks(location) }
@@ -91,6 +91,7 @@ final class LMDBEnvironment: @unchecked Sendable {
             var flags = UInt32(MDB_NOTLS) | location.layoutFlags
             if readOnly { flags |= UInt32(MDB_RDONLY) }
             if noLock { flags |= UInt32(MDB_NOLOCK) }
+            if noSync { flags |= UInt32(MDB_NOSYNC) }
             try check(mdb_env_open(env, location.environmentPath, flags, 0o644), "opening the LMDB environment")
         } catch {
             mdb_env_close(env)

@@ -8,7 +8,8 @@ import Darwin
 #endif
 
 /// Creates new stores atomically: the environment is built and committed under a staging name (with `MDB_NOLOCK`,
-/// so no lock file is made), fsynced, and only then given its real name — a directory by `rename`, a data file by
+/// so no lock file is made, and `MDB_NOSYNC`, as nothing reads it before it is named), fsynced once, and only then
+/// given its real name — a directory by `rename`, a data file by
 /// `link` (which never replaces an existing file). A crash or failure leaves no store and nothing under the real
 /// name; a concurrent creator simply wins and its store is opened.
 enum LMDBStoreCreator {
@@ -65,8 +66,9 @@ enum LMDBStoreCreator {
         let ids = try layout.entityIDsJSON()
         let handle: OpaquePointer
         do {
+            // Without a sync per commit: the caller fsyncs the data file once, before the store gets its name.
             handle = try LMDBEnvironment.openHandle(
-                location, readOnly: false, noLock: true, mapSize: options.initialMapSize,
+                location, readOnly: false, noLock: true, noSync: true, mapSize: options.initialMapSize,
                 maxDatabases: layout.suggestedMaxDatabases)
         } catch let f as LMDBFailure {
             throw f.storeError(location.url)

@@ -47,9 +47,11 @@ enum SyncSection {
             let remote = try remoteURL.map { try PostgresRemote(url: $0, container: "bench") }
             self.loaded = loaded
             self.remote = remote
-            // Every sync that moves something logs at info: the timed loops would print hundreds of lines.
+            // Every sync that moves something logs at info: the timed loops would print hundreds of lines. A
+            // diagnostic run lowers the level (STOREBENCH_SYNC_LOG_LEVEL=trace: how long each step of a sync took).
             var logger = Logger(label: "storebench.sync")
-            logger.logLevel = .warning
+            logger.logLevel = ProcessInfo.processInfo.environment["STOREBENCH_SYNC_LOG_LEVEL"]
+                .flatMap(Logger.Level.init(rawValue:)) ?? .warning
             engine = try remote.map { try SyncEngine(store: loaded, coordinator: coordinator, remote: $0, logger: logger) }
         }
 

@@ -145,14 +145,19 @@ public actor SyncEngine {
             try await session.pull()
             session.written(try persist(session.state, session.touchedIDs, session.touchedMembers,
                                         everyRecord: session.touchedEveryRecord))
+            session.logStep("state write")
             try await session.pushBaseline()
             try await session.pushHistory()
+            session.logStep("push")
             session.written(try persist(session.state, session.touchedIDs, session.touchedMembers,
                                         everyRecord: session.touchedEveryRecord))
+            session.logStep("state write")
         } else {
             try await session.pushHistory()
+            session.logStep("push")
             session.written(try persist(session.state, session.touchedIDs, session.touchedMembers,
                                         everyRecord: session.touchedEveryRecord))
+            session.logStep("state write")
             try await session.pull()
         }
         if !session.merges.isEmpty {
@@ -172,6 +177,7 @@ public actor SyncEngine {
         }
         session.written(try persist(session.state, session.touchedIDs, session.touchedMembers,
                                     everyRecord: session.touchedEveryRecord))
+        session.logStep("state write")
         if let cursor = acknowledge, let purgeable = remote as? any PurgeableSyncRemote {
             // What was pushed and pulled stands either way: a failed acknowledgement only holds purges back, and the
             // next sync sends it again.
@@ -181,6 +187,7 @@ public actor SyncEngine {
                 session.state.acknowledged = cursor
                 session.written(try persist(session.state, session.touchedIDs, session.touchedMembers,
                                             everyRecord: session.touchedEveryRecord))
+                session.logStep("acknowledge and state write")
             } catch {
                 logger.warning("sync: could not acknowledge the cursor; purges wait for the next sync",
                                metadata: ["remote": "\(remote.displayName)", "error": "\(error)"])

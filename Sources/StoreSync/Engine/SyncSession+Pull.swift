@@ -98,13 +98,16 @@ extension SyncSession {
         func request(_ names: [ChangeFileName]) -> Task<[Data], any Error> {
             Task { try await calls.run { try await remote.fetch(names) } }
         }
-        let requests = stride(from: 0, to: wanted.count, by: Self.filesPerRequest).map {
-            Array(wanted[$0..<min($0 + Self.filesPerRequest, wanted.count)])
-        }
+        let requests = Self.requests(for: wanted)
+        // How long the pull waited for the remote with nothing to decode (traced: what fetching costs beyond
+        // what overlaps with decoding).
+        var waited = Duration.zero
         var next = requests.first.map(request)
         for (n, names) in requests.enumerated() {
             guard let current = next else { break }
+            let asked = ContinuousClock.now
             let files = try await current.value
+            waited += ContinuousClock.now - asked
             next = n + 1 < requests.count ? request(requests[n + 1]) : nil
             guard files.count == names.count else {
                 throw SyncError.remote(remote.displayName, reason: "answered \(files.count) files for \(names.count) asked for")
@@ -125,9 +128,28 @@ extension SyncSession {
             }
         }
         report.pulledFiles += batches.count
+        logger.trace("sync: waited for the remote's files", metadata: [
+            "requests": "\(requests.count)",
+            "ms": "\(String(format: "%.1f", Double(waited.components.attoseconds) / 1e15 + Double(waited.components.seconds) * 1000))",
+        ])
         logStep("pull: fetch+decode")
         try apply(batches)
         state.cursor = listing.cursor
+    }
+
+    /// The fetch requests for `wanted`, in order: the first of ``firstRequestFiles`` files, each next one twice the
+    /// one before, up to ``filesPerRequest``.
+    static func requests(for wanted: [ChangeFileName]) -> [[ChangeFileName]] {
+        var requests: [[ChangeFileName]] = []
+        var start = 0
+        var size = min(firstRequestFiles, filesPerRequest)
+        while start < wanted.count {
+            let end = min(start + size, wanted.count)
+            requests.append(Array(wanted[start..<end]))
+            start = end
+            size = min(size * 2, filesPerRequest)
+        }
+        return requests
     }
 
     /// Merges the pulled changes with what this store knows and applies the winners in one save.

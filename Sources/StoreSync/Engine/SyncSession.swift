@@ -31,18 +31,29 @@ final class SyncSession {
     var touchedMembers: Set<String> = []
     /// Set by ``noteAttachStart()`` when the store held no synced record as it attached.
     var attachedEmpty: EmptyAttach?
-    /// When the last step ``logStep(_:)`` timed ended.
-    private var stepStart = ContinuousClock.now
+    /// When the last step ``logStep(_:)`` timed ended, and the process's CPU time then.
+    private var stepStart = (clock: ContinuousClock.now, cpu: SyncSession.processCPUMilliseconds())
 
-    /// Logs at trace level how long the step that just ended took (how a pull divides its time, without a
-    /// profiler: `storectl sync --log-level trace`); costs nothing at other levels.
+    /// Logs at trace level how long the step that just ended took, in wall-clock and in the process's CPU time
+    /// (how a pull divides its time, and how much of it is spent waiting, without a profiler:
+    /// `storectl sync --log-level trace`); costs nothing at other levels.
     func logStep(_ step: @autoclosure () -> String) {
         guard logger.logLevel <= .trace else { return }
-        let now = ContinuousClock.now
-        let elapsed = now - stepStart
+        let now = (clock: ContinuousClock.now, cpu: Self.processCPUMilliseconds())
+        let elapsed = now.clock - stepStart.clock
+        let cpu = now.cpu - stepStart.cpu
         stepStart = now
         let ms = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
-        logger.trace("sync: step done", metadata: ["step": "\(step())", "ms": "\(String(format: "%.1f", ms))"])
+        logger.trace("sync: step done", metadata: [
+            "step": "\(step())", "ms": "\(String(format: "%.1f", ms))", "cpuMs": "\(String(format: "%.1f", cpu))",
+        ])
+    }
+
+    /// The CPU time every thread of the process has used so far, in milliseconds.
+    private static func processCPUMilliseconds() -> Double {
+        var t = timespec()
+        guard clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t) == 0 else { return 0 }
+        return Double(t.tv_sec) * 1000 + Double(t.tv_nsec) / 1e6
     }
 
     /// A store that held no synced record as it attached, and its history token then.
@@ -67,6 +78,9 @@ final class SyncSession {
     /// Change files per remote request (a fetch or a put of several): few requests for a big push or pull, each
     /// small enough to finish well within the call time limit.
     static let filesPerRequest = 16
+
+    /// Change files in a pull's first fetch request (see ``requests(for:)``).
+    static let firstRequestFiles = 16
 
     init(loaded: LoadedStore, coordinator: StoreCoordinator, remote: any SyncRemote, calls: RemoteTimeout, logger: Logger,
          state: SyncState, report: SyncReport, index: RecordIndex) {

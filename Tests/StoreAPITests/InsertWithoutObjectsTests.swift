@@ -51,6 +51,36 @@ import Testing
         #expect(try loaded.store.fetch(FetchRequest(entity: "Note")).count == 2)
     }
 
+    @Test func stagedRecordsAloneAreSavedInTheOrderStagedAndKeptByAFailedSave() throws {
+        let (coordinator, loaded) = try Self.coordinator()
+        let context = coordinator.newContext()
+        let first = [UUID(), UUID()]
+        let second = [UUID()]
+        try context.insertWithoutObjects("Note", attributeValues: [[.string("a"), nil], [.string("b"), .integer64(2)]],
+                                         globalIDs: first, into: loaded)
+        try context.insertWithoutObjects("Note", attributeValues: [[.string("c"), .integer64(3)]], globalIDs: second,
+                                         into: loaded)
+        // A save that fails its checks writes nothing and keeps what was staged.
+        let book = try context.insert("Book", ["title": "Untitled"])
+        #expect(throws: StoreError.self) { try context.save() }
+        #expect(try loaded.store.fetch(FetchRequest(entity: "Note")).isEmpty)
+        #expect(context.hasChanges)
+        try context.delete(book)
+        let before = try loaded.store.history(after: nil).last?.token
+        try context.save()
+
+        let notes = try loaded.store.fetch(FetchRequest(entity: "Note", sortDescriptors: [SortKey("text")]))
+        #expect(notes.map(\.globalID) == first + second)
+        #expect(notes.map(\.attributes) == [[.string("a"), .integer64(7)], [.string("b"), .integer64(2)],
+                                            [.string("c"), .integer64(3)]])
+        let saves = try loaded.store.history(after: before)
+        #expect(saves.count == 1)
+        #expect(saves.first?.changes.map(\.globalID) == first + second, "one insert per record, in the order staged")
+        #expect(saves.first?.changes.map(\.primaryKey) == notes.map(\.primaryKey))
+        try context.save()
+        #expect(try loaded.store.fetch(FetchRequest(entity: "Note")).count == 3, "nothing is written twice")
+    }
+
     @Test func stagingChecksTheRecordsAndRollbackDropsThem() throws {
         let (coordinator, loaded) = try Self.coordinator()
         let context = coordinator.newContext()

@@ -123,8 +123,15 @@ extension StoreContext {
             }
         }
         for staged in recordInserts where staged.store === store {
-            changes.inserted += staged.records
+            // Shared with the staged list when nothing comes before them, not copied record by record: a copy
+            // retains every record's values, only to release them again after the save.
+            if changes.inserted.isEmpty {
+                changes.inserted = staged.records
+            } else {
+                changes.inserted += staged.records
+            }
             if tracking {
+                history.reserveCapacity(history.count + staged.records.count)
                 for r in staged.records {
                     history.append(HistoryChange(kind: .insert, entity: r.entity, primaryKey: r.primaryKey, globalID: r.globalID))
                 }

@@ -137,19 +137,11 @@ extension SyncSession {
         state.cursor = listing.cursor
     }
 
-    /// The fetch requests for `wanted`, in order: the first of ``firstRequestFiles`` files, each next one twice the
-    /// one before, up to ``filesPerRequest``.
+    /// The fetch requests for `wanted`, in order, each of ``filesPerRequest`` files but the last.
     static func requests(for wanted: [ChangeFileName]) -> [[ChangeFileName]] {
-        var requests: [[ChangeFileName]] = []
-        var start = 0
-        var size = min(firstRequestFiles, filesPerRequest)
-        while start < wanted.count {
-            let end = min(start + size, wanted.count)
-            requests.append(Array(wanted[start..<end]))
-            start = end
-            size = min(size * 2, filesPerRequest)
+        stride(from: 0, to: wanted.count, by: filesPerRequest).map {
+            Array(wanted[$0..<min($0 + filesPerRequest, wanted.count)])
         }
-        return requests
     }
 
     /// Merges the pulled changes with what this store knows and applies the winners in one save.

@@ -79,9 +79,6 @@ final class SyncSession {
     /// small enough to finish well within the call time limit.
     static let filesPerRequest = 16
 
-    /// Change files in a pull's first fetch request (see ``requests(for:)``).
-    static let firstRequestFiles = 16
-
     init(loaded: LoadedStore, coordinator: StoreCoordinator, remote: any SyncRemote, calls: RemoteTimeout, logger: Logger,
          state: SyncState, report: SyncReport, index: RecordIndex) {
         self.index = index

@@ -44,11 +44,21 @@ struct SyncFreshRunTests {
         RecordChange(entity: "Note", id: id, values: values.mapValues { StampedValue(clock: $0.1, text: $0.0) })
     }
 
-    /// Applies `batches` to a new store of `schema` holding the note `known` (its text stamped `old` in the state)
-    /// and knowing `buried` deleted, or to an empty store whose state knows no record when `old` is `nil`; what it
-    /// leaves.
+    /// Applies `batches`, written in format 2, to a new store of `schema` holding the note `known` (its text stamped
+    /// `old` in the state) and knowing `buried` deleted, or to an empty store whose state knows no record when `old`
+    /// is `nil`; what it leaves.
     private func apply(_ batches: [ChangeBatch], schema: Schema, peer: UUID, known: UUID, buried: UUID,
                        old: HybridLogicalClock?, in dir: TemporaryDirectory, name: String) throws -> Outcome {
+        try apply(files: batches.map { $0.encoded() }, schema: schema, peer: peer, known: known, buried: buried, old: old,
+                  in: dir, name: name)
+    }
+
+    /// Applies the change files `files`, read as a pull reads them, as ``apply(_:schema:peer:known:buried:old:in:name:)``
+    /// does.
+    private func apply(files: [Data], schema: Schema, peer: UUID, known: UUID, buried: UUID,
+                       old: HybridLogicalClock?, in dir: TemporaryDirectory, name: String) throws -> Outcome {
+        var pulled: [PulledChangeFile] = []
+        for data in files { pulled.append(try #require(PulledChangeFile.read(data), "a change file")) }
         let r = try Replica(dir.url.appendingPathComponent("\(name).sqlite"), type: "sqlite", remote: InMemoryRemote(),
                             schema: schema)
         var state = SyncState(peer: peer, location: "test", storeUUID: r.loaded.store.metadata.storeUUID)
@@ -62,7 +72,7 @@ struct SyncFreshRunTests {
         let session = SyncSession(loaded: r.loaded, coordinator: r.coordinator, remote: r.remote,
                                   calls: RemoteTimeout(seconds: 10, remoteName: "test"), logger: Logger(label: "test"),
                                   state: state, report: SyncReport(peer: peer, remote: "test"), index: RecordIndex())
-        try session.apply(batches)
+        try session.apply(pulled)
         var notes: [UUID: [StoreValue]] = [:]
         let reading = r.context()
         for o in try reading.fetch(FetchRequest(entity: "Note")) {
@@ -137,6 +147,59 @@ struct SyncFreshRunTests {
         #expect(a.clocks[ids[0]] == ["text": s3, "rank": s2, "weight": s2])
         #expect(a.clocks[ids[1]] == ["text": s2, "rank": s2, "weight": s2])
         #expect(a.clock.wall >= s4.wall && a.clock.peer == peer)
+
+        // The same files as peers of earlier versions write them (format 1, JSON): read another way, merged the same.
+        let json = try apply(files: batches.map { var b = $0; b.format = 1; return b.jsonEncoded() },
+                             schema: SyncUnlinkedRecordsTests.schema, peer: peer, known: known, buried: buried, old: s1,
+                             in: dir, name: "fast-json")
+        #expect(json == a)
+    }
+
+    /// A file as another writer may lay it out, read as format 2 reads it: keys in another order per record, a name
+    /// the table lists twice, a key a record names twice (its last value counts), escapes. Fresh records read by slot
+    /// must hold what the general way reads by name.
+    @Test func filesOfAnyKeyOrderMergeAsTheGeneralPathMergesThem() throws {
+        let dir = try TemporaryDirectory("sync-fresh-layout")
+        let peer = UUID(), other = UUID()
+        let (s1, s2) = (Self.stamp(1_000, other), Self.stamp(2_000, other))
+        let ids = (0..<6).map { _ in UUID() }
+        let lines = [
+            "storesync-changes\t2\t\(other.uuidString)\t1\t6",
+            // `text` is listed twice: numbers 2 and 4 name one key.
+            "S\tNote", "S\tweight", "S\ttext", "S\trank", "S\ttext",
+            "C\t1000\t0\t\(other.uuidString)", "C\t2000\t0\t\(other.uuidString)",
+            "R\t\(ids[0].uuidString)\t0", "V\t1\t0\t[0.5]", "V\t2\t0\t[\"a\"]", "V\t3\t0\t[1]",
+            "R\t\(ids[1].uuidString)\t0", "V\t3\t0\t[2]", "V\t4\t0\t[\"b\"]", "V\t1\t0\t[1.5]",
+            // One key by both its numbers: the later value, with its stamp.
+            "R\t\(ids[2].uuidString)\t0", "V\t2\t0\t[\"first\"]", "V\t4\t1\t[\"second\"]",
+            // An escaped backslash: the text is a JSON string with an escaped tab.
+            "R\t\(ids[3].uuidString)\t0", "V\t2\t1\t[\"tab\\\\there\"]",
+            // One key twice by one number, the later value with the earlier stamp.
+            "R\t\(ids[4].uuidString)\t0", "V\t3\t1\t[4]", "V\t3\t0\t[5]", "V\t2\t0\t[\"e\"]",
+            // A text of the wrong type, and a value of a key that is no attribute.
+            "R\t\(ids[5].uuidString)\t0", "V\t1\t1\t[\"heavy\"]", "V\t0\t1\t[\"odd\"]",
+            "E",
+        ]
+        let file = Data((lines.joined(separator: "\n") + "\n").utf8)
+        let batch = try #require(ChangeBatch.decode(file))
+        #expect(batch.changes[2].values["text"] == StampedValue(clock: s2, text: "[\"second\"]"))
+        #expect(batch.changes[3].values["text"]?.text == "[\"tab\\there\"]")
+        #expect(batch.changes[4].values["rank"] == StampedValue(clock: s1, text: "[5]"))
+        let a = try apply(files: [file], schema: SyncUnlinkedRecordsTests.schema, peer: peer, known: UUID(),
+                          buried: UUID(), old: nil, in: dir, name: "fast")
+        let b = try apply(files: [file], schema: Self.linkedNotes, peer: peer, known: UUID(), buried: UUID(), old: nil,
+                          in: dir, name: "general")
+        #expect(a == b)
+        #expect(a.notes[ids[0]] == [.string("a"), .integer64(1), .double(0.5)])
+        #expect(a.notes[ids[1]] == [.string("b"), .integer64(2), .double(1.5)])
+        #expect(a.notes[ids[2]] == [.string("second"), .null, .null])
+        #expect(a.notes[ids[3]] == [.string("tab\there"), .null, .null])
+        #expect(a.notes[ids[4]] == [.string("e"), .integer64(5), .null])
+        #expect(a.notes[ids[5]] == [.null, .null, .null] && a.ignored == 1)
+        #expect(a.clocks[ids[2]] == ["text": s2])
+        #expect(a.clocks[ids[4]] == ["text": s1, "rank": s1])
+        #expect(a.clocks[ids[5]] == ["weight": s2, "Note": s2])
+        #expect(a.inserted == 6)
     }
 
     /// A pull into a state that knows no record (a peer's first): the next write holds every record, so neither path

@@ -21,10 +21,13 @@ extension SyncSession {
         /// The clock map of the last record: the values of one push share their stamps, so consecutive records
         /// mostly have equal maps, and one map (copy-on-write) then serves them all instead of one made per record.
         private var shared: [String: HybridLogicalClock] = [:]
-        /// ``shared``'s entries in a list: a record's few keys are found there by comparing them, not hashing them.
-        private var sharedEntries: [(key: String, clock: HybridLogicalClock)] = []
-        /// The most keys a record's map is compared with ``sharedEntries`` for; beyond it, ``shared`` is looked up.
-        private static let listedKeysLimit = 8
+        /// The latest stamp of ``shared``.
+        private var sharedLatest = HybridLogicalClock.zero
+        /// The file position (in the pull) and the key and stamp numbers, in file order, of the values ``shared``
+        /// was made of: a record of that file with the same numbers in the same order has the same map, found so
+        /// without a name compared or hashed.
+        private var sharedFile = -1
+        private var sharedNumbers: [(key: Int, stamp: Int)] = []
 
         /// Takes the maps out of `session`, which holds empty ones until ``putBack(into:)``.
         init(taking session: SyncSession) {
@@ -44,27 +47,33 @@ extension SyncSession {
             session.state.clock = clock
         }
 
-        /// Merges `c` (at `place` in the pull's files) as the general merge would and adds it to `fresh`, when it
-        /// is a fresh record: its entity (`shape`) is inserted without objects and syncs no order hint, it has
-        /// values, all stamped, and no membership, no deletion, and neither the state nor the store (`indexed`)
-        /// knows its global ID, nor did an earlier change of the pull (`winners`). Returns `false`, changing
-        /// nothing, for any other change.
-        mutating func add(_ c: RecordChange, at place: FreshRecords.Place, shape: SyncedSchema.Shape,
-                          winners: [UUID: Winner], indexed: [UUID: ObjectID],
-                          fresh: inout FreshRecords) -> Bool {
-            guard shape.insertsWithoutObject, shape.orderHints.isEmpty, c.deleted == nil, c.members.isEmpty,
-                  !c.values.isEmpty else { return false }
-            let id = c.id
+        /// Merges record `n` of `file` (at `place` in the pull's files) as the general merge would and adds it to
+        /// `fresh`, when it is a fresh record: its entity (`shape`) is inserted without objects and syncs no order
+        /// hint, it has values, all stamped, each key once, and no membership, no deletion, and neither the state
+        /// nor the store (`indexed`) knows its global ID, nor did an earlier change of the pull (`winners`). Returns
+        /// `false`, changing nothing, for any other change.
+        mutating func add(_ n: Int, of file: PulledChangeFile, at place: FreshRecords.Place, shape: SyncedSchema.Shape,
+                          winners: [UUID: Winner], indexed: [UUID: ObjectID], fresh: inout FreshRecords) -> Bool {
+            let r = file.records[n]
+            guard shape.insertsWithoutObject, shape.orderHints.isEmpty, r.deleted == nil, r.members.isEmpty,
+                  !r.values.isEmpty, r.isPlain else { return false }
+            let id = r.id
             guard tombstones.isEmpty || tombstones[id] == nil, winners.isEmpty || winners[id] == nil,
                   indexed.isEmpty || indexed[id] == nil else { return false }
-            var latest = clock
-            for (_, v) in c.values {
-                guard v.clock > .zero else { return false }
-                if v.clock > latest { latest = v.clock }
-            }
-            if !sharedMatches(c.values) {
-                shared = c.values.mapValues(\.clock)
-                sharedEntries = shared.map { ($0.key, $0.value) }
+            if !sharedMatches(r.values, of: file, at: place.batch) {
+                var map = [String: HybridLogicalClock](minimumCapacity: r.values.count)
+                var latest = HybridLogicalClock.zero
+                sharedNumbers.removeAll(keepingCapacity: true)
+                for j in r.values {
+                    let v = file.values[j]
+                    let stamp = file.stamps[v.stamp]
+                    map[file.names[v.key]] = stamp
+                    if stamp > latest { latest = stamp }
+                    sharedNumbers.append((v.key, v.stamp))
+                }
+                shared = map
+                sharedLatest = latest
+                sharedFile = place.batch
             }
             // One lookup both finds that the state knows no stamp of the record and enters its map; a record it
             // knows gets its own map back (``shared`` is only a cache of the last map, so it may stay changed).
@@ -72,26 +81,19 @@ extension SyncSession {
                 clocks[id] = known
                 return false
             }
-            clock = clock.receiving(latest)
+            clock = clock.receiving(sharedLatest)
             if listsTouched { touched.insert(id) }
             fresh.add(place)
             return true
         }
 
-        /// Whether ``shared`` holds exactly the keys of `values`, each with its value's stamp.
-        private func sharedMatches(_ values: [String: StampedValue]) -> Bool {
-            guard shared.count == values.count else { return false }
-            guard values.count <= Self.listedKeysLimit else {
-                for (key, v) in values where shared[key] != v.clock { return false }
-                return true
-            }
-            // Keys are unique on both sides: as many of them, each found with its stamp, is the same map.
-            values: for (key, v) in values {
-                for entry in sharedEntries where entry.key == key {
-                    guard entry.clock == v.clock else { return false }
-                    continue values
-                }
-                return false
+        /// Whether ``shared`` was made of the values at `values` in `file` (the pull's file at `batch`): the same
+        /// key and stamp numbers in the same order.
+        private func sharedMatches(_ values: Range<Int>, of file: PulledChangeFile, at batch: Int) -> Bool {
+            guard sharedFile == batch, sharedNumbers.count == values.count else { return false }
+            for (k, j) in values.enumerated() {
+                let v = file.values[j]
+                guard sharedNumbers[k].key == v.key, sharedNumbers[k].stamp == v.stamp else { return false }
             }
             return true
         }

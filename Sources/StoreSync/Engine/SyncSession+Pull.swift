@@ -14,9 +14,9 @@ extension SyncSession {
     /// so they skip the per-record winner maps and are inserted straight from their changes.
     struct FreshRecords {
         /// The pull's files: each record's change is read where it is, not copied out (a first pull has a fresh
-        /// record per change, and copying each retained its maps once more, to be released again).
-        let batches: [ChangeBatch]
-        /// Where each record's change is in ``batches``, in the order the records were added.
+        /// record per change, and its values are read from there into rows, slot by slot).
+        let files: [PulledChangeFile]
+        /// Where each record's change is in ``files``, in the order the records were added.
         private(set) var places: [Place] = []
         /// Positions in ``places`` by global ID; built only when a later change of the pull names a known record
         /// (which may be one of these), not per record, and then extended with the records added since.
@@ -26,19 +26,22 @@ extension SyncSession {
         /// Positions of records that a later change of the pull took out to the winner maps.
         var taken: Set<Int> = []
 
-        /// A change's place: its file's position in ``batches`` and its position in that file.
+        /// A change's place: its file's position in ``files`` and its record's position in that file.
         struct Place {
             let batch: Int
             let change: Int
         }
 
-        init(batches: [ChangeBatch]) { self.batches = batches }
+        init(files: [PulledChangeFile]) { self.files = files }
 
         /// How many records were added.
         var count: Int { places.count }
 
         /// The change of the record at `i` in ``places``.
-        func change(_ i: Int) -> RecordChange { batches[places[i].batch].changes[places[i].change] }
+        func change(_ i: Int) -> RecordChange { files[places[i].batch].change(places[i].change) }
+
+        /// The global ID of the record at `i` in ``places``.
+        func globalID(_ i: Int) -> UUID { files[places[i].batch].records[places[i].change].id }
 
         /// Adds the record whose change is at `place`.
         mutating func add(_ place: Place) { places.append(place) }
@@ -53,7 +56,7 @@ extension SyncSession {
                 // Records added after the positions were last listed are listed too: a record new to this pull
                 // and changed again by a later file of it must be found here, or it would be inserted twice.
                 positions.reserveCapacity(places.count)
-                for i in listed..<places.count { positions[change(i).id] = i }
+                for i in listed..<places.count { positions[globalID(i)] = i }
                 listed = places.count
             }
             guard let i = positions[id], !taken.contains(i) else { return nil }
@@ -90,7 +93,7 @@ extension SyncSession {
             wanted.append(name)
         }
         logStep("pull: list")
-        var batches: [ChangeBatch] = []
+        var batches: [PulledChangeFile] = []
         // Several files per request, each request within the call time limit. The next request is under way while
         // the files of one are decoded: the remote's work and this peer's overlap. A request still running when
         // the pull fails is left to finish on its own; its files are dropped.
@@ -118,7 +121,7 @@ extension SyncSession {
                         + "written by a later version (this one reads formats 1 to \(ChangeBatch.newestFormat)); nothing "
                         + "was pulled: upgrade to sync with this remote")
                 }
-                guard let batch = ChangeBatch.decode(data), batch.name == name else {
+                guard let batch = PulledChangeFile.read(data), batch.name == name else {
                     report.ignoredFiles += 1
                     logger.warning("sync: ignoring a change file that is not one this version reads",
                                    metadata: ["file": "\(name)", "remote": "\(remote.displayName)"])
@@ -145,10 +148,10 @@ extension SyncSession {
     }
 
     /// Merges the pulled changes with what this store knows and applies the winners in one save.
-    func apply(_ batches: [ChangeBatch]) throws {
+    func apply(_ batches: [PulledChangeFile]) throws {
         var winners: [UUID: Winner] = [:]
         var order: [UUID] = []
-        var fresh = FreshRecords(batches: batches)
+        var fresh = FreshRecords(files: batches)
         // Values still waiting for their target won earlier: they take part again.
         for (_, c) in state.dangling.sorted(by: { $0.key < $1.key }) {
             var w = Self.winner(c.id, c.entity, &winners, &order)
@@ -157,7 +160,7 @@ extension SyncSession {
             winners[c.id] = w
         }
         state.dangling = [:]
-        let incoming = batches.reduce(0) { $0 + $1.changes.count }
+        let incoming = batches.reduce(0) { $0 + $1.records.count }
         // Nothing to merge: the record index is not read (for a store that has not built it yet, that is a scan).
         guard incoming > 0 || !winners.isEmpty || needsCleanup else { return }
         if state.clocks.isEmpty {
@@ -182,18 +185,19 @@ extension SyncSession {
         // record: nothing changes the index meanwhile.
         try index.refresh(self)
         let indexed = index.objects
-        var last: (entity: String, shape: SyncedSchema.Shape?)?
+        var last: (batch: Int, entity: Int, shape: SyncedSchema.Shape?)?
         // Fresh records are merged on the maps taken out of the state for a run of them (see FreshRun); any other
-        // change goes the general way, with the maps back in the state.
+        // change goes the general way, with the maps back in the state, made into its ``RecordChange`` only then.
         var run: FreshRun?
         for (b, batch) in batches.enumerated() {
-            for (n, c) in batch.changes.enumerated() {
+            for n in batch.records.indices {
                 let place = FreshRecords.Place(batch: b, change: n)
-                // Runs of records of one entity: the name is compared, not hashed, per record.
-                if last?.entity != c.entity { last = (c.entity, shapes.shapes[c.entity]) }
+                // Runs of records of one entity: the name's number is compared, not the name hashed, per record.
+                let entity = batch.records[n].entity
+                if last?.batch != b || last?.entity != entity { last = (b, entity, shapes.shapes[batch.names[entity]]) }
                 if let shape = last?.shape, shape.insertsWithoutObject {
                     var taken = run.take() ?? FreshRun(taking: self)
-                    if taken.add(c, at: place, shape: shape, winners: winners, indexed: indexed, fresh: &fresh) {
+                    if taken.add(n, of: batch, at: place, shape: shape, winners: winners, indexed: indexed, fresh: &fresh) {
                         run = taken
                         continue
                     }
@@ -201,7 +205,8 @@ extension SyncSession {
                 } else if let taken = run.take() {
                     taken.putBack(into: self)
                 }
-                merge(c, at: place, shape: last?.shape, into: &winners, order: &order, fresh: &fresh, indexed: indexed)
+                merge(batch.change(n), at: place, shape: last?.shape, into: &winners, order: &order, fresh: &fresh,
+                      indexed: indexed)
             }
         }
         if let taken = run.take() { taken.putBack(into: self) }
@@ -331,7 +336,7 @@ extension SyncSession {
             try index.rebuild(self)
             leaving = leavingRecords()
             // Records the store turned out to hold are updated, not inserted.
-            for i in 0..<fresh.count where !fresh.taken.contains(i) && index[fresh.change(i).id] != nil {
+            for i in 0..<fresh.count where !fresh.taken.contains(i) && index[fresh.globalID(i)] != nil {
                 let c = fresh.change(i)
                 fresh.taken.insert(i)
                 winners[c.id] = Winner(entity: c.entity, values: c.values)
@@ -454,7 +459,7 @@ extension SyncSession {
     }
 
     /// Stages the fresh records of a pull (``FreshRecords``) for insertion without objects, by entity: their values
-    /// read straight from their changes, the entity's shape looked up once per run of records of one entity.
+    /// read straight from their files into rows, the entity's shape looked up once per run of records of one entity.
     /// Returns how many were staged.
     private func stageFresh(_ fresh: FreshRecords, into staged: inout [String: (rows: [[StoreValue?]], ids: [UUID])],
                             gone: (UUID) -> Bool) -> Int {
@@ -476,28 +481,63 @@ extension SyncSession {
         }
         rows.reserveCapacity(fresh.count)
         ids.reserveCapacity(fresh.count)
-        // Read in place: a copy of each change would retain and release its maps.
+        // The file and entity (by name number) that `slots` was made for.
+        var slotsFor = (batch: -1, entity: -1)
+        // Per name number of that file: the position in the shape's attribute slots of the attribute of that name,
+        // -1 for any other name. A value is put in its row by this, not by looking its name up.
+        var slots: [Int] = []
+        // The file of the record: taken out of the list once per file, as reading it there per record copied it
+        // (and retained and released each of its lists).
+        var batch = -1
+        guard var file = fresh.files.first else { return 0 }
         for (i, place) in fresh.places.enumerated() {
             if !fresh.taken.isEmpty, fresh.taken.contains(i) { continue }
-            let id = fresh.batches[place.batch].changes[place.change].id
-            if gone(id) { continue }
-            if fresh.batches[place.batch].changes[place.change].entity != entity || shape == nil {
-                flush()
-                entity = fresh.batches[place.batch].changes[place.change].entity
-                shape = shapes.shapes[entity]
+            if place.batch != batch {
+                batch = place.batch
+                file = fresh.files[batch]
+            }
+            let r = file.records[place.change]
+            if gone(r.id) { continue }
+            if slotsFor != (place.batch, r.entity) || shape == nil {
+                let name = file.names[r.entity]
+                if name != entity || shape == nil {
+                    flush()
+                    entity = name
+                    shape = shapes.shapes[entity]
+                }
+                slotsFor = (place.batch, r.entity)
+                slots = file.names.map { name in
+                    shape?.attributeSlots.firstIndex { $0.name == name } ?? -1
+                }
             }
             guard let shape else { continue }
-            var values = [StoreValue?](repeating: nil, count: shape.entity.attributes.count)
-            for a in shape.attributeSlots {
-                guard let v = fresh.batches[place.batch].changes[place.change].values[a.name] else { continue }
-                guard let value = SyncedSchema.value(of: v.text, type: a.type) else {
-                    report.ignoredChanges += 1
-                    continue
+            var row = [StoreValue?](repeating: nil, count: shape.entity.attributes.count)
+            if r.isPlain {
+                // Each key once: the values found by slot are those the record's map holds.
+                for j in r.values {
+                    let v = file.values[j]
+                    let slot = slots[v.key]
+                    guard slot >= 0 else { continue }
+                    let a = shape.attributeSlots[slot]
+                    guard let value = file.attributeValue(v, type: a.type) else {
+                        report.ignoredChanges += 1
+                        continue
+                    }
+                    row[a.index] = value
                 }
-                values[a.index] = value
+            } else {
+                let values = fresh.change(i).values
+                for a in shape.attributeSlots {
+                    guard let v = values[a.name] else { continue }
+                    guard let value = SyncedSchema.value(of: v.text, type: a.type) else {
+                        report.ignoredChanges += 1
+                        continue
+                    }
+                    row[a.index] = value
+                }
             }
-            rows.append(values)
-            ids.append(id)
+            rows.append(row)
+            ids.append(r.id)
             count += 1
         }
         flush()

@@ -174,6 +174,15 @@ struct SyncedSchema {
         return StoreValue(json: array[0], type: type)
     }
 
+    /// ``value(of:type:)`` of the text whose UTF-8 bytes are `text`: a pull reads values from the bytes of their
+    /// change file, and makes a string of a text only for the forms not read directly. Bytes that are not UTF-8
+    /// read as the string made of them would: only ASCII bytes decide a form, and a string value is made of its
+    /// bytes as that string's would be.
+    static func value(ofBytes text: UnsafeBufferPointer<UInt8>, type: AttributeType) -> StoreValue? {
+        if let v = directValue(of: text, type: type) { return v }
+        return value(of: String(decoding: text, as: UTF8.self), type: type)
+    }
+
     /// The value of a text in one of the simple forms ``text(of:)`` writes directly: a string without escapes, a
     /// plain integer, `true` or `false`, a plain decimal number for a double, `null`. `nil` for any other text,
     /// which is then read through `JSONSerialization` (and refused there when it is not a value of `type`).

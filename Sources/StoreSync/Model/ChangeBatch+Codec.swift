@@ -98,10 +98,8 @@ extension ChangeBatch {
     /// Decodes a fetched file of format 1 or 2; `nil` when it is not a change file of either layout (a foreign or
     /// damaged file, or one of a later version: see ``laterFormat(_:)``).
     static func decode(_ data: Data) -> ChangeBatch? {
-        let magic = Array(linesMagic.utf8)
-        if data.starts(with: magic) {
-            return data.withUnsafeBytes { raw in decodeLines(raw.bindMemory(to: UInt8.self)) }
-        }
+        // One reader of format 2 for pulls and for this: what a pull reads of a file is what this reads.
+        if data.starts(with: linesMagic.utf8) { return PulledChangeFile.decodeLines([UInt8](data))?.batch }
         return decodeJSON(data)
     }
 

@@ -27,6 +27,7 @@ extension SyncSession {
         /// was made of: a record of that file with the same numbers in the same order has the same map, found so
         /// without a name compared or hashed.
         private var sharedFile = -1
+        /// See ``sharedFile``.
         private var sharedNumbers: [(key: Int, stamp: Int)] = []
 
         /// Takes the maps out of `session`, which holds empty ones until ``putBack(into:)``.
@@ -48,15 +49,14 @@ extension SyncSession {
         }
 
         /// Merges record `n` of `file` (at `place` in the pull's files) as the general merge would and adds it to
-        /// `fresh`, when it is a fresh record: its entity (`shape`) is inserted without objects and syncs no order
-        /// hint, it has values, all stamped, each key once, and no membership, no deletion, and neither the state
-        /// nor the store (`indexed`) knows its global ID, nor did an earlier change of the pull (`winners`). Returns
-        /// `false`, changing nothing, for any other change.
-        mutating func add(_ n: Int, of file: PulledChangeFile, at place: FreshRecords.Place, shape: SyncedSchema.Shape,
+        /// `fresh`, when it is a fresh record: it has values, all stamped, each key once, and no membership, no
+        /// deletion, and neither the state nor the store (`indexed`) knows its global ID, nor did an earlier change
+        /// of the pull (`winners`). Returns `false`, changing nothing, for any other change. Its entity's shape is the
+        /// caller's to check: the entity is inserted without objects and syncs no order hint.
+        mutating func add(_ n: Int, of file: PulledChangeFile, at place: FreshRecords.Place,
                           winners: [UUID: Winner], indexed: [UUID: ObjectID], fresh: inout FreshRecords) -> Bool {
             let r = file.records[n]
-            guard shape.insertsWithoutObject, shape.orderHints.isEmpty, r.deleted == nil, r.members.isEmpty,
-                  !r.values.isEmpty, r.isPlain else { return false }
+            guard r.deleted == nil, r.members.isEmpty, !r.values.isEmpty, r.isPlain else { return false }
             let id = r.id
             guard tombstones.isEmpty || tombstones[id] == nil, winners.isEmpty || winners[id] == nil,
                   indexed.isEmpty || indexed[id] == nil else { return false }

@@ -185,7 +185,9 @@ extension SyncSession {
         // record: nothing changes the index meanwhile.
         try index.refresh(self)
         let indexed = index.objects
-        var last: (batch: Int, entity: Int, shape: SyncedSchema.Shape?)?
+        // The entity of the last record, by file and name number, its shape, and whether its records can be fresh:
+        // looked up once per run of records of one entity (the shape is not retained and released per record).
+        var last: (batch: Int, entity: Int, shape: SyncedSchema.Shape?, takesRows: Bool)?
         // Fresh records are merged on the maps taken out of the state for a run of them (see FreshRun); any other
         // change goes the general way, with the maps back in the state, made into its ``RecordChange`` only then.
         var run: FreshRun?
@@ -194,10 +196,14 @@ extension SyncSession {
                 let place = FreshRecords.Place(batch: b, change: n)
                 // Runs of records of one entity: the name's number is compared, not the name hashed, per record.
                 let entity = batch.records[n].entity
-                if last?.batch != b || last?.entity != entity { last = (b, entity, shapes.shapes[batch.names[entity]]) }
-                if let shape = last?.shape, shape.insertsWithoutObject {
+                if last?.batch != b || last?.entity != entity {
+                    let shape = shapes.shapes[batch.names[entity]]
+                    last = (b, entity, shape, shape.map { $0.insertsWithoutObject && $0.orderHints.isEmpty } ?? false)
+                }
+                if last?.shape?.insertsWithoutObject == true {
                     var taken = run.take() ?? FreshRun(taking: self)
-                    if taken.add(n, of: batch, at: place, shape: shape, winners: winners, indexed: indexed, fresh: &fresh) {
+                    if last?.takesRows == true,
+                       taken.add(n, of: batch, at: place, winners: winners, indexed: indexed, fresh: &fresh) {
                         run = taken
                         continue
                     }

@@ -198,7 +198,9 @@ struct SyncedSchema {
     private static func directValue(of bytes: UnsafeBufferPointer<UInt8>, type: AttributeType) -> StoreValue? {
         guard bytes.count >= 3, bytes[0] == UInt8(ascii: "["), bytes[bytes.count - 1] == UInt8(ascii: "]") else { return nil }
         let inner = UnsafeBufferPointer(rebasing: bytes[1..<(bytes.count - 1)])
-        if inner.elementsEqual("null".utf8) { return .null }
+        // Compared byte by byte: the generic comparison with a string's bytes cost more than the rest of the check.
+        if inner.count == 4, inner[0] == UInt8(ascii: "n"), inner[1] == UInt8(ascii: "u"), inner[2] == UInt8(ascii: "l"),
+           inner[3] == UInt8(ascii: "l") { return .null }
         func isDigit(_ b: UInt8) -> Bool { b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9") }
         switch type {
         case .string:

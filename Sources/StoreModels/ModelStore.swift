@@ -94,6 +94,7 @@ public final class ModelStore: Sendable {
 
     /// Runs `body` with write access, after the writes started before it; saves its changes atomically when it
     /// returns (none when it throws), tells the observations they touch, and returns what `body` returned.
+    @discardableResult
     public func write<T: Sendable>(_ body: @escaping @Sendable (ModelWriter) throws -> T) async throws -> T {
         await gate.enter()
         defer { gate.leave() }
@@ -116,6 +117,7 @@ public final class ModelStore: Sendable {
     /// ``write(_:)`` for synchronous code: waits, blocking the calling thread, for the writes started before it
     /// (async ones included), then runs `body` and saves its changes atomically when it returns. Do not call it
     /// from a task that another write waits for.
+    @discardableResult
     public func writeNow<T>(_ body: (ModelWriter) throws -> T) throws -> T {
         gate.enterBlocking()
         defer { gate.leave() }

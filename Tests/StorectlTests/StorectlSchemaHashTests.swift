@@ -15,6 +15,18 @@ import Testing
         return try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: file)) as? [String: Any])
     }
 
+    /// CoreDataPlus's SampleModel2_V2 store (its model exists only in its app's code) and its entry in the truth file.
+    static func sampleModel2Store() throws -> (store: URL, entry: [String: Any]) {
+        let name = "stores/alemar11__CoreDataPlus/SampleModel2_V2.sqlite"
+        let store = try #require(PackagePaths.corpus(name))
+        return (store, try #require((try truth()["stores"] as? [String: [String: Any]])?[name]))
+    }
+
+    /// The bytes of a SQLite store's main file, `-wal` and `-shm` (`nil` for one that is absent).
+    static func contents(of store: URL) -> [Data?] {
+        [store.path, store.path + "-wal", store.path + "-shm"].map { FileManager.default.contents(atPath: $0) }
+    }
+
     /// Runs `storectl schema <path> --json` and returns the printed object.
     static func schemaJSON(_ path: URL, in dir: TemporaryDirectory) throws -> [String: Any] {
         let run = try Storectl.run(["schema", path.path, "--json"], in: dir)
@@ -28,18 +40,15 @@ import Testing
         let dir = try TemporaryDirectory("storectl-tests")
         defer { dir.remove() }
         // A store whose model exists only in its app's code: the schema comes from the store's model cache.
-        let name = "stores/alemar11__CoreDataPlus/SampleModel2_V2.sqlite"
-        let store = try #require(PackagePaths.corpus(name))
-        let entry = try #require((try Self.truth()["stores"] as? [String: [String: Any]])?[name])
-        let files = [store.path, store.path + "-wal", store.path + "-shm"]
-        let before = files.map { FileManager.default.contents(atPath: $0) }
+        let (store, entry) = try Self.sampleModel2Store()
+        let before = Self.contents(of: store)
         let printed = try Self.schemaJSON(store, in: dir)
         let expected = try #require(entry["entityHashes"] as? [String: String])
         #expect(expected.count == 6)
         #expect(printed["versionHashes"] as? [String: String] == expected)
         #expect(printed["versionHashesDigest"] as? String == (try #require(entry["NSStoreModelVersionHashesDigest"] as? String)))
         #expect(printed["versionChecksum"] as? String == (try #require(entry["NSStoreModelVersionChecksumKey"] as? String)))
-        #expect(files.map { FileManager.default.contents(atPath: $0) } == before, "reading changed the store's files")
+        #expect(Self.contents(of: store) == before, "reading changed the store's files")
     }
 
     @Test("create --model with a Core Data store: a new store with Core Data's hashes; the source is untouched",
@@ -47,18 +56,15 @@ import Testing
     func createFromCoreDataStore() throws {
         let dir = try TemporaryDirectory("storectl-tests")
         defer { dir.remove() }
-        let name = "stores/alemar11__CoreDataPlus/SampleModel2_V2.sqlite"
-        let store = try #require(PackagePaths.corpus(name))
-        let entry = try #require((try Self.truth()["stores"] as? [String: [String: Any]])?[name])
-        let files = [store.path, store.path + "-wal", store.path + "-shm"]
-        let before = files.map { FileManager.default.contents(atPath: $0) }
+        let (store, entry) = try Self.sampleModel2Store()
+        let before = Self.contents(of: store)
         for (new, type) in [("new.sqlite", "coredata"), ("new.lmdb", "lmdb")] {
             let create = try Storectl.run(["create", new, "--type", type, "--model", store.path], in: dir)
             #expect(create.status == 0, "\(create.stderr)")
             #expect(try Self.schemaJSON(dir.path(new), in: dir)["versionHashes"] as? [String: String]
                     == (try #require(entry["entityHashes"] as? [String: String])), "\(new)")
         }
-        #expect(files.map { FileManager.default.contents(atPath: $0) } == before, "reading changed the store's files")
+        #expect(Self.contents(of: store) == before, "reading changed the store's files")
     }
 
     @Test("an Xcode model version: its entities' hashes as the compiled model records them",

@@ -133,7 +133,7 @@ extension SyncSession {
         report.pulledFiles += batches.count
         logger.trace("sync: waited for the remote's files", metadata: [
             "requests": "\(requests.count)",
-            "ms": "\(String(format: "%.1f", Double(waited.components.attoseconds) / 1e15 + Double(waited.components.seconds) * 1000))",
+            "ms": "\(Self.milliseconds(waited))",
         ])
         logStep("pull: fetch+decode")
         try apply(batches)

@@ -43,10 +43,14 @@ final class SyncSession {
         let elapsed = now.clock - stepStart.clock
         let cpu = now.cpu - stepStart.cpu
         stepStart = now
-        let ms = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
         logger.trace("sync: step done", metadata: [
-            "step": "\(step())", "ms": "\(String(format: "%.1f", ms))", "cpuMs": "\(String(format: "%.1f", cpu))",
+            "step": "\(step())", "ms": "\(Self.milliseconds(elapsed))", "cpuMs": "\(String(format: "%.1f", cpu))",
         ])
+    }
+
+    /// `d` in milliseconds with one decimal, as the trace prints times.
+    static func milliseconds(_ d: Duration) -> String {
+        String(format: "%.1f", Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15)
     }
 
     /// The CPU time every thread of the process has used so far, in milliseconds.

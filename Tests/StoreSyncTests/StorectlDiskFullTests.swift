@@ -62,6 +62,55 @@ struct StorectlDiskFullTests {
         #expect(diff.status == 0, "\(diff.stdout)\(diff.stderr)")
     }
 
+    /// A first pull stages the state's snapshot beside its save; when the disk fills, neither the store nor the
+    /// directory keeps anything of it, and the next sync pulls every record once.
+    @Test func diskFullDuringFirstPullLeavesNoStagingAndTheNextSyncCompletes() throws {
+        let dir = try TemporaryDirectory("sync-disk-full-first")
+        let remote = "file://\(try dir.directory("share").path)"
+        let model = PackagePaths.libraryModel.path
+        try ok(["create", "a.sqlite", "--model", model, "--quiet"], in: dir)
+        var lines: [String] = []
+        var ids = Set<String>()
+        for i in 0..<8_000 {
+            let id = UUID().uuidString
+            ids.insert(id)
+            lines.append(#"{"entity":"Author","id":"\#(id)","attributes":{"name":"author \#(i) \#(String(repeating: "n", count: 80))"}}"#)
+        }
+        let file = try dir.write(lines.joined(separator: "\n"), to: "authors.ndjson")
+        try ok(["import", "a.sqlite", file.path, "--upsert", "--quiet"], in: dir)
+        try ok(["sync", "a.sqlite", "--remote", remote, "--container", "full", "--quiet"], in: dir)
+        try ok(["create", "b.sqlite", "--model", "a.sqlite", "--quiet"], in: dir)
+        // Room for the state's snapshot (as large as a's, which holds the same records), not for the pull's save:
+        // the snapshot is staged and the save fails.
+        let snapshot = (try FileManager.default.attributesOfItem(atPath: dir.path("a.sqlite.storesync").path)[.size] as? Int) ?? 0
+        let store = (try FileManager.default.attributesOfItem(atPath: dir.path("a.sqlite").path)[.size] as? Int) ?? 0
+        try #require(snapshot > 0 && store > snapshot + 262_144, "a's files: store \(store) bytes, state log \(snapshot)")
+        let blocks = (snapshot + 65_536) / 512
+        let storectl = try BuiltTools.require(BuiltTools.storectl, "storectl")
+        let limited = try Child(URL(fileURLWithPath: "/bin/sh"),
+                                ["-c", "trap '' XFSZ; ulimit -f \(blocks); exec \"$0\" sync b.sqlite --remote \(remote) --container full",
+                                 storectl.path],
+                                directory: dir.url)
+        limited.wait()
+        #expect(!limited.killedBySignal, "storectl was killed by a signal: \(limited.stderr)")
+        #expect(limited.status != 0, "the pull fit under the limit; the test proved nothing: \(limited.stdout)")
+        #expect(!limited.stderr.contains("Fatal error"), "\(limited.stderr)")
+        let staging = try FileManager.default.contentsOfDirectory(atPath: dir.url.path).filter { $0.hasPrefix(".storeapi-staging-") }
+        #expect(staging.isEmpty, "left behind: \(staging)")
+        #expect(try authors("b.sqlite", in: dir).isEmpty)
+        try ok(["verify", "b.sqlite", "--quiet"], in: dir)
+
+        try ok(["sync", "b.sqlite", "--remote", remote, "--container", "full", "--quiet"], in: dir)
+        let after = try authors("b.sqlite", in: dir)
+        #expect(after.count == ids.count && after.values.allSatisfy { $0 == 1 }, "\(after.count) authors")
+        #expect(Set(after.keys) == ids, "records were lost")
+        // The state written by that pull reads back: a sync has nothing more to pull.
+        let again = try Child.storectl(["sync", "b.sqlite", "--json"], in: dir)
+        try #require(again.status == 0, "\(again.stderr)")
+        let report = try JSONSerialization.jsonObject(with: Data(again.stdout.utf8)) as? [String: Any]
+        #expect(report?["pulledFiles"] as? Int == 0 && report?["insertedRecords"] as? Int == 0, "\(again.stdout)")
+    }
+
     /// How many times each author's global ID is in the store.
     private func authors(_ store: String, in dir: TemporaryDirectory) throws -> [String: Int] {
         let exported = try Child.storectl(["export", store, "--entity", "Author", "--quiet"], in: dir)

@@ -32,13 +32,14 @@ struct SyncBulkPullTests {
         try r.loaded.store.history(after: token).filter { $0.author == SyncEngine.historyAuthor }
     }
 
-    /// A SQLite peer `a` holding `many` notes (text and rank), pushed to `remote`; their global IDs in order.
-    private func seededNotes(in dir: TemporaryDirectory, remote: any SyncRemote) async throws -> (Replica, [UUID]) {
+    /// A SQLite peer `a` holding `count` notes (text and rank), pushed to `remote`; their global IDs in order.
+    private func seededNotes(in dir: TemporaryDirectory, remote: any SyncRemote,
+                             count: Int = SyncBulkPullTests.many) async throws -> (Replica, [UUID]) {
         let a = try Replica(dir.url.appendingPathComponent("a.sqlite"), type: "sqlite", remote: remote,
                             schema: SyncUnlinkedRecordsTests.schema)
         let c = a.context()
         var ids: [UUID] = []
-        for i in 0..<Self.many {
+        for i in 0..<count {
             ids.append(try c.insert("Note", ["text": .string("note \(i)"), "rank": .integer64(Int64(i))]).globalID)
         }
         try c.save()
@@ -86,6 +87,43 @@ struct SyncBulkPullTests {
         try await b.sync()
         try await a.sync()
         #expect(try notes(a)[ids[8]]?[0] == .string("edited on b"))
+        #expect(try b.differences(from: a).isIdentical)
+    }
+
+    /// A first pull of several files: every note arrives once, with its values, in the order it was pushed; notes a
+    /// later file of the pull changes or deletes, in the first file or the last, are found.
+    @Test func aFirstPullKeepsEveryNoteAndItsOrder() async throws {
+        let dir = try TemporaryDirectory()
+        let remote = try RemoteKind.memory.make(container: "bulk-order")
+        let count = 3 * SyncSession.recordsPerFile + 700
+        let (a, ids) = try await seededNotes(in: dir, remote: remote, count: count)
+        let ca = a.context()
+        let byID = try notes(a, in: ca)
+        let changed = [ids[10], ids[count / 2], ids[count - 20]]
+        for id in changed { try #require(byID[id]).setValue(.string("changed later"), forKey: "text") }
+        let deleted = [ids[11], ids[count - 10]]
+        for id in deleted { try ca.delete(try #require(byID[id])) }
+        try ca.save()
+        try await a.sync()
+
+        let b = try Replica(dir.url.appendingPathComponent("b.sqlite"), type: "sqlite", remote: remote,
+                            schema: SyncUnlinkedRecordsTests.schema)
+        let pulled = try await b.sync()
+        #expect(pulled.insertedRecords == count - deleted.count)
+        let cb = b.context()
+        let onB = try notes(b, in: cb)
+        #expect(onB.count == count - deleted.count)
+        for id in changed { #expect(try onB[id]?.value(forKey: "text") == .string("changed later")) }
+        for id in deleted { #expect(onB[id] == nil) }
+        // The notes no later file touched, by key: in the order they were pushed.
+        let untouched = Set(ids).subtracting(changed).subtracting(deleted)
+        let ranks = try onB.values.filter { untouched.contains($0.globalID) }
+            .sorted { $0.objectID.primaryKey < $1.objectID.primaryKey }
+            .map { try $0.value(forKey: "rank") }
+        let pushed: [StoreValue] = ids.indices.filter { untouched.contains(ids[$0]) }.map { .integer64(Int64($0)) }
+        let firstOutOfPlace = ranks.indices.first { $0 >= pushed.count || ranks[$0] != pushed[$0] }
+        #expect(ranks.count == pushed.count && firstOutOfPlace == nil,
+                "\(ranks.count) of \(pushed.count) untouched notes; the first out of place at \(firstOutOfPlace.map(String.init) ?? "-")")
         #expect(try b.differences(from: a).isIdentical)
     }
 

@@ -132,36 +132,34 @@ final class SQLiteConnection: @unchecked Sendable {
 
     /// Prepares `sql` (cached) and runs `body` with it, resetting the statement afterwards. A statement already in
     /// use further up the stack gets a fresh, uncached twin, so nested queries never disturb each other.
-    func withStatement<T>(_ sql: String, _ body: (Statement) throws -> T) throws -> T {
+    /// `clearingBindings`: whether the bindings are cleared afterwards; a caller that binds every parameter each
+    /// time passes `false`, and SQLite reuses what it allocated for the values last bound.
+    func withStatement<T>(_ sql: String, clearingBindings: Bool = true, _ body: (Statement) throws -> T) throws -> T {
         if let i = recent.firstIndex(where: { $0.sql == sql }), sqlite3_stmt_busy(recent[i].handle) == 0 {
             let handle = recent[i].handle
             if i > 0 { recent.swapAt(i, i - 1) }  // drifts towards the front while it keeps being used
-            defer {
-                sqlite3_reset(handle)
-                sqlite3_clear_bindings(handle)
-            }
+            defer { Self.reset(handle, clearingBindings: clearingBindings) }
             return try body(Statement(handle: handle, connection: self))
         }
         if let cached = statements[sql], sqlite3_stmt_busy(cached) == 0 {
             noteRecent(sql, cached)
-            defer {
-                sqlite3_reset(cached)
-                sqlite3_clear_bindings(cached)
-            }
+            defer { Self.reset(cached, clearingBindings: clearingBindings) }
             return try body(Statement(handle: cached, connection: self))
         }
         let fresh = try prepare(sql)
         if statements[sql] == nil {
             if statements.count >= Self.statementCacheLimit { evictIdleStatements() }
             statements[sql] = fresh
-            defer {
-                sqlite3_reset(fresh)
-                sqlite3_clear_bindings(fresh)
-            }
+            defer { Self.reset(fresh, clearingBindings: clearingBindings) }
             return try body(Statement(handle: fresh, connection: self))
         }
         defer { sqlite3_finalize(fresh) }
         return try body(Statement(handle: fresh, connection: self))
+    }
+
+    private static func reset(_ handle: OpaquePointer, clearingBindings: Bool) {
+        sqlite3_reset(handle)
+        if clearingBindings { sqlite3_clear_bindings(handle) }
     }
 
     private func noteRecent(_ sql: String, _ handle: OpaquePointer) {

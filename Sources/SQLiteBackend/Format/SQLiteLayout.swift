@@ -553,9 +553,7 @@ final class EntityLayout: Sendable {
     /// For each relationship, what decoding a row reads for it.
     let relationshipReads: [RelationshipRead]
     /// Whether a to-many relationship must be read from other rows or tables.
-    var hasToMany: Bool {
-        relationships.contains { if case .foreignKey = $0 { false } else { true } }
-    }
+    let hasToMany: Bool
 
     init(entity: Entity, code: Int64, table: TableLayout?, attributeColumns: [Int], relationships: [RelationshipStorage]) {
         self.entity = entity
@@ -565,6 +563,7 @@ final class EntityLayout: Sendable {
         self.tableName = table?.name ?? "E_" + entity.rootName
         self.attributeColumns = attributeColumns
         self.relationships = relationships
+        hasToMany = relationships.contains { if case .foreignKey = $0 { false } else { true } }
         attributeReads = zip(attributeColumns, entity.attributes).map {
             ColumnRead(column: $0 >= 0 ? Int32(TableLayout.selectListPrefix + $0) : -1, type: $1.type)
         }

@@ -29,16 +29,22 @@ extension SQLiteSaveWriter {
     mutating func deferIndexes(inserting inserted: [Record]) throws -> DeferredIndexes {
         var deferred = DeferredIndexes()
         guard !isBulkLoad, inserted.count >= Self.deferredIndexMinimum else { return deferred }
+        // Counted by runs of records of one entity: a save inserts runs, and a table is looked up once per run.
         var counts: [String: Int] = [:]
-        var last: (entity: String, table: String) = ("", "")
-        for r in inserted {
-            if last.entity != r.entity || last.table.isEmpty {
-                // An entity the layout does not know fails the save at that record's insert, as without deferral.
-                guard let el = try? cachedEntityLayout(r.entity) else { continue }
-                last = (r.entity, el.tableName)
-            }
-            counts[last.table, default: 0] += 1
+        var run = (entity: "", table: "", start: 0)
+        func endRun(at end: Int) {
+            if !run.table.isEmpty { counts[run.table, default: 0] += end - run.start }
         }
+        for i in inserted.indices where inserted[i].entity != run.entity || run.table.isEmpty {
+            endRun(at: i)
+            // An entity the layout does not know fails the save at that record's insert, as without deferral.
+            guard let el = try? cachedEntityLayout(inserted[i].entity) else {
+                run = ("", "", i)
+                continue
+            }
+            run = (inserted[i].entity, el.tableName, i)
+        }
+        endRun(at: inserted.count)
         for (table, count) in counts.sorted(by: { $0.key < $1.key }) where count >= Self.deferredIndexMinimum {
             let quoted = SQLiteLayout.quote(table)
             guard try connection.int64("SELECT NOT EXISTS (SELECT 1 FROM \(quoted))") == 1 else { continue }

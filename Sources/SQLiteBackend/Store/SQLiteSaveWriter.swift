@@ -67,9 +67,10 @@ struct SQLiteSaveWriter {
         }
         // Many records into an empty table: its indexes are built after the inserts (see deferIndexes).
         let deferred = try deferIndexes(inserting: changes.inserted)
-        for (i, r) in changes.inserted.enumerated() {
+        // By position, not `for r in`: each record is read where it is, not copied out (retaining its arrays).
+        for i in changes.inserted.indices {
             do {
-                try write(r, insert: true)
+                try write(changes.inserted[i], insert: true)
             } catch {
                 // With the indexes in place, an earlier record's repeated global ID would have failed first.
                 if let duplicate = try duplicateGlobalIDError(in: changes.inserted[..<i], tables: deferred.tables) {
@@ -86,7 +87,10 @@ struct SQLiteSaveWriter {
         if isBulkLoad {
             try addJoinRows(of: changes.inserted)
         } else {
-            for r in changes.inserted { try writeRelationships(r) }
+            // Records whose relationships all live in their own row have nothing more to write.
+            for i in changes.inserted.indices where try cachedEntityLayout(changes.inserted[i].entity).hasToMany {
+                try writeRelationships(changes.inserted[i])
+            }
         }
         try moveKeyAllocators()
         try appendHistory(changes.history)
@@ -226,7 +230,9 @@ struct SQLiteSaveWriter {
         guard el.isComplete else {
             throw StoreError.corruptStore(url, reason: "the layout has no column for a property of \(entity.name)")
         }
-        try connection.withStatement(insert ? el.insertSQL : el.updateSQL) { s in
+        // Every parameter is bound for each row: the statement's bindings are not cleared between rows, so that
+        // SQLite keeps the buffers of the text and blob values it copied and reuses them for the next row's.
+        try connection.withStatement(insert ? el.insertSQL : el.updateSQL, clearingBindings: false) { s in
             var i: Int32 = 1
             if insert {
                 s.bind(i, r.primaryKey)

@@ -106,10 +106,13 @@ public actor SyncEngine {
         // A step that changed nothing does not rewrite the state.
         var forceWrite = metadata.syncOptions != options
         func persist(_ state: SyncState, _ touchedIDs: Set<UUID>, _ touchedMembers: Set<String>,
-                     everyRecord: Bool) throws -> (UUID?, Int64?)? {
-            guard forceWrite || hasChanges(state, touchedIDs, touchedMembers, everyRecord: everyRecord) else { return nil }
+                     everyRecord: Bool, prepared: PreparedStateSnapshot?) throws -> SyncSession.Written? {
+            guard forceWrite || hasChanges(state, touchedIDs, touchedMembers, everyRecord: everyRecord) else {
+                prepared?.discard()
+                return nil
+            }
             defer { forceWrite = false }
-            return try write(state, touchedIDs, touchedMembers, everyRecord: everyRecord)
+            return try write(state, touchedIDs, touchedMembers, everyRecord: everyRecord, prepared: prepared)
         }
         let session: SyncSession
         do {
@@ -130,7 +133,11 @@ public actor SyncEngine {
             session = SyncSession(loaded: store, coordinator: coordinator, remote: remote, calls: calls,
                                   logger: logger, state: state, report: report, index: index)
         }
+        // A snapshot of the state's log staged during the sync and not used by the time it ends is removed.
+        defer { session.takePreparedSnapshot()?.discard() }
+        session.stateLog = logURL.map { (url: $0, position: logPosition) }
         let old = (location: session.state.location, storeUUID: session.state.storeUUID)
+
         if old.location != here || old.storeUUID != metadata.storeUUID {
             if old.storeUUID != metadata.storeUUID || isCopy(of: old.location, storeUUID: metadata.storeUUID) {
                 logger.notice("sync: the store is a copy of another replica; it becomes a new peer",
@@ -144,25 +151,25 @@ public actor SyncEngine {
             try session.noteAttachStart()
             try await session.pull()
             session.written(try persist(session.state, session.touchedIDs, session.touchedMembers,
-                                        everyRecord: session.touchedEveryRecord))
+                                        everyRecord: session.touchedEveryRecord, prepared: session.takePreparedSnapshot()))
             session.logStep("state write")
             try await session.pushBaseline()
             try await session.pushHistory()
             session.logStep("push")
             session.written(try persist(session.state, session.touchedIDs, session.touchedMembers,
-                                        everyRecord: session.touchedEveryRecord))
+                                        everyRecord: session.touchedEveryRecord, prepared: session.takePreparedSnapshot()))
             session.logStep("state write")
         } else {
             try await session.pushHistory()
             session.logStep("push")
             session.written(try persist(session.state, session.touchedIDs, session.touchedMembers,
-                                        everyRecord: session.touchedEveryRecord))
+                                        everyRecord: session.touchedEveryRecord, prepared: session.takePreparedSnapshot()))
             session.logStep("state write")
             try await session.pull()
         }
         if !session.merges.isEmpty {
             session.written(try persist(session.state, session.touchedIDs, session.touchedMembers,
-                                        everyRecord: session.touchedEveryRecord))
+                                        everyRecord: session.touchedEveryRecord, prepared: session.takePreparedSnapshot()))
             try await session.pushMerges()
         }
         if session.needsCleanup { try session.apply([]) }
@@ -176,7 +183,7 @@ public actor SyncEngine {
             session.state.lastSync = Date()
         }
         session.written(try persist(session.state, session.touchedIDs, session.touchedMembers,
-                                    everyRecord: session.touchedEveryRecord))
+                                    everyRecord: session.touchedEveryRecord, prepared: session.takePreparedSnapshot()))
         session.logStep("state write")
         if let cursor = acknowledge, let purgeable = remote as? any PurgeableSyncRemote {
             // What was pushed and pulled stands either way: a failed acknowledgement only holds purges back, and the
@@ -186,7 +193,7 @@ public actor SyncEngine {
                 try await calls.run { try await purgeable.acknowledge(cursor, peer: peer) }
                 session.state.acknowledged = cursor
                 session.written(try persist(session.state, session.touchedIDs, session.touchedMembers,
-                                            everyRecord: session.touchedEveryRecord))
+                                            everyRecord: session.touchedEveryRecord, prepared: session.takePreparedSnapshot()))
                 session.logStep("acknowledge and state write")
             } catch {
                 logger.warning("sync: could not acknowledge the cursor; purges wait for the next sync",
@@ -250,7 +257,7 @@ public actor SyncEngine {
                                   state: state, report: SyncReport(peer: state.peer, remote: remote.displayName), index: index)
         try await session.pushSnapshot()
         session.written(try write(session.state, session.touchedIDs, session.touchedMembers,
-                                  everyRecord: session.touchedEveryRecord))
+                                  everyRecord: session.touchedEveryRecord, prepared: nil))
         let purged = try await calls.run { try await purgeable.purge(upTo: cursor) }
         logger.info("sync: purged history", metadata: ["store": "\(Self.name(of: store))", "remote": "\(remote.displayName)",
                                                       "files": "\(purged)", "baselineRecords": "\(session.report.pushedRecords)"])
@@ -320,33 +327,39 @@ public actor SyncEngine {
     /// Returns the log and revision the metadata now names.
     /// `everyRecord`: the touched sets may not list every change, and a snapshot is written
     /// (``SyncSession/touchedEveryRecord``).
+    /// `prepared`: a snapshot staged for this write (``PreparedStateSnapshot``), put in the log's place when it
+    /// holds what the write would write, and removed otherwise.
     private func write(_ session: SyncState, _ touchedIDs: Set<UUID>, _ touchedMembers: Set<String>,
-                       everyRecord: Bool) throws -> (UUID?, Int64?) {
+                       everyRecord: Bool, prepared: PreparedStateSnapshot?) throws -> SyncSession.Written {
         var state = session
         if let url = logURL {
             let revision = (state.revision ?? 0) + 1
-            if let position = logPosition, position.id == state.recordLog, position.revision == state.revision {
-                if everyRecord {
-                    // The touched sets do not list every change: only a snapshot is sure to hold them all.
-                    logPosition = try RecordStateLog.writeSnapshot(at: url, id: position.id, revision: revision, state: state)
-                    state.revision = revision
-                } else if !touchedIDs.isEmpty || !touchedMembers.isEmpty {
-                    logPosition = try RecordStateLog.append(at: url, position: position, revision: revision,
-                                                            ids: touchedIDs, members: touchedMembers, state: state)
-                    state.revision = revision
+            switch RecordStateLog.nextWrite(position: logPosition, state: state, everyRecord: everyRecord,
+                                            touched: !touchedIDs.isEmpty || !touchedMembers.isEmpty) {
+            case .snapshot(let existing):
+                if let prepared, prepared.url == url, prepared.matches(state, id: existing, revision: revision) {
+                    logPosition = try prepared.commit()
+                } else {
+                    prepared?.discard()
+                    logPosition = try RecordStateLog.writeSnapshot(at: url, id: existing ?? UUID(), revision: revision, state: state)
                 }
-            } else {
-                let id = UUID()
-                logPosition = try RecordStateLog.writeSnapshot(at: url, id: id, revision: revision, state: state)
-                state.recordLog = id
+                state.recordLog = logPosition?.id
                 state.revision = revision
+            case .append(let position):
+                prepared?.discard()
+                logPosition = try RecordStateLog.append(at: url, position: position, revision: revision,
+                                                        ids: touchedIDs, members: touchedMembers, state: state)
+                state.revision = revision
+            case .nothing:
+                prepared?.discard()
             }
         } else {
+            prepared?.discard()
             state.recordLog = nil
             state.revision = nil
         }
         try save(state)
-        return (state.recordLog, state.revision)
+        return SyncSession.Written(recordLog: state.recordLog, revision: state.revision, logPosition: logPosition)
     }
 
     private func save(_ state: SyncState) throws {

@@ -29,6 +29,10 @@ final class SyncSession {
     var touchedEveryRecord = false
     /// Memberships (`<global ID> <relationship>→<target>`) whose state changed since the state was last written.
     var touchedMembers: Set<String> = []
+    /// Where the engine writes the state's per-record log, and where that log stands; `nil` for a store without one.
+    var stateLog: (url: URL, position: RecordStateLog.Position?)?
+    /// A snapshot of that log being staged while a save runs (``prepareStateSnapshot()``).
+    private var preparedSnapshot: PreparedStateSnapshot?
     /// Set by ``noteAttachStart()`` when the store held no synced record as it attached.
     var attachedEmpty: EmptyAttach?
     /// When the last step ``logStep(_:)`` timed ended, and the process's CPU time then.
@@ -98,13 +102,38 @@ final class SyncSession {
 
     var store: any PersistentStore { loaded.store }
 
-    /// Notes that the state was written, naming the log and revision given (nothing when `nil`: nothing was).
-    func written(_ log: (UUID?, Int64?)?) {
+    /// What a write of the state wrote: the log and revision the metadata names, and where the log now stands.
+    struct Written {
+        var recordLog: UUID?
+        var revision: Int64?
+        var logPosition: RecordStateLog.Position?
+    }
+
+    /// Notes that the state was written (nothing when `nil`: nothing was).
+    func written(_ log: Written?) {
         guard let log else { return }
-        (state.recordLog, state.revision) = log
+        (state.recordLog, state.revision) = (log.recordLog, log.revision)
+        stateLog?.position = log.logPosition
         touchedIDs = []
         touchedMembers = []
         touchedEveryRecord = false
+    }
+
+    /// Starts staging the snapshot of the log that the next write of the state will write, when it writes one:
+    /// called before a save, whose time it then overlaps. Nothing when one is staged already.
+    func prepareStateSnapshot() {
+        guard let log = stateLog, preparedSnapshot == nil,
+              case .snapshot(let existing) = RecordStateLog.nextWrite(position: log.position, state: state,
+                                                                     everyRecord: touchedEveryRecord, touched: true)
+        else { return }
+        preparedSnapshot = PreparedStateSnapshot(for: log.url, id: existing ?? UUID(), revision: (state.revision ?? 0) + 1,
+                                                 state: state)
+    }
+
+    /// The staged snapshot, given to whoever uses or removes it.
+    func takePreparedSnapshot() -> PreparedStateSnapshot? {
+        defer { preparedSnapshot = nil }
+        return preparedSnapshot
     }
 
     /// Notes that the per-record state of `id` changed, for the next write (``touchedIDs``).

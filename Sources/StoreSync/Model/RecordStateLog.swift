@@ -48,6 +48,25 @@ struct RecordStateLog {
         var version = RecordStateLog.currentVersion
     }
 
+    /// How the next write of a state goes to its log.
+    enum NextWrite: Equatable {
+        /// A snapshot of every record's state: of the log `id`, or of a new log when `nil`.
+        case snapshot(UUID?)
+        /// A frame of the changed records' state, appended to the log at `position`.
+        case append(Position)
+        /// Nothing: no record's state changed.
+        case nothing
+    }
+
+    /// How writing `state` goes to the log that stands at `position` (`nil`: none read or written yet); `everyRecord`:
+    /// every record's state is to be written; `touched`: some record's state changed.
+    static func nextWrite(position: Position?, state: SyncState, everyRecord: Bool, touched: Bool) -> NextWrite {
+        guard let position, position.id == state.recordLog, position.revision == state.revision else { return .snapshot(nil) }
+        // The touched sets do not list every change: only a snapshot is sure to hold them all.
+        if everyRecord { return .snapshot(position.id) }
+        return touched ? .append(position) : .nothing
+    }
+
     /// Reads the log into `state`'s per-record maps, applying frames up to `revision`. Returns `nil`, leaving `state`
     /// as it was, when there is no log, it is another one than `id`, or it cannot give `revision`. Never writes.
     static func read(at url: URL, id: UUID, revision: Int64, into state: inout SyncState) -> Position? {
@@ -89,12 +108,47 @@ struct RecordStateLog {
 
     /// Writes a new log holding every record's state at `revision`, atomically (a staging file renamed over it).
     static func writeSnapshot(at url: URL, id: UUID, revision: Int64, state: SyncState) throws -> Position {
+        try commit(stageSnapshot(for: url, id: id, revision: revision, state: state), to: url)
+    }
+
+    /// A new log written in full to a staging file beside the log, fsynced, and not yet in the log's place.
+    struct StagedSnapshot: Sendable {
+        /// The staging file.
+        let staging: URL
+        /// Where the log stands once the staging file is in its place.
+        let position: Position
+    }
+
+    /// Writes a new log holding every record's state at `revision` to a staging file beside `url`, and fsyncs it;
+    /// ``commit(_:to:)`` puts it in the log's place. The log itself is untouched. A failed write removes the
+    /// staging file.
+    static func stageSnapshot(for url: URL, id: UUID, revision: Int64, state: SyncState) throws -> StagedSnapshot {
+        try AtomicFile.checkDirectory(of: url)
         let body = RecordMaps.encodeAll(state)
         let head = Array((magic(currentVersion) + id.uuidString + "\n").utf8) + frameHeader(revision: revision, kind: "S", body: body)
-        // The file's parts are written one after the other, not copied into one buffer first; the staging file is
-        // fsynced once, by the atomic write.
-        try AtomicFile.write(to: url) { staging in try writeAll([head, body], to: staging, create: true, truncateTo: nil, sync: false) }
-        return Position(id: id, revision: revision, length: head.count + body.count, snapshotBytes: body.count)
+        let staging = AtomicFile.stagingURL(for: url)
+        do {
+            // The file's parts are written one after the other, not copied into one buffer first.
+            try writeAll([head, body], to: staging, create: true, truncateTo: nil, sync: true)
+        } catch {
+            try? FileManager.default.removeItem(at: staging)
+            throw error
+        }
+        return StagedSnapshot(staging: staging,
+                              position: Position(id: id, revision: revision, length: head.count + body.count, snapshotBytes: body.count))
+    }
+
+    /// Renames a staged snapshot over the log at `url` and fsyncs the directory: the log is the old one or the
+    /// whole new one, whatever happens. A failed rename removes the staging file.
+    static func commit(_ staged: StagedSnapshot, to url: URL) throws -> Position {
+        do {
+            try AtomicFile.rename(staged.staging, to: url)
+        } catch {
+            try? FileManager.default.removeItem(at: staged.staging)
+            throw error
+        }
+        try AtomicFile.fsyncDirectory(of: url)
+        return staged.position
     }
 
     /// Appends a frame with the state of the records `ids` and the memberships `members` at `revision`, after

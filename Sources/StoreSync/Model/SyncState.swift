@@ -29,19 +29,19 @@ struct SyncState: Sendable, Hashable, Codable {
     var clock: HybridLogicalClock
     /// Global ID → key (attribute, relationship, or `relationship→target` for memberships) → winning stamp (of a
     /// membership, its latest add). Keyed by the ID itself, not its text: a big pull or push looks up every record.
-    var clocks: [UUID: [String: HybridLogicalClock]] = [:]
+    var clocks: [UUID: [String: HybridLogicalClock]] = [:] { didSet { recordMapChanges.count &+= 1 } }
     /// Deleted global IDs and the stamp of their deletion: they never come back.
-    var tombstones: [UUID: HybridLogicalClock] = [:]
+    var tombstones: [UUID: HybridLogicalClock] = [:] { didSet { recordMapChanges.count &+= 1 } }
     /// Global IDs merged into another record by deduplication → the record that won.
     var redirects: [UUID: UUID] = [:]
     /// Unordered to-many memberships that are not present (see ``isMember(_:_:)``): `<global ID> <relationship>→<target>`.
-    var removed: Set<String> = []
+    var removed: Set<String> = [] { didSet { recordMapChanges.count &+= 1 } }
     /// Membership (as in ``removed``) → the latest add its removals had seen: adds up to it are removed. Optional so
     /// that states of earlier versions, which have none, still read.
-    var covers: [String: HybridLogicalClock]?
+    var covers: [String: HybridLogicalClock]? { didSet { recordMapChanges.count &+= 1 } }
     /// Global ID → ordered to-many name → the winning order hint (a JSON array of global IDs), for relationships
     /// whose members follow their to-one inverse.
-    var orderHints: [UUID: [String: String]] = [:]
+    var orderHints: [UUID: [String: String]] = [:] { didSet { recordMapChanges.count &+= 1 } }
     /// Winning relationship values whose target this store does not hold yet (it arrives in a later pull), applied
     /// again on every pull until the target arrives or is deleted.
     var dangling: [String: RecordChange] = [:]
@@ -52,6 +52,16 @@ struct SyncState: Sendable, Hashable, Codable {
     var recordLog: UUID?
     /// The log's revision this state goes with.
     var revision: Int64?
+    /// Counts the changes of the per-record maps the log holds (each assignment or change in place): two values of
+    /// a state with the same count, one a copy of the other, hold the same maps. Not part of the state's value.
+    var recordMapChanges = ChangeCount()
+
+    /// A count of changes that no comparison or hash of the value holding it sees (see ``recordMapChanges``).
+    struct ChangeCount: Sendable, Hashable {
+        var count = 0
+        static func == (_: ChangeCount, _: ChangeCount) -> Bool { true }
+        func hash(into hasher: inout Hasher) {}
+    }
 
     init(peer: UUID, location: String, storeUUID: UUID) {
         self.peer = peer

@@ -86,7 +86,8 @@ public final class ModelStore: Sendable {
         self.externalChangeCheckInterval = externalChangeCheckInterval
     }
 
-    /// Runs `body` with read access and returns what it returns.
+    /// Runs `body` with read access and returns what it returns. Throws `CancellationError`, without running
+    /// `body`, when the task is cancelled before `body` starts; once started, `body` runs to its end.
     public func read<T: Sendable>(_ body: @escaping @Sendable (ModelReader) throws -> T) async throws -> T {
         let coordinator = self.coordinator
         return try await onQueue { try body(ModelReader(coordinator: coordinator)) }
@@ -94,17 +95,30 @@ public final class ModelStore: Sendable {
 
     /// Runs `body` with write access, after the writes started before it; saves its changes atomically when it
     /// returns (none when it throws), tells the observations they touch, and returns what `body` returned.
+    /// Throws `CancellationError`, without running `body` or waiting further, when the task is cancelled before
+    /// `body` starts (while it waits for the writes before it, say); once started, `body` runs to its end and its
+    /// changes are saved.
     @discardableResult
     public func write<T: Sendable>(_ body: @escaping @Sendable (ModelWriter) throws -> T) async throws -> T {
-        await gate.enter()
+        try await gate.enter()
         defer { gate.leave() }
         return try await onQueue { try self.performWrite(body) }
     }
 
-    /// Runs `work` on ``queue`` and waits for it without holding a thread.
+    /// Runs `work` on ``queue`` and waits for it without holding a thread; throws `CancellationError` instead when
+    /// the task is cancelled before `work` starts.
     private func onQueue<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            queue.async { continuation.resume(with: Result { try work() }) }
+        try Task.checkCancellation()
+        let cancelled = CancellationFlag()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                queue.async {
+                    guard !cancelled.isSet else { return continuation.resume(throwing: CancellationError()) }
+                    continuation.resume(with: Result { try work() })
+                }
+            }
+        } onCancel: {
+            cancelled.set()
         }
     }
 
@@ -159,4 +173,11 @@ public final class ModelStore: Sendable {
         for o in list { o.finish() }
         for store in coordinator.stores { try coordinator.removeStore(store) }
     }
+}
+
+/// Set once a task is cancelled, read by the work it queued before that work starts.
+private final class CancellationFlag: Sendable {
+    private let value = Atomic(false)
+    var isSet: Bool { value.load(ordering: .acquiring) }
+    func set() { value.store(true, ordering: .releasing) }
 }

@@ -132,6 +132,89 @@ struct ConcurrencyTests {
         try db.close()
     }
 
+    @Test("A write cancelled while it waits for the write before it stops waiting, and its closure never runs")
+    func cancelledWaitingWriteLeavesTheLine() async throws {
+        let db = try StoreKind.sqlite.open(in: try TemporaryDirectory("typed-write-cancel"))
+        let release = Atomic<Bool>(false)
+        let entered = Atomic<Bool>(false)
+        let first = Task {
+            try await db.write { tx in
+                _ = try tx.insert(Tag(label: "first"))
+                entered.store(true, ordering: .releasing)
+                let until = Date().addingTimeInterval(120)
+                while !release.load(ordering: .acquiring), Date() < until { usleep(1_000) }
+            }
+        }
+        while !entered.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(1)) }
+        let ran = Atomic<Bool>(false)
+        let waiting = Task {
+            try await db.write { tx in
+                ran.store(true, ordering: .releasing)
+                _ = try tx.insert(Tag(label: "cancelled"))
+            }
+        }
+        // In line behind the first write by now (were it not, it is refused all the same).
+        try await Task.sleep(for: .milliseconds(200))
+        waiting.cancel()
+        let outcome = Mutex<String>("still waiting")
+        let answered = await Self.finishes(within: 60) {
+            do {
+                try await waiting.value
+                outcome.withLock { $0 = "ran" }
+            } catch is CancellationError {
+                outcome.withLock { $0 = "cancelled" }
+            } catch {
+                outcome.withLock { $0 = "\(error)" }
+            }
+        }
+        let whileFirstOpen = !release.load(ordering: .acquiring)
+        release.store(true, ordering: .releasing)
+        try await first.value
+        #expect(answered && whileFirstOpen, "the cancelled write waited for the first one to finish")
+        #expect(outcome.withLock { $0 } == "cancelled")
+        // The gate is free again: a later write runs, after the first.
+        try await db.write { tx in _ = try tx.insert(Tag(label: "later")) }
+        let cancelledRan = ran.load(ordering: .acquiring)
+        #expect(!cancelledRan, "the cancelled write's closure ran")
+        let labels = try await db.read { try $0.fetch(Tag.self, sortedBy: [.ascending(\.label)]).map(\.label) }
+        #expect(labels == ["first", "later"])
+        try db.close()
+    }
+
+    @Test("A read or write of a cancelled task throws CancellationError without running; one that started finishes")
+    func cancelledTaskAccesses() async throws {
+        let db = try StoreKind.sqlite.open(in: try TemporaryDirectory("typed-cancelled-task"))
+        let ran = Atomic<Int>(0)
+        let refused = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            var errors: [String] = []
+            do { _ = try await db.read { _ in ran.add(1, ordering: .relaxed) } } catch { errors.append("\(type(of: error))") }
+            do { try await db.write { _ in ran.add(1, ordering: .relaxed) } } catch { errors.append("\(type(of: error))") }
+            return errors
+        }
+        #expect(await refused.value == ["CancellationError", "CancellationError"])
+        let runs = ran.load(ordering: .relaxed)
+        #expect(runs == 0)
+
+        // Cancelled while its closure runs: the closure finishes and its changes are saved.
+        let entered = Atomic<Bool>(false)
+        let release = Atomic<Bool>(false)
+        let started = Task {
+            try await db.write { tx in
+                entered.store(true, ordering: .releasing)
+                let until = Date().addingTimeInterval(120)
+                while !release.load(ordering: .acquiring), Date() < until { usleep(1_000) }
+                _ = try tx.insert(Tag(label: "kept"))
+            }
+        }
+        while !entered.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(1)) }
+        started.cancel()
+        release.store(true, ordering: .releasing)
+        try await started.value
+        #expect(try await db.read { try $0.fetch(Tag.self).map(\.label) } == ["kept"])
+        try db.close()
+    }
+
     @Test("On SQLite in WAL mode a read completes while another connection holds a write transaction open")
     func readBesideOpenSQLiteTransaction() async throws {
         let dir = try TemporaryDirectory("typed-concurrent-sqlite")

@@ -27,6 +27,45 @@ struct ConcurrencyTests {
         return done.load(ordering: .acquiring)
     }
 
+    /// A write that inserts a model and holds its closure open (blocking one of the store's threads) until
+    /// ``finish()``, or for at most 120 seconds.
+    final class HeldWrite: Sendable {
+        /// Set to let the closure return.
+        private final class Release: Sendable {
+            private let flag = Atomic(false)
+            var isSet: Bool { flag.load(ordering: .acquiring) }
+            func set() { flag.store(true, ordering: .releasing) }
+        }
+
+        private let release: Release
+        private let task: Task<Void, any Error>
+
+        /// Starts the write and returns once its closure runs.
+        init(_ db: ModelStore, inserting tag: Tag) async throws {
+            let entered = Atomic<Bool>(false)
+            let release = Release()
+            self.release = release
+            task = Task {
+                try await db.write { tx in
+                    _ = try tx.insert(tag)
+                    entered.store(true, ordering: .releasing)
+                    let until = Date().addingTimeInterval(120)
+                    while !release.isSet, Date() < until { usleep(1_000) }
+                }
+            }
+            while !entered.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(1)) }
+        }
+
+        /// Whether ``finish()`` let the closure return.
+        var released: Bool { release.isSet }
+
+        /// Lets the closure return and waits for the write to be saved.
+        func finish() async throws {
+            release.set()
+            try await task.value
+        }
+    }
+
     @Test("A read completes while a write's closure runs", arguments: StoreKind.allCases)
     func readBesideWriteClosure(kind: StoreKind) async throws {
         let dir = try TemporaryDirectory("typed-concurrent-closure")
@@ -97,17 +136,7 @@ struct ConcurrencyTests {
     @Test("A synchronous write waits for the async write before it, and runs after it")
     func writeNowQueuesBehindAsyncWrite() async throws {
         let db = try StoreKind.memory.open(in: try TemporaryDirectory("typed-write-now"))
-        let release = Atomic<Bool>(false)
-        let entered = Atomic<Bool>(false)
-        let writer = Task {
-            try await db.write { tx in
-                _ = try tx.insert(Tag(label: "first"))
-                entered.store(true, ordering: .releasing)
-                let until = Date().addingTimeInterval(120)
-                while !release.load(ordering: .acquiring), Date() < until { usleep(1_000) }
-            }
-        }
-        while !entered.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(1)) }
+        let first = try await HeldWrite(db, inserting: Tag(label: "first"))
         let finished = Atomic<Bool>(false)
         let thread = Thread {
             // Its insert sees the first write's tag: it ran after that write was saved.
@@ -121,8 +150,7 @@ struct ConcurrencyTests {
         try await Task.sleep(for: .milliseconds(200))
         let ranEarly = finished.load(ordering: .acquiring)
         #expect(!ranEarly, "the synchronous write ran while the async one was open")
-        release.store(true, ordering: .releasing)
-        try await writer.value
+        try await first.finish()
         let deadline = ContinuousClock.now + .seconds(60)
         while !finished.load(ordering: .acquiring), ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(5))
@@ -135,17 +163,7 @@ struct ConcurrencyTests {
     @Test("A write cancelled while it waits for the write before it stops waiting, and its closure never runs")
     func cancelledWaitingWriteLeavesTheLine() async throws {
         let db = try StoreKind.sqlite.open(in: try TemporaryDirectory("typed-write-cancel"))
-        let release = Atomic<Bool>(false)
-        let entered = Atomic<Bool>(false)
-        let first = Task {
-            try await db.write { tx in
-                _ = try tx.insert(Tag(label: "first"))
-                entered.store(true, ordering: .releasing)
-                let until = Date().addingTimeInterval(120)
-                while !release.load(ordering: .acquiring), Date() < until { usleep(1_000) }
-            }
-        }
-        while !entered.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(1)) }
+        let first = try await HeldWrite(db, inserting: Tag(label: "first"))
         let ran = Atomic<Bool>(false)
         let waiting = Task {
             try await db.write { tx in
@@ -167,9 +185,8 @@ struct ConcurrencyTests {
                 outcome.withLock { $0 = "\(error)" }
             }
         }
-        let whileFirstOpen = !release.load(ordering: .acquiring)
-        release.store(true, ordering: .releasing)
-        try await first.value
+        let whileFirstOpen = !first.released
+        try await first.finish()
         #expect(answered && whileFirstOpen, "the cancelled write waited for the first one to finish")
         #expect(outcome.withLock { $0 } == "cancelled")
         // The gate is free again: a later write runs, after the first.

@@ -22,15 +22,7 @@ struct StorectlDiskFullTests {
         let before = try authors("b.sqlite", in: dir)
         #expect(before == [own: 1])
         // Far more than the limit leaves room for.
-        var lines: [String] = []
-        var ids = Set<String>()
-        for i in 0..<8_000 {
-            let id = UUID().uuidString
-            ids.insert(id)
-            lines.append(#"{"entity":"Author","id":"\#(id)","attributes":{"name":"author \#(i) \#(String(repeating: "n", count: 80))"}}"#)
-        }
-        let file = try dir.write(lines.joined(separator: "\n"), to: "authors.ndjson")
-        try ok(["import", "a.sqlite", file.path, "--upsert", "--quiet"], in: dir)
+        let ids = try importAuthors(into: "a.sqlite", in: dir)
         try ok(["sync", "a.sqlite", "--quiet"], in: dir)
 
         // Room for what b's files hold now and a little more, not for the pull.
@@ -69,15 +61,7 @@ struct StorectlDiskFullTests {
         let remote = "file://\(try dir.directory("share").path)"
         let model = PackagePaths.libraryModel.path
         try ok(["create", "a.sqlite", "--model", model, "--quiet"], in: dir)
-        var lines: [String] = []
-        var ids = Set<String>()
-        for i in 0..<8_000 {
-            let id = UUID().uuidString
-            ids.insert(id)
-            lines.append(#"{"entity":"Author","id":"\#(id)","attributes":{"name":"author \#(i) \#(String(repeating: "n", count: 80))"}}"#)
-        }
-        let file = try dir.write(lines.joined(separator: "\n"), to: "authors.ndjson")
-        try ok(["import", "a.sqlite", file.path, "--upsert", "--quiet"], in: dir)
+        let ids = try importAuthors(into: "a.sqlite", in: dir)
         try ok(["sync", "a.sqlite", "--remote", remote, "--container", "full", "--quiet"], in: dir)
         try ok(["create", "b.sqlite", "--model", "a.sqlite", "--quiet"], in: dir)
         // Room for the state's snapshot (as large as a's, which holds the same records), not for the pull's save:
@@ -109,6 +93,20 @@ struct StorectlDiskFullTests {
         try #require(again.status == 0, "\(again.stderr)")
         let report = try JSONSerialization.jsonObject(with: Data(again.stdout.utf8)) as? [String: Any]
         #expect(report?["pulledFiles"] as? Int == 0 && report?["insertedRecords"] as? Int == 0, "\(again.stdout)")
+    }
+
+    /// Imports 8,000 authors with long names into `store`; their global IDs.
+    private func importAuthors(into store: String, in dir: TemporaryDirectory) throws -> Set<String> {
+        var lines: [String] = []
+        var ids = Set<String>()
+        for i in 0..<8_000 {
+            let id = UUID().uuidString
+            ids.insert(id)
+            lines.append(#"{"entity":"Author","id":"\#(id)","attributes":{"name":"author \#(i) \#(String(repeating: "n", count: 80))"}}"#)
+        }
+        let file = try dir.write(lines.joined(separator: "\n"), to: "authors.ndjson")
+        try ok(["import", store, file.path, "--upsert", "--quiet"], in: dir)
+        return ids
     }
 
     /// How many times each author's global ID is in the store.

@@ -137,7 +137,6 @@ public actor SyncEngine {
         defer { session.takePreparedSnapshot()?.discard() }
         session.stateLog = logURL.map { (url: $0, position: logPosition) }
         let old = (location: session.state.location, storeUUID: session.state.storeUUID)
-
         if old.location != here || old.storeUUID != metadata.storeUUID {
             if old.storeUUID != metadata.storeUUID || isCopy(of: old.location, storeUUID: metadata.storeUUID) {
                 logger.notice("sync: the store is a copy of another replica; it becomes a new peer",

@@ -39,7 +39,7 @@ import Testing
     }
 
     /// What a failed save says: its operation and reason, without the store's file.
-    private static func failure(_ body: () throws -> Void) -> String? {
+    static func failure(_ body: () throws -> Void) -> String? {
         do {
             try body()
             return nil

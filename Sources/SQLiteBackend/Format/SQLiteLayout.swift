@@ -541,6 +541,16 @@ final class EntityLayout: Sendable {
     let relationships: [RelationshipStorage]
     /// `INSERT` of a record's row: `_pk, _ent, _gid`, the attributes in order, then the foreign keys in order.
     let insertSQL: String
+    /// The parameters of one row of ``insertSQL``.
+    let insertParameterCount: Int32
+    /// How many rows ``insertBatchSQL`` inserts: as many as keep its parameters within 999, SQLite's smallest
+    /// default limit, and at most 64 (more saved nothing measurable); 1 when a row alone has too many to batch.
+    let insertBatchRows: Int
+    /// `INSERT` of ``insertBatchRows`` rows in one statement, each row's parameters as in ``insertSQL``.
+    ///
+    /// One statement per row seeks each row's place in the table again from its root and runs the statement's
+    /// set-up again; within one statement the table cursor stays where the last row went.
+    let insertBatchSQL: String
     /// `UPDATE` of a record's row: `_ent, _gid`, attributes, foreign keys, then `_pk` in the `WHERE` clause.
     let updateSQL: String
     /// `SELECT 1` of a record's row by key.
@@ -580,7 +590,12 @@ final class EntityLayout: Sendable {
         let names = isComplete ? cols.map { SQLiteLayout.quote(table?.columns[$0].name ?? "") } : []
         let quoted = SQLiteLayout.quote(tableName)
         let all = ["_pk", "_ent", "_gid"] + names
-        insertSQL = "INSERT INTO \(quoted) (\(all.joined(separator: ", "))) VALUES (\(KeyedQuery.placeholders(all.count)))"
+        let row = "(\(KeyedQuery.placeholders(all.count)))"
+        insertSQL = "INSERT INTO \(quoted) (\(all.joined(separator: ", "))) VALUES \(row)"
+        insertParameterCount = Int32(all.count)
+        insertBatchRows = max(1, min(64, 999 / all.count))
+        insertBatchSQL = "INSERT INTO \(quoted) (\(all.joined(separator: ", "))) VALUES "
+            + repeatElement(row, count: insertBatchRows).joined(separator: ", ")
         existsSQL = "SELECT 1 FROM \(quoted) WHERE _pk = ?"
         updateSQL = "UPDATE \(quoted) SET \((["_ent", "_gid"] + names).map { "\($0) = ?" }.joined(separator: ", ")) WHERE _pk = ?"
     }

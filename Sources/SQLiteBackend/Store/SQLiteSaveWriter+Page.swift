@@ -15,46 +15,16 @@ extension SQLiteSaveWriter {
         guard el.isComplete else {
             throw StoreError.corruptStore(url, reason: "the layout has no column for a property of \(entity.name)")
         }
-        let url = self.url
-        try connection.withStatement(el.insertSQL) { s in
-            for i in 0..<page.count {
-                let pk = page.primaryKeys[i]
-                let key = RecordKey(entity: entity.name, primaryKey: pk)
-                try page.withEncodedRecord(at: i) { values, links in
-                    s.bind(1, pk)
-                    s.bind(2, el.code)
-                    var gid = page.globalIDs[i].uuid
-                    try withUnsafeBytes(of: &gid) { try s.bind(3, bytes: $0) }
-                    var index: Int32 = 4
-                    var reader = RecordPage.ValueReader(values)
-                    for a in entity.attributes {
-                        guard let value = reader.next() else { throw Self.malformed(url, key, "the value of \(a.name)") }
-                        try SQLiteValueCodec.bind(value, type: a.type, to: s, at: index, entity: entity.name, property: a.name)
-                        index += 1
-                    }
-                    guard reader.isAtEnd else { throw Self.malformed(url, key, "the attribute values") }
-                    var linkReader = RecordPage.LinkReader(links)
-                    for (k, storage) in el.relationships.enumerated() {
-                        guard case .foreignKey = storage else {
-                            guard linkReader.skip() else { throw Self.malformed(url, key, "the relationship values") }
-                            continue
-                        }
-                        guard case .toOne(let related) = linkReader.next() else {
-                            throw Self.shapeError(url, key, entity.relationships[k].name, expected: "to-one")
-                        }
-                        if let related { s.bind(index, related) } else { s.bindNull(index) }
-                        index += 1
-                    }
-                    guard linkReader.isAtEnd else { throw Self.malformed(url, key, "the relationship values") }
-                }
-                let rc = sqlite3_step(s.handle)
-                guard rc == SQLITE_DONE else {
-                    throw try constraintError(rc, try page.record(at: i, of: entity), el, table(el), insert: true)
-                }
-                sqlite3_reset(s.handle)
-                noteInserted(pk, root: el.root)
+        var i = 0
+        while i < page.count {
+            if let batch = try insertBatch(of: page, el, from: i) {
+                i = batch
+                continue
             }
+            try insertRow(of: page, el, at: i)
+            i += 1
         }
+        let url = self.url
         try addJoinRows(el, 0..<page.count, primaryKey: { page.primaryKeys[$0] }) { i, k in
             try page.withEncodedRecord(at: i) { _, links in
                 var linkReader = RecordPage.LinkReader(links)
@@ -67,6 +37,82 @@ extension SQLiteSaveWriter {
             }
         }
         try moveKeyAllocators()
+    }
+
+    /// Inserts the page's records from `start` with one statement (``EntityLayout/insertBatchSQL``) and returns the
+    /// position after them; `nil` when fewer are left, or when one of them would fail: nothing is then inserted,
+    /// and inserting them one by one gives the error for the record at fault (see ``apply(_:)``).
+    private mutating func insertBatch(of page: RecordPage, _ el: EntityLayout, from start: Int) throws -> Int? {
+        let end = start + el.insertBatchRows
+        guard el.insertBatchRows > 1, end <= page.count else { return nil }
+        // Nothing of `self` in the closure: a mutating method's closure would copy the writer for it.
+        let (url, connection) = (self.url, self.connection)
+        let inserted: Bool = try connection.withStatement(el.insertBatchSQL, clearingBindings: false) { s in
+            do {
+                for i in start..<end {
+                    try Self.bind(page, at: i, el, to: s, from: Int32(i - start) * el.insertParameterCount + 1, url: url)
+                }
+            } catch {
+                return false
+            }
+            return try Self.stepBatch(s, connection, "inserting \(page.entity) \(page.primaryKeys[start]) and the \(end - start - 1) records after it")
+        }
+        guard inserted else { return nil }
+        for i in start..<end { noteInserted(page.primaryKeys[i], root: el.root) }
+        return end
+    }
+
+    /// Inserts the page's record at `i` alone.
+    private mutating func insertRow(of page: RecordPage, _ el: EntityLayout, at i: Int) throws {
+        let url = self.url
+        let rc: Int32 = try connection.withStatement(el.insertSQL, clearingBindings: false) { s in
+            try Self.bind(page, at: i, el, to: s, from: 1, url: url)
+            return sqlite3_step(s.handle)
+        }
+        guard rc == SQLITE_DONE else {
+            throw try constraintError(rc, try page.record(at: i, of: el.entity), el, table(el), insert: true)
+        }
+        noteInserted(page.primaryKeys[i], root: el.root)
+    }
+
+    /// Binds the parameters of the row of the page's record at `i` in ``EntityLayout/insertSQL``, the first at
+    /// `first`, from the page's bytes.
+    private static func bind(_ page: RecordPage, at i: Int, _ el: EntityLayout, to s: Statement, from first: Int32, url: URL) throws {
+        let entity = el.entity
+        let pk = page.primaryKeys[i]
+        let key = RecordKey(entity: entity.name, primaryKey: pk)
+        try page.withEncodedRecord(at: i) { values, links in
+            s.bind(first, pk)
+            s.bind(first + 1, el.code)
+            var gid = page.globalIDs[i].uuid
+            try withUnsafeBytes(of: &gid) { try s.bind(first + 2, bytes: $0) }
+            var index = first + 3
+            var reader = RecordPage.ValueReader(values)
+            // Each attribute's type from the layout, as `apply` binds them: no attribute description is copied.
+            let reads = el.attributeReads
+            for k in reads.indices {
+                guard let value = reader.next() else {
+                    throw Self.malformed(url, key, "the value of \(entity.attributes[k].name)")
+                }
+                try SQLiteValueCodec.bind(value, type: reads[k].type, to: s, at: index, entity: entity.name,
+                                          property: entity.attributes[k].name)
+                index += 1
+            }
+            guard reader.isAtEnd else { throw Self.malformed(url, key, "the attribute values") }
+            var linkReader = RecordPage.LinkReader(links)
+            for (k, storage) in el.relationships.enumerated() {
+                guard case .foreignKey = storage else {
+                    guard linkReader.skip() else { throw Self.malformed(url, key, "the relationship values") }
+                    continue
+                }
+                guard case .toOne(let related) = linkReader.next() else {
+                    throw Self.shapeError(url, key, entity.relationships[k].name, expected: "to-one")
+                }
+                if let related { s.bind(index, related) } else { s.bindNull(index) }
+                index += 1
+            }
+            guard linkReader.isAtEnd else { throw Self.malformed(url, key, "the relationship values") }
+        }
     }
 
     static func malformed(_ url: URL, _ key: RecordKey, _ what: String) -> StoreError {

@@ -68,7 +68,12 @@ struct SQLiteSaveWriter {
         // Many records into an empty table: its indexes are built after the inserts (see deferIndexes).
         let deferred = try deferIndexes(inserting: changes.inserted)
         // By position, not `for r in`: each record is read where it is, not copied out (retaining its arrays).
-        for i in changes.inserted.indices {
+        var i = changes.inserted.startIndex
+        while i < changes.inserted.endIndex {
+            if let batch = try insertBatch(of: changes.inserted, from: i) {
+                i = batch
+                continue
+            }
             do {
                 try write(changes.inserted[i], insert: true)
             } catch {
@@ -78,6 +83,7 @@ struct SQLiteSaveWriter {
                 }
                 throw error
             }
+            i += 1
         }
         flushRunMaximum()
         try restoreIndexes(deferred, inserted: changes.inserted)
@@ -221,6 +227,61 @@ struct SQLiteSaveWriter {
 
     private mutating func write(_ r: Record, insert: Bool) throws {
         let el = try cachedEntityLayout(r.entity)
+        // Every parameter is bound for each row: the statement's bindings are not cleared between rows, so that
+        // SQLite keeps the buffers of the text and blob values it copied and reuses them for the next row's.
+        let url = self.url
+        try connection.withStatement(insert ? el.insertSQL : el.updateSQL, clearingBindings: false) { s in
+            try Self.bind(r, el, to: s, from: 1, insert: insert, url: url)
+            let rc = sqlite3_step(s.handle)
+            guard rc == SQLITE_DONE else { throw try constraintError(rc, r, el, table(el), insert: insert) }
+        }
+        if insert {
+            noteInserted(r.primaryKey, root: el.root)
+        } else if connection.changes == 0 {
+            throw StoreError.objectNotFound(ObjectID(storeUUID: storeUUID, entity: r.entity, primaryKey: r.primaryKey))
+        }
+    }
+
+    /// Inserts the records from `start` with one statement (``EntityLayout/insertBatchSQL``) when the next
+    /// ``EntityLayout/insertBatchRows`` of them are of one entity, and returns the position after them; `nil` when
+    /// they are not, or when one of them would fail: nothing is then inserted, and inserting them one by one gives
+    /// the error for the record at fault, as without batches.
+    private mutating func insertBatch(of records: [Record], from start: Int) throws -> Int? {
+        let entity = records[start].entity
+        guard let el = try? cachedEntityLayout(entity), el.insertBatchRows > 1 else { return nil }
+        let end = start + el.insertBatchRows
+        guard end <= records.endIndex, records[start..<end].allSatisfy({ $0.entity == entity }) else { return nil }
+        // Nothing of `self` in the closure: a mutating method's closure would copy the writer for it.
+        let (url, connection) = (self.url, self.connection)
+        let inserted: Bool = try connection.withStatement(el.insertBatchSQL, clearingBindings: false) { s in
+            do {
+                for i in start..<end {
+                    let first = Int32(i - start) * el.insertParameterCount + 1
+                    try Self.bind(records[i], el, to: s, from: first, insert: true, url: url)
+                }
+            } catch {
+                return false
+            }
+            return try Self.stepBatch(s, connection, "inserting \(records[start].key) and the \(end - start - 1) records after it")
+        }
+        guard inserted else { return nil }
+        for i in start..<end { noteInserted(records[i].primaryKey, root: el.root) }
+        return end
+    }
+
+    /// Runs a batch insert whose parameters are bound: `true` when its rows went in, `false` when one of them broke
+    /// a constraint. That failure ends the statement alone, its rows undone; any other may have ended the
+    /// transaction, and is thrown (`operation` describing the batch), so that no row is written after it.
+    static func stepBatch(_ s: Statement, _ connection: SQLiteConnection, _ operation: @autoclosure () -> String) throws -> Bool {
+        let rc = sqlite3_step(s.handle)
+        if rc == SQLITE_DONE { return true }
+        guard rc & 0xFF == SQLITE_CONSTRAINT else { throw connection.error(rc, operation()) }
+        return false
+    }
+
+    /// Binds the parameters of `r`'s row in ``EntityLayout/insertSQL`` (`insert`) or ``EntityLayout/updateSQL``,
+    /// the first at `first`; errors name `url`.
+    private static func bind(_ r: Record, _ el: EntityLayout, to s: Statement, from first: Int32, insert: Bool, url: URL) throws {
         let entity = el.entity
         guard r.attributes.count == entity.attributes.count, r.relationships.count == entity.relationships.count else {
             throw StoreError.io(
@@ -230,43 +291,32 @@ struct SQLiteSaveWriter {
         guard el.isComplete else {
             throw StoreError.corruptStore(url, reason: "the layout has no column for a property of \(entity.name)")
         }
-        // Every parameter is bound for each row: the statement's bindings are not cleared between rows, so that
-        // SQLite keeps the buffers of the text and blob values it copied and reuses them for the next row's.
-        try connection.withStatement(insert ? el.insertSQL : el.updateSQL, clearingBindings: false) { s in
-            var i: Int32 = 1
-            if insert {
-                s.bind(i, r.primaryKey)
-                i += 1
-            }
-            s.bind(i, el.code)
-            var gid = r.globalID.uuid
-            try withUnsafeBytes(of: &gid) { try s.bind(i + 1, bytes: $0) }
-            i += 2
-            // Each attribute's type from the layout, its name only for an error: no attribute description is
-            // copied per record.
-            let reads = el.attributeReads
-            for k in reads.indices {
-                try SQLiteValueCodec.bind(r.attributes[k], type: reads[k].type, to: s, at: i, entity: entity.name,
-                                          property: entity.attributes[k].name)
-                i += 1
-            }
-            for (k, storage) in el.relationships.enumerated() {
-                guard case .foreignKey = storage else { continue }
-                guard case .toOne(let key) = r.relationships[k] else {
-                    throw shapeError(r, entity.relationships[k].name, expected: "to-one")
-                }
-                if let key { s.bind(i, key) } else { s.bindNull(i) }
-                i += 1
-            }
-            if !insert { s.bind(i, r.primaryKey) }
-            let rc = sqlite3_step(s.handle)
-            guard rc == SQLITE_DONE else { throw try constraintError(rc, r, el, table(el), insert: insert) }
-        }
+        var i = first
         if insert {
-            noteInserted(r.primaryKey, root: el.root)
-        } else if connection.changes == 0 {
-            throw StoreError.objectNotFound(ObjectID(storeUUID: storeUUID, entity: r.entity, primaryKey: r.primaryKey))
+            s.bind(i, r.primaryKey)
+            i += 1
         }
+        s.bind(i, el.code)
+        var gid = r.globalID.uuid
+        try withUnsafeBytes(of: &gid) { try s.bind(i + 1, bytes: $0) }
+        i += 2
+        // Each attribute's type from the layout, its name only for an error: no attribute description is
+        // copied per record.
+        let reads = el.attributeReads
+        for k in reads.indices {
+            try SQLiteValueCodec.bind(r.attributes[k], type: reads[k].type, to: s, at: i, entity: entity.name,
+                                      property: entity.attributes[k].name)
+            i += 1
+        }
+        for (k, storage) in el.relationships.enumerated() {
+            guard case .foreignKey = storage else { continue }
+            guard case .toOne(let key) = r.relationships[k] else {
+                throw shapeError(url, r.key, entity.relationships[k].name, expected: "to-one")
+            }
+            if let key { s.bind(i, key) } else { s.bindNull(i) }
+            i += 1
+        }
+        if !insert { s.bind(i, r.primaryKey) }
     }
 
     private func shapeError(_ r: Record, _ relationship: String, expected: String) -> StoreError {

@@ -156,7 +156,7 @@ import Testing
         #expect(members.map { titleByKey[$0] } == titles.map { Optional($0) })
         let page = try #require(store as? any PageScanningStore).scanPage(entity: "Shelf", after: nil, limit: 10)
         #expect(page.count == 1)
-        let pageMembers = try page.withEncodedRecord(at: 0) { _, links in
+        let pageMembers = page.withEncodedRecord(at: 0) { _, links in
             var reader = RecordPage.LinkReader(links)
             return reader.next()
         }

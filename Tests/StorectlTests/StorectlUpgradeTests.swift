@@ -51,7 +51,7 @@ import Testing
             var out: [String: Data] = [:]
             for f in try Backends.registry.backend(for: type).ownedFiles(ofStoreAt: url) {
                 var isDirectory: ObjCBool = false
-                FileManager.default.fileExists(atPath: f.path, isDirectory: &isDirectory)
+                _ = FileManager.default.fileExists(atPath: f.path, isDirectory: &isDirectory)
                 let names = isDirectory.boolValue ? try FileManager.default.contentsOfDirectory(atPath: f.path).filter { !$0.hasSuffix("lock.mdb") }.map { "/" + $0 } : [""]
                 for n in names { out[f.lastPathComponent + n] = try Data(contentsOf: URL(fileURLWithPath: f.path + n)) }
             }

@@ -69,7 +69,10 @@ import Foundation
 /// over the hierarchy table's columns of its properties, descending where the element says so. An index with an
 /// R-tree element, or over a property without a column (a to-many or derived one), is not made. Fetch indexes only
 /// speed fetches up: they are not part of ``fingerprint``, so schemas that differ in them alone share a database.
-struct SQLiteLayout: Sendable {
+///
+/// A class, immutable once made: the readers and writers that hold it are copied into closures, and copying a
+/// structure of this many collections retained and released each of them for every record read.
+final class SQLiteLayout: Sendable {
     /// Incremented when the layout rules change; stored as `PRAGMA user_version`.
     static let layoutVersion: Int32 = 1
     /// `PRAGMA application_id` of every store: "SAPI".

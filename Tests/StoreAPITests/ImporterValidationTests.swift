@@ -175,6 +175,7 @@ struct ImporterValidationTests {
             } catch let error as InterchangeError {
                 #expect(error.all.count == 11)
                 #expect(error.all.last?.message == "… and 490 more problems")
+                #expect(error.problemCount == 500)
             }
         }
     }

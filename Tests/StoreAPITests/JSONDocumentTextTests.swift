@@ -46,7 +46,7 @@ struct JSONDocumentTextTests {
 
     private static func defaultValue(_ type: AttributeType, _ g: inout SeededGenerator) -> StoreValue? {
         guard g.below(2) == 0 else { return nil }
-        let doubles: [Double] = [0, -0.0, 1, -1, 0.1, 1e-7, 1.5e300, 5e-324, 123456789012345678, .pi, 2e16, 1e21, -3.25,
+        let doubles: [Double] = [0, -0.0, 1, -1, 0.1, 1e-7, 1.5e300, .leastNonzeroMagnitude, 123456789012345680, .pi, 2e16, 1e21, -3.25,
                                  .nan, .infinity, -.infinity, Double(g.next() >> 11) / 1e5]
         switch type {
         case .integer16: return .integer16(Int16(truncatingIfNeeded: g.next()))
@@ -128,7 +128,7 @@ struct JSONDocumentTextTests {
         switch g.below(depth > 2 ? 5 : 7) {
         case 0: return .string(text(&g))
         case 1: return .integer(g.pick([0, 1, -1, .max, .min, Int64(bitPattern: g.next())]))
-        case 2: return .double(g.pick([0.1, -2.5e-3, 1.5e300, 5e-324, 1e21, 1e-7, 0.5, Double(g.next() >> 11) / 1e3]))
+        case 2: return .double(g.pick([0.1, -2.5e-3, 1.5e300, .leastNonzeroMagnitude, 1e21, 1e-7, 0.5, Double(g.next() >> 11) / 1e3]))
         case 3: return .bool(g.below(2) == 0)
         case 4: return .null
         case 5: return .array((0..<g.below(4)).map { _ in metadataValue(&g, depth: depth + 1) })

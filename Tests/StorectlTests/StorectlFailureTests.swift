@@ -140,6 +140,21 @@ struct StorectlFailureTests {
         #expect(before.split(separator: "\n").count == 5)
     }
 
+    /// A file with more problems than are listed says how many it has in all, and how many are left out.
+    @Test func manyBadLinesAreCountedInFull() throws {
+        let dir = try TemporaryDirectory("storectl-tests")
+        defer { dir.remove() }
+        _ = try smallStore("a.sqlite", type: "sqlite", in: dir)
+        let lines = (0..<250).map { "{\"entity\":\"Nope\",\"attributes\":{\"n\":\($0)}}" }
+        try Data(lines.joined(separator: "\n").utf8).write(to: dir.path("bad.ndjson"))
+        let r = try Storectl.run(["import", "a.sqlite", "bad.ndjson"], in: dir)
+        #expect(r.status != 0)
+        let listed = r.stderr.split(separator: "\n").filter { $0.contains("bad.ndjson:") && $0.contains("unknown entity") }
+        let header = try #require(r.stderr.split(separator: "\n").first(where: { $0.contains("nothing was imported") }))
+        #expect(header.hasSuffix("250 problems, nothing was imported:"), "\(header)")
+        #expect(r.stderr.contains("… and \(250 - listed.count) more problems"), "\(listed.count) listed")
+    }
+
     @Test func usageErrors() throws {
         let dir = try TemporaryDirectory("storectl-tests")
         defer { dir.remove() }

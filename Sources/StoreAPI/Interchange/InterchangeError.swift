@@ -13,13 +13,22 @@ public struct InterchangeError: Error, Sendable, CustomStringConvertible, Locali
     public var message: String
     /// Further problems found in the same check, in line order.
     public var others: [InterchangeError]
+    /// How many problems the check found beyond those listed; when there are any, the last of ``others`` says
+    /// how many (`… and 490 more problems`).
+    public var omittedCount: Int
 
     /// Creates an error.
-    public init(file: String, line: Int, message: String, others: [InterchangeError] = []) {
+    public init(file: String, line: Int, message: String, others: [InterchangeError] = [], omittedCount: Int = 0) {
         self.file = file
         self.line = line
         self.message = message
         self.others = others
+        self.omittedCount = omittedCount
+    }
+
+    /// How many problems the check found: those listed and those left out.
+    public var problemCount: Int {
+        1 + others.count - (omittedCount > 0 ? 1 : 0) + omittedCount
     }
 
     /// Every problem, this one first.
@@ -72,6 +81,6 @@ struct ProblemList {
             sorted.append(InterchangeError(file: file, line: 0, message: "… and \(dropped) more problems"))
         }
         let first = sorted.removeFirst()
-        throw InterchangeError(file: first.file, line: first.line, message: first.message, others: sorted)
+        throw InterchangeError(file: first.file, line: first.line, message: first.message, others: sorted, omittedCount: dropped)
     }
 }

@@ -43,7 +43,7 @@ func message(for error: Error) -> String {
     case let e as StoreError: return e.description
     case let e as SchemaError: return e.description
     case let e as InterchangeError:
-        return e.others.isEmpty ? e.description : "\(e.all.count) problems, nothing was imported:\n" + e.description
+        return e.others.isEmpty ? e.description : "\(e.problemCount) problems, nothing was imported:\n" + e.description
     case let e as CommandFailure: return e.description
     case let e as CocoaError:
         if let path = e.userInfo[NSFilePathErrorKey] as? String { return "\(path): \(e.localizedDescription)" }

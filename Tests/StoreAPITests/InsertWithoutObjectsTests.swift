@@ -107,4 +107,38 @@ import Testing
         try context.save()
         #expect(try loaded.store.fetch(FetchRequest(entity: "Note")).isEmpty, "a rollback drops staged records")
     }
+
+    /// Complete rows (every attribute's value, the defaults from `newRecordAttributeValues`) are stored as rows of
+    /// optionals are: values converted to their attributes' types, the same checks, the same records.
+    @Test func completeRowsAreStoredAsRowsOfOptionals() throws {
+        let (coordinator, loaded) = try Self.coordinator()
+        let context = coordinator.newContext()
+        let note = try #require(coordinator.schema.entity(named: "Note"))
+        #expect(note.newRecordAttributeValues == [.null, .integer64(7)])
+        var converted = note.newRecordAttributeValues
+        converted[0] = .string("b")
+        converted[1] = .integer32(3)
+        var defaulted = note.newRecordAttributeValues
+        defaulted[0] = .string("a")
+        let ids = [UUID(), UUID()]
+        try context.insertWithoutObjects("Note", completeAttributeValues: [defaulted, converted], globalIDs: ids, into: loaded)
+        try context.save()
+        let notes = try loaded.store.fetch(FetchRequest(entity: "Note", sortDescriptors: [SortKey("text")]))
+        #expect(notes.map(\.globalID) == ids)
+        #expect(notes.map(\.attributes) == [[.string("a"), .integer64(7)], [.string("b"), .integer64(3)]])
+
+        // The refusals of rows of optionals: a required value missing, a value of the wrong type, a row of another
+        // length, a count of IDs other than the rows'.
+        var wrongType = defaulted
+        wrongType[1] = .string("not a number")
+        for rows in [[note.newRecordAttributeValues], [wrongType], [[.string("x")]]] {
+            #expect(throws: StoreError.self, "\(rows)") {
+                try context.insertWithoutObjects("Note", completeAttributeValues: rows, globalIDs: [UUID()], into: loaded)
+            }
+        }
+        #expect(throws: StoreError.self) {
+            try context.insertWithoutObjects("Note", completeAttributeValues: [defaulted], globalIDs: [], into: loaded)
+        }
+        #expect(!context.hasChanges, "nothing is staged by a refused call")
+    }
 }

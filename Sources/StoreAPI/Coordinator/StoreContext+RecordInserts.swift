@@ -30,22 +30,51 @@ extension StoreContext {
     @_spi(BackendKit) public func insertWithoutObjects(
         _ entity: String, attributeValues rows: [[StoreValue?]], globalIDs: [UUID], into store: LoadedStore
     ) throws {
+        try insertWithoutObjects(entity, count: rows.count, globalIDs: globalIDs, into: store) { e, i in
+            try e.attributeValues(ordered: rows[i])
+        }
+    }
+
+    /// Inserts records of one entity without managed objects, as ``insertWithoutObjects(_:attributeValues:globalIDs:into:)``
+    /// does, from rows that hold every attribute's value (BackendKit SPI).
+    ///
+    /// A row starts as ``Entity/newRecordAttributeValues`` with the values the caller has put in place; a row whose
+    /// values all have their attributes' types is stored as it is, without another array made for it.
+    ///
+    /// - Parameters:
+    ///   - entity: The (concrete) entity of every record.
+    ///   - rows: Each record's attribute values, one per attribute in the order of ``Entity/attributes``.
+    ///   - globalIDs: The records' global identifiers, one per row.
+    ///   - store: The store to insert into.
+    /// - Throws: What ``insertWithoutObjects(_:attributeValues:globalIDs:into:)`` throws.
+    @_spi(BackendKit) public func insertWithoutObjects(
+        _ entity: String, completeAttributeValues rows: [[StoreValue]], globalIDs: [UUID], into store: LoadedStore
+    ) throws {
+        try insertWithoutObjects(entity, count: rows.count, globalIDs: globalIDs, into: store) { e, i in
+            try e.attributeValues(complete: rows[i])
+        }
+    }
+
+    private func insertWithoutObjects(
+        _ entity: String, count: Int, globalIDs: [UUID], into store: LoadedStore,
+        attributes: (Entity, Int) throws -> [StoreValue]
+    ) throws {
         let (e, target) = try resolveInsert(entity, into: store)
-        guard globalIDs.count == rows.count else {
-            throw StoreError.invalidArgument("insertWithoutObjects: \(globalIDs.count) global IDs for \(rows.count) rows")
+        guard globalIDs.count == count else {
+            throw StoreError.invalidArgument("insertWithoutObjects: \(globalIDs.count) global IDs for \(count) rows")
         }
         guard constraints(of: e).isEmpty else {
             throw StoreError.invalidArgument("insertWithoutObjects: \(entity) has a uniqueness constraint, which a save "
                 + "checks on objects only")
         }
-        guard !rows.isEmpty else { return }
+        guard count > 0 else { return }
         // One reservation for all of them: their keys are consecutive.
-        let first = try target.store.allocatePrimaryKeys(root: e.rootName, count: rows.count)
+        let first = try target.store.allocatePrimaryKeys(root: e.rootName, count: count)
         var records: [Record] = []
-        records.reserveCapacity(rows.count)
-        for (i, row) in rows.enumerated() {
+        records.reserveCapacity(count)
+        for i in 0..<count {
             let record = Record(entity: e.name, primaryKey: first + Int64(i), globalID: globalIDs[i],
-                                attributes: try e.attributeValues(ordered: row), relationships: e.blankRelationships)
+                                attributes: try attributes(e, i), relationships: e.blankRelationships)
             try validate(record, of: e, id: ObjectID(storeUUID: target.identifier, entity: e.name, primaryKey: record.primaryKey))
             records.append(record)
         }

@@ -54,4 +54,28 @@ extension Entity {
         }
         return result
     }
+
+    /// A new record's attribute values from a row holding every attribute's value in order: the row itself when
+    /// every value has its attribute's type, else a copy with the others converted as ``attributeValues(_:)``
+    /// converts them.
+    func attributeValues(complete row: [StoreValue]) throws -> [StoreValue] {
+        guard row.count == attributes.count else {
+            throw StoreError.invalidArgument("\(row.count) attribute values for the \(attributes.count) attributes of \(name)")
+        }
+        guard let first = row.indices.first(where: { !row[$0].fits(attributeTypes[$0]) }) else { return row }
+        var result = row
+        for i in first..<row.count where !row[i].fits(attributeTypes[i]) {
+            guard let converted = row[i].coerced(to: attributeTypes[i]) else {
+                throw StoreError.typeMismatch(entity: name, property: attributes[i].name, expected: attributeTypes[i],
+                                              got: row[i].type?.rawValue ?? "nil")
+            }
+            result[i] = converted
+        }
+        return result
+    }
+
+    /// Every attribute's value for a new record that is given none: each attribute's default, in the order of
+    /// ``attributes`` (BackendKit SPI: the start of a row for
+    /// ``StoreContext/insertWithoutObjects(_:completeAttributeValues:globalIDs:into:)``).
+    @_spi(BackendKit) public var newRecordAttributeValues: [StoreValue] { blankAttributes }
 }

@@ -389,7 +389,7 @@ extension SyncSession {
         var finished = 0
         var rest: [UUID] = []
         rest.reserveCapacity(order.count)
-        var withoutObjects: [String: (rows: [[StoreValue?]], ids: [UUID])] = [:]
+        var withoutObjects: [String: (rows: [[StoreValue]], ids: [UUID])] = [:]
         finished += stageFresh(fresh, into: &withoutObjects, gone: gone)
         // Looked up without taking the index's lock per record: nothing in this loop changes it.
         let indexed = index.objects
@@ -413,8 +413,9 @@ extension SyncSession {
                 }
             }
             if !values.isEmpty, w.members.isEmpty, shape?.insertsWithoutObject == true {
-                func stage(_ s: inout (rows: [[StoreValue?]], ids: [UUID])) {
-                    s.rows.append(values)
+                func stage(_ s: inout (rows: [[StoreValue]], ids: [UUID])) {
+                    let blanks = shape?.entity.newRecordAttributeValues ?? []
+                    s.rows.append(values.indices.map { values[$0] ?? blanks[$0] })
                     s.ids.append(id)
                 }
                 stage(&withoutObjects[w.entity, default: ([], [])])
@@ -431,7 +432,7 @@ extension SyncSession {
             }
         }
         for (entity, staged) in withoutObjects {
-            try context.insertWithoutObjects(entity, attributeValues: staged.rows, globalIDs: staged.ids, into: loaded)
+            try context.insertWithoutObjects(entity, completeAttributeValues: staged.rows, globalIDs: staged.ids, into: loaded)
         }
         logStep("pull: inserts")
         report.insertedRecords += created.count + finished
@@ -482,12 +483,12 @@ extension SyncSession {
     /// Stages the fresh records of a pull (``FreshRecords``) for insertion without objects, by entity: their values
     /// read straight from their files into rows, the entity's shape looked up once per run of records of one entity.
     /// Returns how many were staged.
-    private func stageFresh(_ fresh: FreshRecords, into staged: inout [String: (rows: [[StoreValue?]], ids: [UUID])],
+    private func stageFresh(_ fresh: FreshRecords, into staged: inout [String: (rows: [[StoreValue]], ids: [UUID])],
                             gone: (UUID) -> Bool) -> Int {
         var count = 0
         var entity = ""
         var shape: SyncedSchema.Shape?
-        var rows: [[StoreValue?]] = []
+        var rows: [[StoreValue]] = []
         var ids: [UUID] = []
         func flush() {
             guard !ids.isEmpty else { return }
@@ -532,7 +533,13 @@ extension SyncSession {
                 }
             }
             guard let shape else { continue }
-            var row = [StoreValue?](repeating: nil, count: shape.entity.attributes.count)
+            // Every attribute's value, the defaults first: the row is stored as it is (no array of optionals
+            // turned into another array per record). Appended one by one into a new array rather than a copy of
+            // the defaults made unique, which costs more per record.
+            let blanks = shape.entity.newRecordAttributeValues
+            var row: [StoreValue] = []
+            row.reserveCapacity(blanks.count)
+            for blank in blanks { row.append(blank) }
             if r.isPlain {
                 // Each key once: the values found by slot are those the record's map holds.
                 for j in r.values {

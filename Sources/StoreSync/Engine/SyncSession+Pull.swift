@@ -412,10 +412,9 @@ extension SyncSession {
                     values[a.index] = value
                 }
             }
-            if !values.isEmpty, w.members.isEmpty, shape?.insertsWithoutObject == true {
+            if !values.isEmpty, w.members.isEmpty, let shape, shape.insertsWithoutObject {
                 func stage(_ s: inout (rows: [[StoreValue]], ids: [UUID])) {
-                    let blanks = shape?.entity.newRecordAttributeValues ?? []
-                    s.rows.append(values.indices.map { values[$0] ?? blanks[$0] })
+                    s.rows.append(zip(values, shape.entity.newRecordAttributeValues).map { $0 ?? $1 })
                     s.ids.append(id)
                 }
                 stage(&withoutObjects[w.entity, default: ([], [])])

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 @_spi(BackendKit) import StoreAPI
 
 /// How a schema is laid out in an SQLite database: derived deterministically from the schema stored in the
@@ -549,11 +550,24 @@ final class EntityLayout: Sendable {
     /// How many rows ``insertBatchSQL`` inserts: as many as keep its parameters within 999, SQLite's smallest
     /// default limit, and at most 64 (more saved nothing measurable); 1 when a row alone has too many to batch.
     let insertBatchRows: Int
+    /// ``insertSQL`` up to its `VALUES`, and its row of placeholders.
+    private let insertHead: String
+    private let insertRow: String
+    /// ``insertBatchSQL`` once made: most layouts are made to read, and the text is long.
+    private let madeInsertBatchSQL = Mutex<String?>(nil)
+
     /// `INSERT` of ``insertBatchRows`` rows in one statement, each row's parameters as in ``insertSQL``.
     ///
     /// One statement per row seeks each row's place in the table again from its root and runs the statement's
     /// set-up again; within one statement the table cursor stays where the last row went.
-    let insertBatchSQL: String
+    var insertBatchSQL: String {
+        madeInsertBatchSQL.withLock { made in
+            if let made { return made }
+            let sql = insertHead + repeatElement(insertRow, count: insertBatchRows).joined(separator: ", ")
+            made = sql
+            return sql
+        }
+    }
     /// `UPDATE` of a record's row: `_ent, _gid`, attributes, foreign keys, then `_pk` in the `WHERE` clause.
     let updateSQL: String
     /// `SELECT 1` of a record's row by key.
@@ -593,12 +607,11 @@ final class EntityLayout: Sendable {
         let names = isComplete ? cols.map { SQLiteLayout.quote(table?.columns[$0].name ?? "") } : []
         let quoted = SQLiteLayout.quote(tableName)
         let all = ["_pk", "_ent", "_gid"] + names
-        let row = "(\(KeyedQuery.placeholders(all.count)))"
-        insertSQL = "INSERT INTO \(quoted) (\(all.joined(separator: ", "))) VALUES \(row)"
+        insertHead = "INSERT INTO \(quoted) (\(all.joined(separator: ", "))) VALUES "
+        insertRow = "(\(KeyedQuery.placeholders(all.count)))"
+        insertSQL = insertHead + insertRow
         insertParameterCount = Int32(all.count)
         insertBatchRows = max(1, min(64, 999 / all.count))
-        insertBatchSQL = "INSERT INTO \(quoted) (\(all.joined(separator: ", "))) VALUES "
-            + repeatElement(row, count: insertBatchRows).joined(separator: ", ")
         existsSQL = "SELECT 1 FROM \(quoted) WHERE _pk = ?"
         updateSQL = "UPDATE \(quoted) SET \((["_ent", "_gid"] + names).map { "\($0) = ?" }.joined(separator: ", ")) WHERE _pk = ?"
     }

@@ -63,14 +63,16 @@ import Testing
 
     /// Pages whose rows are inserted as they are read (no link into their own table) leave the tables records leave,
     /// with the entity columns of to-ones into a hierarchy, ordered positions held by key, in a map and spilled to the
-    /// temporary table, and both sides of a many-to-many, whether owners come before their members or after them.
-    @Test(arguments: [["Person", "Author", "Tag", "Book", "Review"], ["Review", "Book", "Tag", "Author", "Person"]])
-    func independentRowsLoadLikeRecords(order: [String]) throws {
+    /// temporary table, and both sides of a many-to-many, whether owners come before their members or after them;
+    /// in pages smaller than a multi-row insert and in pages of several (full ones, and the rest one by one), with
+    /// join rows in full statements of pairs and in a padded last one.
+    @Test(arguments: [["Person", "Author", "Tag", "Book", "Review"], ["Review", "Book", "Tag", "Author", "Person"]], [11, 150])
+    func independentRowsLoadLikeRecords(order: [String], pageSize: Int) throws {
         let dir = try TemporaryDirectory("coredata-page-rows")
         defer { dir.remove() }
         let schema = try Self.librarySchema()
         let storeUUID = UUID()
-        let records = try Self.libraryRecords(schema, storeUUID: storeUUID)
+        let records = try Self.libraryRecords(schema, storeUUID: storeUUID, books: 300)
         let byRecords = dir.path("Records.sqlite"), byPages = dir.path("Pages.sqlite")
         for (url, asPages) in [(byRecords, false), (byPages, true)] {
             let store = try CoreDataStoreBackend().open(
@@ -92,8 +94,8 @@ import Testing
             #expect(try bulk.beginBulkLoad())
             for name in order {
                 let all = records.filter { $0.entity == name }.sorted { $0.primaryKey < $1.primaryKey }
-                for start in stride(from: 0, to: all.count, by: 11) {
-                    let chunk = Array(all[start..<min(all.count, start + 11)])
+                for start in stride(from: 0, to: all.count, by: pageSize) {
+                    let chunk = Array(all[start..<min(all.count, start + pageSize)])
                     if asPages {
                         var page = RecordPage(entity: name)
                         for r in chunk { page.append(r) }
@@ -152,10 +154,11 @@ import Testing
         return try Schema(jsonData: Data(json.utf8))
     }
 
-    /// 20 people, 60 books (every 7th without an author), 90 reviews listed by their books in descending key order,
-    /// 5 tags; a third of the records keep a global ID that is not the derived one.
-    static func libraryRecords(_ schema: Schema, storeUUID: UUID) throws -> [Record] {
-        let (people, books, reviews, tags) = (20, 60, 90, 5)
+    /// A third as many people as `books` (every 7th book without an author), one and a half times as many reviews
+    /// listed by their books in descending key order, 5 tags; a third of the records keep a global ID that is not
+    /// the derived one.
+    static func libraryRecords(_ schema: Schema, storeUUID: UUID, books: Int = 60) throws -> [Record] {
+        let (people, reviews, tags) = (books / 3, books * 3 / 2, 5)
         func author(_ b: Int) -> Int64? { b % 7 == 0 ? nil : Int64(b % people + 1) }
         func tagsOf(_ b: Int) -> [Int64] { [Int64(b % tags + 1), Int64((b + 2) % tags + 1)].sorted() }
         func record(_ name: String, _ key: Int) throws -> Record {

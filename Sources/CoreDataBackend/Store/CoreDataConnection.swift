@@ -142,6 +142,21 @@ final class CoreDataConnection {
         return Int(sqlite3_changes(handle))
     }
 
+    /// Runs `s` (`statement(sql)`, a statement writing several rows) once, after `bind` binds every parameter:
+    /// `false` when `bind` returns `false` or a constraint stops the statement — nothing of it is then kept (SQLite
+    /// undoes a failed statement's changes), and the caller writes its rows one by one for the error of the row at
+    /// fault. Any other failure is thrown. Returns the rows the statement changed, `nil` when it was not run.
+    func runBatch(_ s: OpaquePointer, sql: String, bind: (OpaquePointer) -> Bool) throws(StoreError) -> Int? {
+        sqlite3_reset(s)
+        defer { sqlite3_reset(s) }
+        guard bind(s) else { return nil }
+        var rc = sqlite3_step(s)
+        while rc == SQLITE_ROW { rc = sqlite3_step(s) }
+        if rc == SQLITE_DONE { return Int(sqlite3_changes(handle)) }
+        if rc & 0xff == SQLITE_CONSTRAINT { return nil }
+        throw failure(sql)
+    }
+
     /// Runs `sql`, which returns no rows and takes only integer parameters, once for each of `count` rows: `row(i,
     /// bind)` binds row `i`'s values, calling `bind(parameter, value)` for each. A bulk load writes a join row per
     /// pair this way, without a value array per row.

@@ -62,10 +62,11 @@ extension CoreDataRowWriter {
     /// Binds `values`, record `index`'s encoded attribute values, as ``bindPageValues(_:at:_:to:url:)`` does; the
     /// error when one does not fit. `borrowing`: text and data are bound where they lie (`SQLITE_STATIC`), not
     /// copied — for a caller that runs the statement while `values` is still borrowed, and rebinds or clears every
-    /// parameter before the bytes go.
+    /// parameter before the bytes go. `parameterOffset`: how far the row's parameters are from the first, in a
+    /// statement inserting several rows.
     static func bindValues(
         _ values: UnsafeRawBufferPointer, of page: RecordPage, at index: Int, _ p: CoreDataWritePlan.EntityPlan,
-        to s: OpaquePointer, url: URL, borrowing: Bool
+        to s: OpaquePointer, url: URL, borrowing: Bool, parameterOffset: Int32 = 0
     ) -> StoreError? {
         let attributes = p.entity.attributes
         let parameters = p.attributeParameters
@@ -74,7 +75,8 @@ extension CoreDataRowWriter {
             guard let value = reader.next() else {
                 return malformed(page, index, "the value of \(p.entity.name).\(attributes[i].name)", url: url)
             }
-            if let error = Self.bind(value, attributes, i, entity: p.entity.name, to: s, at: parameters[i], borrowing: borrowing) {
+            let parameter = parameters[i] == 0 ? 0 : parameters[i] + parameterOffset
+            if let error = Self.bind(value, attributes, i, entity: p.entity.name, to: s, at: parameter, borrowing: borrowing) {
                 return error
             }
         }

@@ -465,24 +465,10 @@ struct CoreDataRowWriter {
                                [.integer(owner), .integer(gone)])
                 }
             }
-            if isBulkLoad, isInsert, link.myOrder == nil {
-                // One side of a join table writes its rows (the side leading its primary key, else the first a
-                // bulk load meets); the other, unordered, only adds its pairs to a checksum that must match the
-                // table when the load finishes.
-                let writer: String
-                let joinTable = CoreDataPendingLinks.JoinTable(link.table)
-                if let known = pending.joinWriters[joinTable] {
-                    writer = known
-                } else {
-                    writer = plan.bulkJoinWriters[link.table] ?? link.mine
-                    pending.joinWriters[joinTable] = writer
-                }
-                if writer != link.mine {
-                    pending.deferredJoins[joinTable, default: CoreDataDeferredJoin(
-                        table: link.table, column: link.mine, other: link.theirs, entity: p.entity.name,
-                        relationship: p.entity.relationships[i].name)].add(mine: owner, theirs: members)
-                    return
-                }
+            if isBulkLoad, isInsert, link.myOrder == nil,
+                !writesJoinRows(link, owner: owner, members: members, p, i, pending: &pending)
+            {
+                return
             }
             let sql = isBulkLoad ? link.bulkUpsertSQL : link.upsertSQL
             let (hasMyOrder, bindsTheirOrder) = (link.myOrder != nil, link.theirOrder != nil && !isBulkLoad)
@@ -507,6 +493,28 @@ struct CoreDataRowWriter {
                 }
             }
         }
+    }
+
+    /// In a bulk load, whether this side of an unordered join table writes its rows for an inserted record's list:
+    /// one side does (the side leading the table's primary key, else the first the load meets); the other only
+    /// adds its pairs, here, to a checksum that must match the table when the load finishes.
+    func writesJoinRows(
+        _ link: CoreDataWritePlan.JoinLink, owner: Int64, members: [Int64], _ p: CoreDataWritePlan.EntityPlan, _ i: Int,
+        pending: inout CoreDataPendingLinks
+    ) -> Bool {
+        let writer: String
+        let joinTable = CoreDataPendingLinks.JoinTable(link.table)
+        if let known = pending.joinWriters[joinTable] {
+            writer = known
+        } else {
+            writer = plan.bulkJoinWriters[link.table] ?? link.mine
+            pending.joinWriters[joinTable] = writer
+        }
+        guard writer != link.mine else { return true }
+        pending.deferredJoins[joinTable, default: CoreDataDeferredJoin(
+            table: link.table, column: link.mine, other: link.theirs, entity: p.entity.name,
+            relationship: p.entity.relationships[i].name)].add(mine: owner, theirs: members)
+        return false
     }
 
     /// Adds the pairs (member, owner) to `pairs` (one lookup of the table's checksum for the list, not one a pair).

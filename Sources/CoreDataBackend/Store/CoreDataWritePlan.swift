@@ -14,8 +14,26 @@ struct CoreDataWritePlan {
         var name: String
         var columns: [CoreDataLayout.Column]
         var insertSQL: String
+        /// How many rows ``insertBatchSQL`` inserts: as many as keep its parameters within 999, SQLite's smallest
+        /// default limit, and at most 64; 1 when a row alone has too many to batch.
+        var insertBatchRows: Int
+        /// `INSERT` of ``insertBatchRows`` rows in one statement, each row's parameters as in ``insertSQL``: one
+        /// statement per row runs the statement's set-up again and seeks each row's place from the table's root.
+        var insertBatchSQL: String
         /// Reads one row's `Z_ENT` by key.
         var entitySQL: String
+
+        init(name: String, columns: [CoreDataLayout.Column]) {
+            let q = CoreDataSQL.quoted
+            self.name = name
+            self.columns = columns
+            let head = "INSERT INTO \(q(name)) (" + columns.map { q($0.name) }.joined(separator: ", ") + ") VALUES "
+            let row = "(" + CoreDataSQL.placeholders(columns.count) + ")"
+            insertSQL = head + row
+            insertBatchRows = max(1, min(64, 999 / max(1, columns.count)))
+            insertBatchSQL = head + repeatElement(row, count: insertBatchRows).joined(separator: ", ")
+            entitySQL = "SELECT Z_ENT FROM \(q(name)) WHERE Z_PK = ?"
+        }
     }
 
     /// A to-many stored in the members' rows.
@@ -41,9 +59,13 @@ struct CoreDataWritePlan {
         var theirs: String
         var myOrder: String?
         var theirOrder: String?
-        /// ``upsert`` and ``bulkUpsert``, built once.
+        /// ``upsert``, ``bulkUpsert`` and ``bulkBatchUpsert``, built once.
         var upsertSQL = ""
         var bulkUpsertSQL = ""
+        var bulkBatchUpsertSQL = ""
+
+        /// How many pairs ``bulkBatchUpsert`` adds (two parameters each, within SQLite's smallest default limit).
+        static let bulkBatchPairs = 256
 
         /// The statement adding a pair (binding this side's key, the other's, this side's position when ordered,
         /// and the other's key again when the other side is ordered): a new pair goes after the other side's last
@@ -67,6 +89,16 @@ struct CoreDataWritePlan {
             var places = ["?", "?"]
             if let o = myOrder { columns.append(q(o)); places.append("?") }
             return insert(columns, places)
+        }
+
+        /// ``bulkUpsert`` of ``bulkBatchPairs`` pairs of an unordered side in one statement (`nil` for an ordered
+        /// one: one statement may not update the same row twice). One statement per pair runs the statement's set-up
+        /// again and seeks each row's place from the root of the table and of its index.
+        var bulkBatchUpsert: String? {
+            guard myOrder == nil else { return nil }
+            let q = CoreDataSQL.quoted
+            return "INSERT INTO \(q(table)) (\(q(mine)), \(q(theirs))) VALUES "
+                + repeatElement("(?, ?)", count: Self.bulkBatchPairs).joined(separator: ", ") + " ON CONFLICT DO NOTHING"
         }
 
         private func insert(_ columns: [String], _ places: [String]) -> String {
@@ -164,12 +196,7 @@ struct CoreDataWritePlan {
         var tables: [String: Table] = [:]
         for t in layout.tables {
             guard case .entity(let root) = t.kind else { continue }
-            let q = CoreDataSQL.quoted
-            tables[root] = Table(
-                name: t.name, columns: t.columns,
-                insertSQL: "INSERT INTO \(q(t.name)) (" + t.columns.map { q($0.name) }.joined(separator: ", ")
-                    + ") VALUES (" + CoreDataSQL.placeholders(t.columns.count) + ")",
-                entitySQL: "SELECT Z_ENT FROM \(q(t.name)) WHERE Z_PK = ?")
+            tables[root] = Table(name: t.name, columns: t.columns)
         }
         func lineage(_ e: Entity) -> [String] { [e.name] + e.ancestorNames }
         func column(_ table: String?, _ match: (CoreDataLayout.ColumnRole) -> Bool) -> String? {
@@ -246,6 +273,7 @@ struct CoreDataWritePlan {
                                             theirOrder: theirOrder?.name)
                         link.upsertSQL = link.upsert
                         link.bulkUpsertSQL = link.bulkUpsert
+                        link.bulkBatchUpsertSQL = link.bulkBatchUpsert ?? ""
                         found = link
                         break
                     }

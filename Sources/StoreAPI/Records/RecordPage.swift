@@ -83,6 +83,47 @@ import Foundation
         }
     }
 
+    /// Calls `body` with every record's encoded values, borrowed together for the whole call without copying them:
+    /// for a writer that binds several records' bytes into one statement, which needs them all at once.
+    ///
+    /// The buffers ``EncodedRecords`` hands out are valid only until `body` returns.
+    @inlinable
+    public func withEncodedRecords<T>(_ body: (_ records: EncodedRecords) throws -> T) rethrows -> T {
+        try valueBytes.withUnsafeBytes { values in
+            try linkBytes.withUnsafeBytes { links in
+                try body(EncodedRecords(values: values, valueEnds: valueEnds, links: links, linkEnds: linkEnds))
+            }
+        }
+    }
+
+    /// Every record of a page in the page form, borrowed by ``withEncodedRecords(_:)``.
+    public struct EncodedRecords {
+        @usableFromInline let valueBytes: UnsafeRawBufferPointer
+        @usableFromInline let valueEnds: [Int]
+        @usableFromInline let linkBytes: UnsafeRawBufferPointer
+        @usableFromInline let linkEnds: [Int]
+
+        @inlinable
+        init(values: UnsafeRawBufferPointer, valueEnds: [Int], links: UnsafeRawBufferPointer, linkEnds: [Int]) {
+            valueBytes = values
+            self.valueEnds = valueEnds
+            linkBytes = links
+            self.linkEnds = linkEnds
+        }
+
+        /// Record `index`'s attribute values, as ``RecordPage/withEncodedRecord(at:_:)`` passes them.
+        @inlinable
+        public func values(at index: Int) -> UnsafeRawBufferPointer {
+            UnsafeRawBufferPointer(rebasing: valueBytes[(index == 0 ? 0 : valueEnds[index - 1])..<valueEnds[index]])
+        }
+
+        /// Record `index`'s relationship values, as ``RecordPage/withEncodedRecord(at:_:)`` passes them.
+        @inlinable
+        public func links(at index: Int) -> UnsafeRawBufferPointer {
+            UnsafeRawBufferPointer(rebasing: linkBytes[(index == 0 ? 0 : linkEnds[index - 1])..<linkEnds[index]])
+        }
+    }
+
     // MARK: Building: values
 
     /// Starts the next record; its values follow, then ``endValues()``.

@@ -307,11 +307,13 @@ public struct CoreDataStoreBackend: StoreBackend {
             // here from that schema's model, so it is not decoded back to be checked (creating a store and opening
             // it is every conversion to this type). Another process reads it as any store.
             (model, schema, source) = (CoreDataModel(schema: embedded), embedded, .embeddedSchema)
-        } else if file.modelCacheBlob != nil {
+        } else if let blob = file.modelCacheBlob {
             // The cache is decoded even when the schema below is used: a damaged cache is a damaged store, whatever
-            // else it keeps. Only a cache whose schema is used has one derived from it.
-            try file.checkModelCache()
-            if let embedded = try embeddedSchema(of: file) {
+            // else it keeps — unless it is, byte for byte, the cache this backend wrote beside that schema (its
+            // digest kept with the schema). Only a cache whose schema is used has one derived from it.
+            let embedded = try embeddedSchema(of: file)
+            if embedded == nil || !Self.isModelCacheAsWritten(blob, in: file) { try file.checkModelCache() }
+            if let embedded {
                 // A store this backend created: the framework's schema it keeps is exact where the model cache is
                 // not (see schemaMetadataKey), as long as the store's model has not changed since.
                 (model, schema, source) = (CoreDataModel(schema: embedded), embedded, .embeddedSchema)
@@ -340,6 +342,7 @@ public struct CoreDataStoreBackend: StoreBackend {
         }
         var plistCustom = file.metadata.custom
         plistCustom[schemaMetadataKey] = nil
+        plistCustom[modelCacheDigestMetadataKey] = nil
         let syncOptions = try Self.syncOptions(plistCustom.removeValue(forKey: syncOptionsMetadataKey), in: file.url)
         let custom = plistCustom.mapValues(Self.metadataValue)
         return (StoreMetadata(storeType: typeIdentifier, storeUUID: uuid, schema: schema, custom: custom,
@@ -385,6 +388,18 @@ public struct CoreDataStoreBackend: StoreBackend {
     /// read from here too. Core Data ignores metadata keys it does not know; the key is never shown as custom
     /// metadata.
     public static let schemaMetadataKey = "StoreKitSwiftSchema"
+
+    /// The metadata key under which a store this backend created keeps the SHA-256 of the model cache it wrote
+    /// (data), so that opening the store need not decode the cache to know it is undamaged while it is still those
+    /// bytes. A cache Core Data (or anyone) rewrote no longer matches, and is decoded as any store's. Never shown as
+    /// custom metadata.
+    public static let modelCacheDigestMetadataKey = "StoreKitSwiftModelCacheDigest"
+
+    /// Whether `blob`, the store's model cache, is the one whose digest the store keeps.
+    private static func isModelCacheAsWritten(_ blob: [UInt8], in file: CoreDataStoreFile) -> Bool {
+        guard case .data(let digest) = file.metadata.custom[modelCacheDigestMetadataKey] else { return false }
+        return Array(digest) == StoreDigest.sha256(blob)
+    }
 
     /// The schema under ``schemaMetadataKey``, when there is one and its Core Data version hashes are the store's.
     private static func embeddedSchema(of file: CoreDataStoreFile) throws(StoreError) -> Schema? {
@@ -566,7 +581,10 @@ public struct CoreDataStoreBackend: StoreBackend {
         // A derivation the encoder cannot write leaves the cache empty, as stores created before it had: this backend
         // reads them from the schema above.
         let cache = try? CoreDataModelCache.encode(model)
-        if let cache { CoreDataModelMemos.writtenCaches.keep(Array(schemaJSON), for: cache) }
+        if let cache {
+            CoreDataModelMemos.writtenCaches.keep(Array(schemaJSON), for: cache)
+            plist.custom[modelCacheDigestMetadataKey] = .data(Data(StoreDigest.sha256(cache)))
+        }
         try CoreDataLayout.createEmptyStore(
             at: url, model: model, uuid: metadata.storeUUID, metadata: plist, modelCache: cache,
             persistentHistory: persistentHistory)

@@ -48,6 +48,33 @@ import Testing
         #expect(try backend.readMetadata(at: url).schema == schema)
     }
 
+    /// A created store keeps the digest of the cache it wrote (so that another process opening it need not decode
+    /// the cache to know it is undamaged): hidden from custom metadata, kept when the metadata is rewritten, and a
+    /// cache that no longer matches it is decoded — a damaged one refused.
+    @Test func createdStoreKeepsItsModelCacheDigest() throws {
+        let dir = try TemporaryDirectory("coredata-cache-digest")
+        defer { dir.remove() }
+        let url = dir.path("Library.sqlite")
+        let schema = try Self.schema()
+        let backend = CoreDataStoreBackend()
+        try backend.open(at: url, options: StoreOptions(), creating: StoreMetadata(storeType: "coredata", schema: schema)).close()
+        func digest() throws -> PropertyListValue? {
+            try CoreDataStoreFile.read(at: url).metadata.custom[CoreDataStoreBackend.modelCacheDigestMetadataKey]
+        }
+        let blob = try #require(try CoreDataStoreFile.read(at: url).modelCacheBlob)
+        #expect(try digest() == .data(Data(StoreDigest.sha256(blob))))
+
+        var metadata = try backend.readMetadata(at: url)
+        #expect(metadata.custom[CoreDataStoreBackend.modelCacheDigestMetadataKey] == nil)
+        metadata.custom["note"] = .string("kept")
+        try backend.writeMetadata(metadata, at: url)
+        #expect(try digest() == .data(Data(StoreDigest.sha256(blob))))
+        #expect(try backend.readMetadata(at: url).custom == ["note": .string("kept")])
+
+        try CoreDataStoreFileTests.execute(url, "UPDATE Z_MODELCACHE SET Z_CONTENT = ?", blob: [0xFF, 0x00, 0x12, 0x34])
+        CoreDataStoreFileTests.expectCorrupt(url, "Z_MODELCACHE") { _ = try backend.readMetadata(at: url) }
+    }
+
     /// A store written before the encoder existed: an empty `Z_MODELCACHE`, the schema only in the metadata.
     @Test func storeWithoutACacheStillOpens() throws {
         let dir = try TemporaryDirectory("coredata-cache-write")

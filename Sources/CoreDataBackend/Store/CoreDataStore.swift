@@ -430,12 +430,14 @@ final class CoreDataStore: PersistentStore, PageScanningStore, PageInsertingStor
 
     // MARK: Metadata
 
-    /// `base` with `metadata`'s custom metadata as its app keys, and its sync options (the embedded schema key kept).
+    /// `base` with `metadata`'s custom metadata as its app keys, and its sync options (the embedded schema and its
+    /// model cache's digest kept).
     static func plist(_ base: CoreDataMetadata, for metadata: StoreMetadata, url: URL) throws(StoreError) -> CoreDataMetadata {
         var p = base
-        let schemaKey = base.custom[CoreDataStoreBackend.schemaMetadataKey]
+        let kept = [CoreDataStoreBackend.schemaMetadataKey, CoreDataStoreBackend.modelCacheDigestMetadataKey]
+            .compactMap { key in base.custom[key].map { (key, $0) } }
         p.custom = metadata.custom.mapValues(CoreDataStoreBackend.propertyListValue)
-        if let schemaKey { p.custom[CoreDataStoreBackend.schemaMetadataKey] = schemaKey }
+        for (key, value) in kept { p.custom[key] = value }
         if let syncOptions = metadata.syncOptions {
             p.custom[CoreDataStoreBackend.syncOptionsMetadataKey] = try CoreDataStoreBackend.propertyListValue(syncOptions, url: url)
         }

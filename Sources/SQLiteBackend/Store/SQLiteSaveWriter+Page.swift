@@ -16,10 +16,17 @@ extension SQLiteSaveWriter {
             throw StoreError.corruptStore(url, reason: "the layout has no column for a property of \(entity.name)")
         }
         var i = 0
+        // As in `apply`: a refused run goes in one by one, without a batch tried again from each of its records.
+        var singlyUntil = 0
         while i < page.count {
-            if let batch = try insertBatch(of: page, el, from: i) {
-                i = batch
-                continue
+            if i >= singlyUntil {
+                switch try insertBatch(of: page, el, from: i) {
+                case .inserted(let next):
+                    i = next
+                    continue
+                case .refused(let end): singlyUntil = end
+                case .notABatch: break
+                }
             }
             try insertRow(of: page, el, at: i)
             i += 1
@@ -39,12 +46,11 @@ extension SQLiteSaveWriter {
         try moveKeyAllocators()
     }
 
-    /// Inserts the page's records from `start` with one statement (``EntityLayout/insertBatchSQL``) and returns the
-    /// position after them; `nil` when fewer are left, or when one of them would fail: nothing is then inserted,
-    /// and inserting them one by one gives the error for the record at fault (see ``apply(_:)``).
-    private mutating func insertBatch(of page: RecordPage, _ el: EntityLayout, from start: Int) throws -> Int? {
+    /// Inserts the page's records from `start` with one statement (``EntityLayout/insertBatchSQL``), as
+    /// ``insertBatch(of:from:)`` inserts records.
+    private mutating func insertBatch(of page: RecordPage, _ el: EntityLayout, from start: Int) throws -> BatchOutcome {
         let end = start + el.insertBatchRows
-        guard el.insertBatchRows > 1, end <= page.count else { return nil }
+        guard el.insertBatchRows > 1, end <= page.count else { return .notABatch }
         // Nothing of `self` in the closure: a mutating method's closure would copy the writer for it.
         let (url, connection) = (self.url, self.connection)
         let inserted: Bool = try connection.withStatement(el.insertBatchSQL, clearingBindings: false) { s in
@@ -57,9 +63,9 @@ extension SQLiteSaveWriter {
             }
             return try Self.stepBatch(s, connection, "inserting \(page.entity) \(page.primaryKeys[start]) and the \(end - start - 1) records after it")
         }
-        guard inserted else { return nil }
+        guard inserted else { return .refused(end: end) }
         for i in start..<end { noteInserted(page.primaryKeys[i], root: el.root) }
-        return end
+        return .inserted(next: end)
     }
 
     /// Inserts the page's record at `i` alone.

@@ -69,10 +69,18 @@ struct SQLiteSaveWriter {
         let deferred = try deferIndexes(inserting: changes.inserted)
         // By position, not `for r in`: each record is read where it is, not copied out (retaining its arrays).
         var i = changes.inserted.startIndex
+        // The end of a run a batch refused: its records go in one by one, to the error of the record at fault,
+        // without a batch tried again from each of them.
+        var singlyUntil = i
         while i < changes.inserted.endIndex {
-            if let batch = try insertBatch(of: changes.inserted, from: i) {
-                i = batch
-                continue
+            if i >= singlyUntil {
+                switch try insertBatch(of: changes.inserted, from: i) {
+                case .inserted(let next):
+                    i = next
+                    continue
+                case .refused(let end): singlyUntil = end
+                case .notABatch: break
+                }
             }
             do {
                 try write(changes.inserted[i], insert: true)
@@ -242,15 +250,24 @@ struct SQLiteSaveWriter {
         }
     }
 
+    /// What ``insertBatch(of:from:)`` did.
+    enum BatchOutcome {
+        /// The records up to `next` went in.
+        case inserted(next: Int)
+        /// One of the records up to `end` would fail: nothing went in, and inserting them one by one gives the
+        /// error for the record at fault, as without batches.
+        case refused(end: Int)
+        /// Too few records are left, or they are not all of one entity.
+        case notABatch
+    }
+
     /// Inserts the records from `start` with one statement (``EntityLayout/insertBatchSQL``) when the next
-    /// ``EntityLayout/insertBatchRows`` of them are of one entity, and returns the position after them; `nil` when
-    /// they are not, or when one of them would fail: nothing is then inserted, and inserting them one by one gives
-    /// the error for the record at fault, as without batches.
-    private mutating func insertBatch(of records: [Record], from start: Int) throws -> Int? {
+    /// ``EntityLayout/insertBatchRows`` of them are of one entity.
+    private mutating func insertBatch(of records: [Record], from start: Int) throws -> BatchOutcome {
         let entity = records[start].entity
-        guard let el = try? cachedEntityLayout(entity), el.insertBatchRows > 1 else { return nil }
+        guard let el = try? cachedEntityLayout(entity), el.insertBatchRows > 1 else { return .notABatch }
         let end = start + el.insertBatchRows
-        guard end <= records.endIndex, records[start..<end].allSatisfy({ $0.entity == entity }) else { return nil }
+        guard end <= records.endIndex, records[start..<end].allSatisfy({ $0.entity == entity }) else { return .notABatch }
         // Nothing of `self` in the closure: a mutating method's closure would copy the writer for it.
         let (url, connection) = (self.url, self.connection)
         let inserted: Bool = try connection.withStatement(el.insertBatchSQL, clearingBindings: false) { s in
@@ -264,9 +281,9 @@ struct SQLiteSaveWriter {
             }
             return try Self.stepBatch(s, connection, "inserting \(records[start].key) and the \(end - start - 1) records after it")
         }
-        guard inserted else { return nil }
+        guard inserted else { return .refused(end: end) }
         for i in start..<end { noteInserted(records[i].primaryKey, root: el.root) }
-        return end
+        return .inserted(next: end)
     }
 
     /// Runs a batch insert whose parameters are bound: `true` when its rows went in, `false` when one of them broke

@@ -53,6 +53,7 @@ extension CoreDataRowWriter {
         pairs.removeFirst(2 * at)
     }
 
+    /// Inserts the pairs in `range` a statement each, a refused one naming its owner; returns how many went in.
     private func insertJoinPairsOneByOne(_ link: CoreDataWritePlan.JoinLink, _ pairs: [Int64], _ range: Range<Int>) throws -> Int {
         var written = 0
         for pair in range {

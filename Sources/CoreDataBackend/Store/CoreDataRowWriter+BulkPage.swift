@@ -54,9 +54,10 @@ extension CoreDataRowWriter {
         let insert = try db.statement(insertSQL)
         let insertBatchSQL = p.table.insertBatchSQL
         let insertBatch = batchRows > 1 && keys.count >= batchRows ? try db.statement(insertBatchSQL) : nil
-        // Each join's statement too, taken once for the page rather than once per record.
+        // Each ordered join's statement too, taken once for the page rather than once per record (an unordered
+        // join's pairs are gathered for ``insertJoinPairs(_:_:all:pending:)``).
         let joinStatements: [OpaquePointer?] = try links.map { link throws(StoreError) in
-            guard case .join(let join) = link else { return nil }
+            guard case .join(let join) = link, join.myOrder != nil else { return nil }
             return try db.statement(join.bulkUpsertSQL)
         }
         // And the highest key of each ordered list's members' table: those tables get no rows while the page's go

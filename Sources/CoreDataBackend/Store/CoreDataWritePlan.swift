@@ -1,4 +1,5 @@
 import Foundation
+import SQLiteFiles
 @_spi(BackendKit) import StoreAPI
 
 /// Where a save writes each value of each entity, worked out once from the store's ``CoreDataLayout`` when a
@@ -14,11 +15,9 @@ struct CoreDataWritePlan {
         var name: String
         var columns: [CoreDataLayout.Column]
         var insertSQL: String
-        /// How many rows ``insertBatchSQL`` inserts: as many as keep its parameters within 999, SQLite's smallest
-        /// default limit, and at most 64; 1 when a row alone has too many to batch.
+        /// How many rows ``insertBatchSQL`` inserts (``MultiRowInsert/rows(parametersPerRow:)``).
         var insertBatchRows: Int
-        /// `INSERT` of ``insertBatchRows`` rows in one statement, each row's parameters as in ``insertSQL``: one
-        /// statement per row runs the statement's set-up again and seeks each row's place from the table's root.
+        /// `INSERT` of ``insertBatchRows`` rows in one statement, each row's parameters as in ``insertSQL``.
         var insertBatchSQL: String
         /// Reads one row's `Z_ENT` by key.
         var entitySQL: String
@@ -30,8 +29,8 @@ struct CoreDataWritePlan {
             let head = "INSERT INTO \(q(name)) (" + columns.map { q($0.name) }.joined(separator: ", ") + ") VALUES "
             let row = "(" + CoreDataSQL.placeholders(columns.count) + ")"
             insertSQL = head + row
-            insertBatchRows = max(1, min(64, 999 / max(1, columns.count)))
-            insertBatchSQL = head + repeatElement(row, count: insertBatchRows).joined(separator: ", ")
+            insertBatchRows = MultiRowInsert.rows(parametersPerRow: columns.count)
+            insertBatchSQL = MultiRowInsert.sql(head: head, row: row, rows: insertBatchRows)
             entitySQL = "SELECT Z_ENT FROM \(q(name)) WHERE Z_PK = ?"
         }
     }
@@ -64,7 +63,7 @@ struct CoreDataWritePlan {
         var bulkUpsertSQL = ""
         var bulkBatchUpsertSQL = ""
 
-        /// How many pairs ``bulkBatchUpsert`` adds (two parameters each, within SQLite's smallest default limit).
+        /// How many pairs ``bulkBatchUpsert`` adds (two parameters each, within ``MultiRowInsert/parameterLimit``).
         static let bulkBatchPairs = 256
 
         /// The statement adding a pair (binding this side's key, the other's, this side's position when ordered,
@@ -97,8 +96,8 @@ struct CoreDataWritePlan {
         var bulkBatchUpsert: String? {
             guard myOrder == nil else { return nil }
             let q = CoreDataSQL.quoted
-            return "INSERT INTO \(q(table)) (\(q(mine)), \(q(theirs))) VALUES "
-                + repeatElement("(?, ?)", count: Self.bulkBatchPairs).joined(separator: ", ") + " ON CONFLICT DO NOTHING"
+            return MultiRowInsert.sql(head: "INSERT INTO \(q(table)) (\(q(mine)), \(q(theirs))) VALUES ", row: "(?, ?)",
+                                      rows: Self.bulkBatchPairs, tail: " ON CONFLICT DO NOTHING")
         }
 
         private func insert(_ columns: [String], _ places: [String]) -> String {

@@ -1,4 +1,5 @@
 import Foundation
+import SQLiteFiles
 import Synchronization
 @_spi(BackendKit) import StoreAPI
 
@@ -547,8 +548,7 @@ final class EntityLayout: Sendable {
     let insertSQL: String
     /// The parameters of one row of ``insertSQL``.
     let insertParameterCount: Int32
-    /// How many rows ``insertBatchSQL`` inserts: as many as keep its parameters within 999, SQLite's smallest
-    /// default limit, and at most 64 (more saved nothing measurable); 1 when a row alone has too many to batch.
+    /// How many rows ``insertBatchSQL`` inserts (``MultiRowInsert/rows(parametersPerRow:)``).
     let insertBatchRows: Int
     /// ``insertSQL`` up to its `VALUES`, and its row of placeholders.
     private let insertHead: String
@@ -563,7 +563,7 @@ final class EntityLayout: Sendable {
     var insertBatchSQL: String {
         madeInsertBatchSQL.withLock { made in
             if let made { return made }
-            let sql = insertHead + repeatElement(insertRow, count: insertBatchRows).joined(separator: ", ")
+            let sql = MultiRowInsert.sql(head: insertHead, row: insertRow, rows: insertBatchRows)
             made = sql
             return sql
         }
@@ -611,7 +611,7 @@ final class EntityLayout: Sendable {
         insertRow = "(\(KeyedQuery.placeholders(all.count)))"
         insertSQL = insertHead + insertRow
         insertParameterCount = Int32(all.count)
-        insertBatchRows = max(1, min(64, 999 / all.count))
+        insertBatchRows = MultiRowInsert.rows(parametersPerRow: all.count)
         existsSQL = "SELECT 1 FROM \(quoted) WHERE _pk = ?"
         updateSQL = "UPDATE \(quoted) SET \((["_ent", "_gid"] + names).map { "\($0) = ?" }.joined(separator: ", ")) WHERE _pk = ?"
     }
